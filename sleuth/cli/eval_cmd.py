@@ -1,0 +1,106 @@
+"""`sleuth eval`: run pipelines on a test collection and print one comparison table."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sleuth.cli.common import console, corpus_source, out, workspace
+from sleuth.corpus.bundled import bundled_dataset_dir
+from sleuth.corpus.model import Qrels, Query
+from sleuth.errors import ConfigError
+from sleuth.eval.answers import DEFAULT_KS
+from sleuth.eval.experiment import Experiment
+from sleuth.pipelines.config import load_pipeline, validate_pipeline
+
+DEFAULT_METRICS = ("nDCG@10", "R@100")
+
+
+def read_queries(path: Path) -> list[Query]:
+    """Queries from a BEIR queries.jsonl or TREC topics (TSV or SGML)."""
+    if ".jsonl" in path.name:
+        from sleuth.corpus.beir import read_beir_queries
+
+        return list(read_beir_queries(path))
+    from sleuth.corpus.trec import read_trec_topics
+
+    return list(read_trec_topics(path))
+
+
+def load_task(dataset: Optional[Path], split: str, corpus: Optional[Path], queries: Optional[Path],
+              qrels: Optional[Path], questions: Optional[Path]) -> tuple[Optional[Path], list[Query], Qrels | None]:
+    """Work out corpus, queries and judgements from a BEIR folder or explicit files."""
+    if questions is not None:
+        from sleuth.corpus.questions import read_questions
+
+        if corpus is None:
+            raise ConfigError("--questions needs --corpus (the passages to search)")
+        return corpus, list(read_questions(questions)), None
+    if dataset is None and corpus is None and queries is None:
+        dataset = bundled_dataset_dir()
+    if dataset is not None:
+        from sleuth.corpus.beir import load_beir
+
+        beir = load_beir(dataset, split)
+        return beir.corpus_path, beir.queries, beir.qrels
+    if corpus is None or queries is None or qrels is None:
+        raise ConfigError("give a BEIR folder, or all of --corpus, --queries and --qrels (or --questions)")
+    from sleuth.corpus.qrels import read_qrels
+
+    judged = read_qrels(qrels)
+    return corpus, [q for q in read_queries(queries) if q.id in judged], judged
+
+
+def eval_command(
+    dataset: Optional[Path] = typer.Argument(None, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
+                                                        "default: the bundled SciFact."),
+    split: str = typer.Option("train", help="Qrels split of the BEIR folder."),
+    corpus: Optional[Path] = typer.Option(None, help="Corpus file or folder (instead of a BEIR folder)."),
+    queries: Optional[Path] = typer.Option(None, help="Queries: BEIR queries.jsonl or TREC topics."),
+    qrels: Optional[Path] = typer.Option(None, help="Relevance judgements: TREC qrels or BEIR TSV."),
+    questions: Optional[Path] = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
+                                                        "answer accuracy."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    field: Optional[list[str]] = typer.Option(None, "--field", help="Field mapping for jsonl corpora, e.g. text=body."),
+    pipeline: Optional[list[str]] = typer.Option(None, help="Pipeline (repeatable): built-in name or YAML file; "
+                                                            "the first is the baseline."),
+    metric: Optional[list[str]] = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP."),
+    top_k: Optional[list[int]] = typer.Option(None, "--top-k", help="Answer accuracy cut-offs (repeatable)."),
+    max_queries: Optional[int] = typer.Option(None, help="Evaluate only the first N queries."),
+    runs_dir: Optional[Path] = typer.Option(None, help="Write each pipeline's TREC run file here."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    device: str = typer.Option("cpu", help="Encoder device."),
+) -> None:
+    """Evaluate pipelines on the same queries: one table, paired t-tests against the first pipeline."""
+    names = pipeline or ["bm25"]
+    for name in names:
+        validate_pipeline(name)  # fail on a bad config before any index is built
+    corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions)
+    if max_queries is not None:
+        query_list = query_list[:max_queries]
+    if not query_list:
+        raise ConfigError("no queries to evaluate")
+    ws = workspace(corpus_source(corpus_path, fmt, field), device, progress=not as_json)
+    stages = {}
+    for name in names:
+        stage = load_pipeline(name, ws)
+        stages[stage.name if stage.name not in stages else name] = stage
+    answers = {q.id: q.metadata["answers"] for q in query_list} if questions is not None else None
+    experiment = Experiment(stages, query_list, qrels=judged, answers=answers,
+                            measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS)
+    if not as_json:
+        console.print(f"evaluating {len(stages)} pipeline(s) on {len(query_list)} queries ...")
+    result = experiment.run()
+    if runs_dir is not None:
+        result.save_runs(runs_dir)
+    if as_json:
+        print(json.dumps(result.to_dict(include_per_query=False)))
+    else:
+        out.print(result.to_table())
+
+
+def register(app: typer.Typer) -> None:
+    app.command("eval")(eval_command)

@@ -1,0 +1,54 @@
+"""`sleuth search`: run one query through a pipeline (or straight against an index) and print the ranking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sleuth.cli.common import corpus_source, out, workspace
+from sleuth.cli.render import hits_json, hits_table
+from sleuth.index.manifest import read_manifest
+from sleuth.pipelines.config import load_pipeline
+from sleuth.stages.base import Stage
+
+
+def stage_for_index(path: Path, k: int, device: str) -> Stage:
+    """A retrieval stage for an index folder, chosen by the kind its manifest records."""
+    manifest = read_manifest(path)
+    if manifest.kind == "bm25":
+        from sleuth.index.bm25 import BM25Index
+        from sleuth.stages.bm25_retrieve import BM25Retrieve
+
+        return BM25Retrieve(BM25Index.load(path), k=k)
+    from sleuth.index.dense import DenseIndex
+    from sleuth.stages.dense_retrieve import DenseRetrieve
+
+    return DenseRetrieve(DenseIndex.load(path), k=k, device=device)
+
+
+def search(
+    query: str = typer.Argument(..., help="The query text."),
+    corpus: Optional[Path] = typer.Option(None, help="Corpus to search (default: the bundled SciFact)."),
+    fmt: Optional[str] = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
+    index: Optional[Path] = typer.Option(None, help="Search this index folder directly (overrides --pipeline)."),
+    k: int = typer.Option(10, "-k", help="How many results to show."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+    device: str = typer.Option("cpu", help="Encoder device."),
+) -> None:
+    """Search a corpus or an index and print the top k results."""
+    if index is not None:
+        stage = stage_for_index(index, max(k, 1), device)
+    else:
+        stage = load_pipeline(pipeline, workspace(corpus_source(corpus, fmt), device, progress=not as_json))
+    hits = stage.search(query, k=k)
+    if as_json:
+        print(hits_json(query, hits))
+    else:
+        out.print(hits_table(query, hits))
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(search)

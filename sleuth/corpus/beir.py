@@ -1,0 +1,73 @@
+"""BEIR datasets: corpus.jsonl, queries.jsonl and qrels/<split>.tsv (TREC qrels are accepted too)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require
+from sleuth.corpus.model import Document, Qrels, Query
+from sleuth.corpus.qrels import read_qrels
+from sleuth.errors import InputError
+
+__all__ = ["BeirDataset", "load_beir", "read_beir_corpus", "read_beir_queries", "read_qrels"]
+
+COMPRESSION_SUFFIXES = ("", ".gz", ".bz2")
+
+
+def read_beir_corpus(path: str | Path) -> Iterator[Document]:
+    """Stream Documents from a BEIR corpus.jsonl (``_id``, ``title``, ``text``, ``metadata``); a folder means its
+    corpus.jsonl. The ``metadata`` object is merged into ``Document.metadata``."""
+    path = Path(path)
+    return read_jsonl_documents(find_file(path, "corpus.jsonl") if path.is_dir() else path)
+
+
+def read_beir_queries(path: str | Path) -> Iterator[Query]:
+    """Stream Queries from a BEIR queries.jsonl (``_id``, ``text``, optional ``metadata`` and other keys)."""
+    for number, obj in iter_jsonl(path):
+        query_id = require(obj, "_id", path, number)
+        text = require(obj, "text", path, number)
+        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        extra = {k: v for k, v in obj.items() if k not in ("_id", "text", "metadata")}
+        yield Query(id=query_id, text=text, metadata={**metadata, **extra})
+
+
+@dataclass
+class BeirDataset:
+    """One split of a BEIR dataset: the corpus file (read lazily), the split's queries and its qrels."""
+
+    corpus_path: Path
+    queries: list[Query] = field(default_factory=list)
+    qrels: Qrels = field(default_factory=dict)
+
+    def documents(self) -> Iterator[Document]:
+        """Stream the corpus; each call starts a new pass over the file."""
+        return read_beir_corpus(self.corpus_path)
+
+
+def load_beir(directory: str | Path, split: str = "train") -> BeirDataset:
+    """Load a BEIR folder: qrels/<split>.tsv, the queries judged in it (file order), and the corpus path.
+
+    Qrels naming a query that is missing from queries.jsonl raise InputError.
+    """
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise InputError("not a BEIR folder (expected corpus.jsonl, queries.jsonl, qrels/)", path=directory)
+    qrels_path = find_file(directory / "qrels", f"{split}.tsv")
+    qrels = read_qrels(qrels_path)
+    queries = [q for q in read_beir_queries(find_file(directory, "queries.jsonl")) if q.id in qrels]
+    missing = set(qrels) - {q.id for q in queries}
+    if missing:
+        raise InputError(f"{len(missing)} judged query id(s) not in queries.jsonl, e.g. {sorted(missing)[:3]}",
+                         path=qrels_path)
+    return BeirDataset(corpus_path=find_file(directory, "corpus.jsonl"), queries=queries, qrels=qrels)
+
+
+def find_file(directory: Path, name: str) -> Path:
+    """``directory/name``, or its .gz/.bz2 variant; InputError naming the expected path when none exists."""
+    for suffix in COMPRESSION_SUFFIXES:
+        candidate = directory / f"{name}{suffix}"
+        if candidate.is_file():
+            return candidate
+    raise InputError("file not found", path=directory / name)

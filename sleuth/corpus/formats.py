@@ -1,0 +1,86 @@
+"""One entry point for every corpus format: ``read_documents(path, format=None)``, with format detection."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator, Mapping
+
+from sleuth.corpus.beir import COMPRESSION_SUFFIXES, read_beir_corpus
+from sleuth.corpus.hotpotqa import read_hotpotqa_corpus
+from sleuth.corpus.jsonl import read_jsonl_documents
+from sleuth.corpus.mediawiki import read_mediawiki
+from sleuth.corpus.model import Document
+from sleuth.corpus.musique import read_musique_corpus
+from sleuth.corpus.ottqa import read_ottqa_tables
+from sleuth.corpus.quest import read_quest_documents
+from sleuth.corpus.trec import read_trec_documents
+from sleuth.errors import ConfigError, InputError
+from sleuth.io import open_text
+
+_READERS: dict[str, Callable[[Path], Iterator[Document]]] = {
+    "beir": read_beir_corpus,  # a BEIR folder or its corpus.jsonl
+    "jsonl": read_jsonl_documents,  # generic JSONL with a field mapping
+    "trec": read_trec_documents,  # TREC SGML <DOC> files
+    "mediawiki": read_mediawiki,  # MediaWiki XML export dumps
+    "hotpotqa": read_hotpotqa_corpus,  # title -> sentences JSON
+    "musique": read_musique_corpus,  # list of {title, text} JSON
+    "quest": read_quest_documents,  # QUEST documents.jsonl
+    "ottqa": read_ottqa_tables,  # an OTT-QA folder with tables/
+}
+FORMATS: tuple[str, ...] = tuple(_READERS)
+
+
+def read_documents(path: str | Path, format: str | None = None,
+                   fields: Mapping[str, str] | None = None) -> Iterator[Document]:
+    """Stream the Documents of a corpus in one of :data:`FORMATS`, detected by :func:`detect_format` when ``format``
+    is None. ``fields`` maps id/title/text to the keys of a ``jsonl`` file.
+
+    Format problems are reported at the call (ConfigError for an unknown name, InputError for an undetectable
+    file); data errors while iterating.
+    """
+    path = Path(path)
+    name = detect_format(path) if format is None else format
+    if name not in _READERS:
+        raise ConfigError(f"unknown corpus format '{name}'; known formats: {', '.join(FORMATS)}")
+    if name == "jsonl":
+        return read_jsonl_documents(path, fields)
+    if fields is not None:
+        raise ConfigError(f"a field mapping applies to the jsonl format only, not to '{name}'")
+    return _READERS[name](path)
+
+
+def detect_format(path: str | Path) -> str:
+    """The format of a corpus path: a folder with corpus.jsonl -> beir, with tables/ -> ottqa; *.xml(.bz2/.gz) or
+    a file starting with <mediawiki -> mediawiki; *.trec or a file starting with <DOC -> trec; *.jsonl(.gz/.bz2) ->
+    jsonl. Anything else raises InputError listing the format names."""
+    path = Path(path)
+    if path.is_dir():
+        if any((path / f"corpus.jsonl{suffix}").is_file() for suffix in COMPRESSION_SUFFIXES):
+            return "beir"
+        if (path / "tables").is_dir():
+            return "ottqa"
+    elif not path.is_file():
+        raise InputError("file not found", path=path)
+    else:
+        name = path.name.lower()
+        if name.endswith(tuple(f".xml{suffix}" for suffix in COMPRESSION_SUFFIXES)):
+            return "mediawiki"
+        if name.endswith(".trec"):
+            return "trec"
+        if name.endswith(tuple(f".jsonl{suffix}" for suffix in COMPRESSION_SUFFIXES)):
+            return "jsonl"
+        head = _head(path)
+        if head.startswith("<mediawiki") or (head.startswith("<?xml") and "<mediawiki" in head):
+            return "mediawiki"
+        if head[:4].lower() == "<doc":
+            return "trec"
+    raise InputError(f"cannot tell the corpus format; pass format= one of: {', '.join(FORMATS)}", path=path)
+
+
+def _head(path: Path, chars: int = 2048) -> str:
+    """The first ``chars`` characters of a (possibly compressed) text file, left-stripped; '' if unreadable."""
+    try:
+        with open_text(path) as handle:
+            return handle.read(chars).lstrip()
+    except (OSError, EOFError, UnicodeDecodeError):
+        return ""

@@ -1,0 +1,76 @@
+"""HotpotQA in its original JSON format: questions with supporting facts and context, and title -> sentences corpora.
+
+Paragraph documents use the Wikipedia title as id (supporting facts refer to titles) and the sentences joined with
+'' as HotpotQA does (its sentences keep their leading spaces). Whole-file JSON: errors name ``file[record]``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from sleuth.corpus.jsonfile import iter_json_records, load_json_object
+from sleuth.corpus.jsonl import require
+from sleuth.corpus.model import Document, Query
+from sleuth.errors import InputError
+
+
+def read_hotpotqa_questions(path: str | Path) -> Iterator[Query]:
+    """Questions of a HotpotQA file (train, dev distractor/fullwiki, test); ``metadata`` holds answer, type, level,
+    supporting_facts, supporting_titles and context_titles (the fields absent from a file are left out)."""
+    for where, record in iter_json_records(path):
+        query_id = require(record, "_id", where, None)
+        question = require(record, "question", where, None)
+        metadata = {key: record[key] for key in ("answer", "type", "level") if key in record}
+        if "supporting_facts" in record:
+            facts = [_supporting_fact(fact, where) for fact in require(record, "supporting_facts", where, None, list)]
+            metadata["supporting_facts"] = facts
+            metadata["supporting_titles"] = list(dict.fromkeys(title for title, _ in facts))
+        if "context" in record:
+            metadata["context_titles"] = [title for title, _ in _context(record, where)]
+        yield Query(id=query_id, text=question, metadata=metadata)
+
+
+def read_hotpotqa_corpus(path: str | Path) -> Iterator[Document]:
+    """Paragraphs of a ``*_corpus.json`` file (an object mapping title -> list of sentences) as Documents."""
+    for title, sentences in load_json_object(path).items():
+        yield paragraph_document(title, _sentences(sentences, f"{path}[{title!r}]"))
+
+
+def hotpotqa_context_documents(path: str | Path) -> Iterator[Document]:
+    """The unique paragraphs (by title, first occurrence wins) of the questions' contexts, as Documents."""
+    seen: set[str] = set()
+    for where, record in iter_json_records(path):
+        for title, sentences in _context(record, where):
+            if title not in seen:
+                seen.add(title)
+                yield paragraph_document(title, sentences)
+
+
+def paragraph_document(title: str, sentences: list[str]) -> Document:
+    """A HotpotQA paragraph: id = title, text = sentences joined with '', sentences kept in ``metadata``."""
+    return Document(id=title, title=title, text="".join(sentences).strip(), metadata={"sentences": sentences})
+
+
+def _context(record: dict[str, Any], where: str) -> list[tuple[str, list[str]]]:
+    """The ``context`` of a question as ``(title, sentences)`` pairs, validated."""
+    pairs = []
+    for entry in require(record, "context", where, None, list):
+        if not (isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)):
+            raise InputError("expected [title, [sentences]] entries", path=where, field="context")
+        pairs.append((entry[0], _sentences(entry[1], where, "context")))
+    return pairs
+
+
+def _sentences(value: Any, where: str, field: str | None = None) -> list[str]:
+    """``value`` checked to be a list of strings."""
+    if not (isinstance(value, list) and all(isinstance(s, str) for s in value)):
+        raise InputError("expected a list of sentences (strings)", path=where, field=field)
+    return value
+
+
+def _supporting_fact(fact: Any, where: str) -> tuple[str, int]:
+    """A ``[title, sentence_index]`` pair, validated."""
+    if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str) and isinstance(fact[1], int)):
+        raise InputError("expected [title, sentence_index] entries", path=where, field="supporting_facts")
+    return fact[0], fact[1]

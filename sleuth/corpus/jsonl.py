@@ -1,0 +1,65 @@
+"""JSON Lines: a streaming reader with file:line errors, and the generic reader with a field mapping."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from sleuth.corpus.model import Document
+from sleuth.errors import InputError
+from sleuth.io import open_text
+
+
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each non-blank line; a bad line raises InputError with file:line."""
+    path = Path(path)
+    with open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path=path, line=number) from None
+            if not isinstance(obj, dict):
+                raise InputError(f"expected a JSON object, found {type(obj).__name__}", path=path, line=number)
+            yield number, obj
+
+
+def require(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None, kind: type | tuple = str) -> Any:
+    """Return ``obj[key]``, raising an InputError naming file, line and field when it is missing or mistyped."""
+    if key not in obj:
+        raise InputError("missing", path=path, line=line, field=key)
+    value = obj[key]
+    if kind is str and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)  # numeric ids are common; accept them as strings
+    if not isinstance(value, kind):
+        expected = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise InputError(f"expected {expected}, found {type(value).__name__}", path=path, line=line, field=key)
+    return value
+
+
+DEFAULT_FIELDS = {"id": "_id", "title": "title", "text": "text"}
+
+
+def read_jsonl_documents(path: str | Path, fields: Mapping[str, str] | None = None) -> Iterator[Document]:
+    """Stream Documents from any JSONL file; ``fields`` maps sleuth's id/title/text to the file's keys.
+
+    Unmapped keys go to ``metadata``. Title may be absent (empty); id and text are required.
+    """
+    mapping = {**DEFAULT_FIELDS, **(fields or {})}
+    unknown = set(mapping) - set(DEFAULT_FIELDS)
+    if unknown:
+        raise InputError(f"unknown field mapping key(s) {sorted(unknown)}; use id, title, text", path=path)
+    used = set(mapping.values())
+    for number, obj in iter_jsonl(path):
+        doc_id = require(obj, mapping["id"], path, number)
+        text = require(obj, mapping["text"], path, number)
+        title = obj.get(mapping["title"]) or ""
+        if not isinstance(title, str):
+            raise InputError("expected str", path=path, line=number, field=mapping["title"])
+        metadata = {k: v for k, v in obj.items() if k not in used}
+        if isinstance(metadata.get("metadata"), dict):
+            metadata = {**metadata.pop("metadata"), **metadata}
+        yield Document(id=doc_id, title=title, text=text, metadata=metadata)

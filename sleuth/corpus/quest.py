@@ -1,0 +1,82 @@
+"""QUEST: example JSONL (query, docs, original_query, scores, metadata), documents.jsonl, predictions, and the proxy
+corpus built from the examples' verbatim attribution sentences.
+
+Query ids: an example's ``id`` field when present, else ``"{prefix}-{line:04d}"`` where ``prefix`` defaults to the
+file name up to its first dot and ``line`` is the 1-based line number (``val.jsonl`` line 1 -> ``"val-0001"``).
+They are stable for a given file, and they let predictions be joined to gold by id rather than by query string.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require
+from sleuth.corpus.model import Document, Query
+from sleuth.errors import InputError
+from sleuth.io import atomic_write_text
+
+TOP_LEVEL_FIELDS = ("docs", "original_query", "scores")  # the example format's fields besides query and metadata
+
+
+def read_quest_examples(path: str | Path, id_prefix: str | None = None) -> Iterator[Query]:
+    """Stream QUEST examples as Queries; ``metadata`` holds docs, original_query, scores and the example's own
+    metadata keys (template, domain, attributions, relevance_ratings, ...) flattened."""
+    prefix = Path(path).name.split(".")[0] if id_prefix is None else id_prefix
+    for number, obj in iter_jsonl(path):
+        query = require(obj, "query", path, number)
+        docs = require(obj, "docs", path, number, list)
+        nested = obj.get("metadata") or {}
+        if not isinstance(nested, dict):
+            raise InputError(f"expected object, found {type(nested).__name__}", path=path, line=number,
+                             field="metadata")
+        query_id = require(obj, "id", path, number) if "id" in obj else f"{prefix}-{number:04d}"
+        metadata = {"docs": docs, "original_query": obj.get("original_query"), "scores": obj.get("scores"), **nested}
+        yield Query(id=query_id, text=query, metadata=metadata)
+
+
+def read_quest_documents(path: str | Path) -> Iterator[Document]:
+    """Stream the QUEST corpus (documents.jsonl, ``{title, text}``); the title is the document id."""
+    return read_jsonl_documents(path, fields={"id": "title"})
+
+
+def quest_attribution_documents(paths: str | Path | Iterable[str | Path]) -> Iterator[Document]:
+    """A proxy corpus from example files: one Document per gold title that has attribution sentences, its unique
+    sentences (in first-seen order, across all examples and files) joined by spaces; ``metadata["sentences"]``."""
+    sentences: dict[str, dict[str, None]] = {}  # title -> ordered set of sentences
+    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+        for query in read_quest_examples(path):
+            for title, sentence in _attribution_sentences(query.metadata.get("attributions")):
+                sentences.setdefault(title, {})[sentence] = None
+    for title, unique in sentences.items():
+        yield Document(id=title, title=title, text=" ".join(unique), metadata={"sentences": list(unique)})
+
+
+def write_quest_predictions(path: str | Path, examples: Iterable[Query], with_ids: bool = True) -> int:
+    """Write Queries in the QUEST example format (one JSON object per line, atomically); return the count.
+
+    ``metadata["docs"]`` (required) is the predicted list and ``metadata["scores"]`` its optional scores; other
+    metadata keys go to the example's ``metadata``. ``with_ids`` adds each query id as an ``id`` field (read back by
+    :func:`read_quest_examples`); set it to False for QUEST's own scripts, which reject unknown fields.
+    """
+    lines = []
+    for query in examples:
+        if not isinstance(query.metadata.get("docs"), list):
+            raise InputError(f"query '{query.id}' has no list of docs in its metadata", field="docs")
+        example: dict[str, Any] = {"id": query.id} if with_ids else {}
+        example["query"] = query.text
+        example.update({key: query.metadata.get(key) for key in TOP_LEVEL_FIELDS})
+        example["metadata"] = {k: v for k, v in query.metadata.items() if k not in TOP_LEVEL_FIELDS}
+        lines.append(json.dumps(example, ensure_ascii=False) + "\n")
+    atomic_write_text(path, "".join(lines))
+    return len(lines)
+
+
+def _attribution_sentences(attributions: Any) -> Iterator[tuple[str, str]]:
+    """``(title, sentence)`` pairs of an example's attributions: title -> list of {query span: sentence} or null."""
+    for title, notes in (attributions or {}).items():
+        for annotation in notes or ():
+            for sentence in (annotation or {}).values():
+                if isinstance(sentence, str) and sentence.strip():
+                    yield title, sentence.strip()

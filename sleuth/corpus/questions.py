@@ -1,0 +1,22 @@
+"""Open-domain QA question files: JSONL with id, question and answers (answer strings or regexes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from sleuth.corpus.jsonl import iter_jsonl, require
+from sleuth.corpus.model import Query
+from sleuth.errors import InputError
+
+
+def read_questions(path: str | Path) -> Iterator[Query]:
+    """Stream Queries from ``{"id", "question", "answers": [...]}`` lines; answers go to ``metadata["answers"]``."""
+    for number, obj in iter_jsonl(path):
+        qid = require(obj, "id", path, number)
+        question = require(obj, "question", path, number)
+        answers = require(obj, "answers", path, number, list)
+        if not all(isinstance(a, str) for a in answers):
+            raise InputError("answers must be strings", path=path, line=number, field="answers")
+        extra = {k: v for k, v in obj.items() if k not in ("id", "question")}
+        yield Query(qid, question, extra)

@@ -1,0 +1,224 @@
+"""Side-by-side evaluation of pipelines, like PyTerrier's ``pt.Experiment``.
+
+Every pipeline runs once on all queries (``stage.transform(queries, None)``, timed). Each is scored with IR measures
+(when qrels are given) and/or top-k answer accuracy (when answers are given), per query and on average, and compared
+with a baseline by a paired test over the same queries, corrected for multiple comparisons per measure.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from rich.table import Table
+
+from sleuth.corpus.model import Qrels, Query
+from sleuth.errors import ConfigError
+from sleuth.eval.answers import DEFAULT_KS, Texts, answer_hits, check_ks, check_mode, top_k_per_query
+from sleuth.eval.measures import MeasureLike, mean, parse_measures, per_query
+from sleuth.eval.significance import CORRECTIONS, TESTS
+from sleuth.stages.base import Stage, as_queries
+from sleuth.stages.run import Run
+
+Pipelines = Mapping[str, Stage] | Sequence[tuple[str, Stage] | Stage]
+
+
+@dataclass
+class ExperimentResult:
+    """Runs, scores, p-values against the baseline and timings of the pipelines of one experiment.
+
+    ``per_query[name][metric][qid]`` holds per-query values, ``aggregate[name][metric]`` their means and
+    ``pvalues[name][metric]`` the (corrected) p-value of each non-baseline pipeline.
+    """
+
+    names: list[str]
+    metrics: list[str]
+    runs: dict[str, Run]
+    per_query: dict[str, dict[str, dict[str, float]]]
+    seconds: dict[str, float]
+    num_queries: int
+    pvalues: dict[str, dict[str, float]] = field(default_factory=dict)
+    baseline: str | None = None
+    test: str = "ttest"
+    correction: str | None = "holm"
+    alpha: float = 0.05
+
+    @cached_property
+    def aggregate(self) -> dict[str, dict[str, float]]:
+        """``{pipeline: {metric: mean over the evaluated queries}}``."""
+        return {name: {m: mean(values.values()) for m, values in self.per_query[name].items()} for name in self.names}
+
+    def queries_per_second(self, name: str) -> float | None:
+        """Throughput of one pipeline (None when it took no measurable time)."""
+        seconds = self.seconds[name]
+        return self.num_queries / seconds if seconds > 0 else None
+
+    def marker(self, name: str, metric: str) -> str:
+        """The cell comparing a pipeline with the baseline: "+ 0.0123*" (better, p, significant), "base" or ""."""
+        if name == self.baseline:
+            return "base"
+        if self.baseline is None or metric not in self.pvalues.get(name, {}):
+            return ""
+        aggregate = self.aggregate
+        diff = aggregate[name][metric] - aggregate[self.baseline][metric]
+        p = self.pvalues[name][metric]
+        sign = "+" if diff > 0 else "-" if diff < 0 else "="
+        return f"{sign} {p:.4f}{'*' if p < self.alpha else ''}"
+
+    def to_table(self, title: str | None = None) -> Table:
+        """A rich Table: one row per pipeline, a column per metric (4 decimals) and, with a baseline, its p-values."""
+        how = f"{self.test}, {self.correction}-corrected" if self.correction else self.test
+        caption = f"p: paired {how} vs '{self.baseline}'; * p < {self.alpha}" if self.baseline is not None else None
+        table = Table(title=title or f"Experiment ({self.num_queries} queries)", caption=caption)
+        table.add_column("pipeline")
+        for metric in self.metrics:
+            table.add_column(metric, justify="right")
+            if self.baseline is not None:
+                table.add_column(f"{metric} p", justify="right")
+        table.add_column("s", justify="right")
+        table.add_column("q/s", justify="right")
+        aggregate = self.aggregate
+        for name in self.names:
+            cells = [name]
+            for metric in self.metrics:
+                cells.append(f"{aggregate[name][metric]:.4f}")
+                if self.baseline is not None:
+                    cells.append(self.marker(name, metric))
+            qps = self.queries_per_second(name)
+            cells += [f"{self.seconds[name]:.3f}", f"{qps:.1f}" if qps is not None else "-"]
+            table.add_row(*cells)
+        return table
+
+    def to_dict(self, include_per_query: bool = True) -> dict[str, Any]:
+        """A JSON-serialisable summary (runs are left out: see :meth:`save_runs`)."""
+        aggregate = self.aggregate
+        pipelines = [{"name": name, "measures": aggregate[name], "pvalues": dict(self.pvalues.get(name, {})),
+                      "seconds": self.seconds[name], "queries_per_second": self.queries_per_second(name)}
+                     for name in self.names]
+        result: dict[str, Any] = {"queries": self.num_queries, "metrics": list(self.metrics), "baseline": self.baseline,
+                                  "test": self.test, "correction": self.correction, "alpha": self.alpha,
+                                  "pipelines": pipelines}
+        if include_per_query:
+            result["per_query"] = self.per_query
+        return result
+
+    def save_runs(self, directory: str | Path) -> dict[str, Path]:
+        """Write each pipeline's run as ``<directory>/<pipeline-name>.run`` (TREC format); return the paths."""
+        directory = Path(directory)
+        paths: dict[str, Path] = {}
+        for index, name in enumerate(self.names):
+            slug = re.sub(r"[^\w.-]+", "_", name).strip("._") or "pipeline"
+            if any(path.stem == slug for path in paths.values()):
+                slug = f"{slug}_{index}"
+            paths[name] = directory / f"{slug}.run"
+            self.runs[name].write_trec(paths[name], tag=slug)
+        return paths
+
+
+class Experiment:
+    """Run pipelines on the same queries and compare them; call :meth:`run` for an :class:`ExperimentResult`.
+
+    ``pipelines``: ``{name: stage}``, or a list of ``(name, stage)`` pairs or stages (named by ``stage.name``).
+    IR ``measures`` need ``qrels``; top-``ks`` answer accuracy needs ``answers`` (and ``texts`` unless hits carry
+    text). Only the experiment's queries are evaluated; a query without judgements (or answers) is left out.
+    ``baseline`` is a pipeline index or name (None: no tests); ``test`` is "ttest" or "randomisation";
+    ``correction`` is "holm" or None.
+    """
+
+    def __init__(self, pipelines: Pipelines, queries: Iterable[Query | str], qrels: Qrels | None = None,
+                 measures: Iterable[MeasureLike] = ("nDCG@10", "R@100"),
+                 answers: Mapping[str, Sequence[str]] | None = None, texts: Texts = None,
+                 ks: Iterable[int] = DEFAULT_KS, mode: str = "string", baseline: int | str | None = 0,
+                 correction: str | None = "holm", test: str = "ttest", alpha: float = 0.05):
+        self.pipelines = named_pipelines(pipelines)
+        self.queries = as_queries(queries)
+        if qrels is None and answers is None:
+            raise ConfigError("an experiment needs qrels (for IR measures) or answers (for answer accuracy)")
+        qids = {query.id for query in self.queries}
+        self.qrels = None if qrels is None else {qid: docs for qid, docs in qrels.items() if qid in qids}
+        self.answers = None if answers is None else {qid: a for qid, a in answers.items() if qid in qids}
+        for what, given in (("qrels", self.qrels), ("answers", self.answers)):
+            if given is not None and not given:
+                raise ConfigError(f"no query of the experiment has {what}")
+        self.measures = parse_measures(measures) if qrels is not None else []
+        self.ks = check_ks(ks) if answers is not None else []
+        self.texts, self.mode = texts, check_mode(mode)
+        self.baseline = resolve_baseline(baseline, list(self.pipelines))
+        if test not in TESTS:
+            raise ConfigError(f"unknown significance test '{test}'; expected one of {', '.join(TESTS)}")
+        if correction is not None and correction not in CORRECTIONS:
+            raise ConfigError(f"unknown correction '{correction}'; expected None or one of {', '.join(CORRECTIONS)}")
+        self.test, self.correction, self.alpha = test, correction, alpha
+
+    def score(self, run: Run) -> dict[str, dict[str, float]]:
+        """``{metric: {qid: value}}`` of one run: IR measures, then top-k accuracies."""
+        values: dict[str, dict[str, float]] = {}
+        if self.qrels is not None:
+            values.update(per_query(run, self.qrels, self.measures))
+        if self.answers is not None:
+            ranks = answer_hits(run, self.texts, self.answers, self.mode, depth=max(self.ks))
+            values.update(top_k_per_query(ranks, self.ks))
+        return values
+
+    def run(self) -> ExperimentResult:
+        """Run every pipeline once on all queries, score it and test it against the baseline."""
+        runs, seconds, scores = {}, {}, {}
+        for name, stage in self.pipelines.items():
+            start = time.perf_counter()
+            run = stage.transform(self.queries, None)
+            seconds[name] = time.perf_counter() - start
+            if not isinstance(run, Run):
+                raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a Run")
+            runs[name], scores[name] = run, self.score(run)
+        metrics = list(next(iter(scores.values())))
+        return ExperimentResult(names=list(self.pipelines), metrics=metrics, runs=runs, per_query=scores,
+                                seconds=seconds, num_queries=len(self.queries), pvalues=self.compare(scores, metrics),
+                                baseline=self.baseline, test=self.test, correction=self.correction, alpha=self.alpha)
+
+    def compare(self, scores: dict[str, dict[str, dict[str, float]]],
+                metrics: list[str]) -> dict[str, dict[str, float]]:
+        """``{pipeline: {metric: p-value vs the baseline}}`` over the same queries, corrected per metric."""
+        if self.baseline is None:
+            return {}
+        others = [name for name in scores if name != self.baseline]
+        pvalues: dict[str, dict[str, float]] = {name: {} for name in others}
+        for metric in metrics:
+            base = scores[self.baseline][metric]
+            test = TESTS[self.test]
+            raw = [test(list(base.values()), [scores[name][metric][qid] for qid in base]) for name in others]
+            adjusted = CORRECTIONS[self.correction](raw) if self.correction else raw
+            for name, p in zip(others, adjusted):
+                pvalues[name][metric] = p
+        return pvalues
+
+
+def named_pipelines(pipelines: Pipelines) -> dict[str, Stage]:
+    """``{name: stage}`` from a mapping or a list of pairs or stages; repeated names raise a ConfigError."""
+    pairs = pipelines.items() if isinstance(pipelines, Mapping) else [
+        (item.name, item) if isinstance(item, Stage) else tuple(item) for item in pipelines]
+    named: dict[str, Stage] = {}
+    for pair in pairs:
+        name, stage = (str(pair[0]), pair[1]) if len(pair) == 2 else (str(pair), None)
+        if not isinstance(stage, Stage):
+            raise ConfigError(f"pipeline '{name}' is a {type(stage).__name__}, not a Stage")
+        if name in named:
+            raise ConfigError(f"two pipelines are named '{name}'; give them distinct names")
+        named[name] = stage
+    if not named:
+        raise ConfigError("an experiment needs at least one pipeline")
+    return named
+
+
+def resolve_baseline(baseline: int | str | None, names: list[str]) -> str | None:
+    """The baseline's name from an index or a name; one that does not exist raises a ConfigError."""
+    if baseline is None:
+        return None
+    if isinstance(baseline, int) and not isinstance(baseline, bool) and -len(names) <= baseline < len(names):
+        return names[baseline]
+    if isinstance(baseline, str) and baseline in names:
+        return baseline
+    raise ConfigError(f"baseline {baseline!r} is not a pipeline index or name ({', '.join(names)})")

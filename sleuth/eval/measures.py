@@ -1,0 +1,78 @@
+"""IR measures (nDCG@10, R@100, RR, AP, P@10 ...) of a Run against Qrels, computed by ir_measures.
+
+Convention: every query of the qrels counts; a judged query that the run lacks (or ranks nothing for) scores 0.
+Queries of the run without qrels are ignored. Rankings are evaluated in the Run's own order (as listed), so ties
+are never re-broken by the evaluator.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import ir_measures
+from ir_measures import Measure
+
+from sleuth.corpus.model import Qrels
+from sleuth.errors import ConfigError
+from sleuth.stages.run import Run
+
+MeasureLike = str | Measure
+
+
+def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
+    """Parse ir_measures names ("nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10") in order, without repeats.
+
+    A name that is not a known measure raises a ConfigError naming it. ``str(measure)`` is the canonical name.
+    """
+    if isinstance(names, (str, Measure)):
+        names = [names]
+    measures: list[Measure] = []
+    for name in names:
+        try:
+            measure = ir_measures.parse_measure(name)
+        except (ValueError, NameError, TypeError, SyntaxError) as error:
+            hint = "expected e.g. nDCG@10, R@100, RR, AP, P@10"
+            raise ConfigError(f"unknown measure '{name}' ({hint}): {error}") from None
+        if measure not in measures:
+            measures.append(measure)
+    return measures
+
+
+def rank_scores(run: Run) -> dict[str, dict[str, float]]:
+    """``{qid: {doc_id: score}}`` with scores from ranks (first hit highest); a repeated id keeps its best rank."""
+    scores: dict[str, dict[str, float]] = {}
+    for qid, hits in run.items():
+        ranking: dict[str, float] = {}
+        for rank, hit in enumerate(hits):
+            ranking.setdefault(hit.id, float(len(hits) - rank))
+        scores[qid] = ranking
+    return scores
+
+
+def per_query(run: Run, qrels: Qrels, measures: MeasureLike | Iterable[MeasureLike]) -> dict[str, dict[str, float]]:
+    """``{measure_name: {qid: value}}`` over every query of ``qrels`` (sorted ids); missing queries score 0."""
+    parsed = parse_measures(measures)
+    qids = sorted(qrels)
+    values: dict[str, dict[str, float]] = {str(m): dict.fromkeys(qids, 0.0) for m in parsed}
+    if not qids or not parsed:
+        return values
+    judged = {qid: {doc: int(rel) for doc, rel in docs.items()} for qid, docs in qrels.items()}
+    ranked = {qid: docs for qid, docs in rank_scores(run).items() if qid in judged and docs}
+    try:
+        for metric in ir_measures.iter_calc(parsed, judged, ranked):
+            if metric.query_id in judged:
+                values[str(metric.measure)][metric.query_id] = float(metric.value)
+    except ValueError as error:  # e.g. a measure whose provider is not installed
+        raise ConfigError(f"cannot compute {', '.join(map(str, parsed))}: {error}") from None
+    return values
+
+
+def mean(values: Iterable[float]) -> float:
+    """The arithmetic mean, 0.0 for no values."""
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0
+
+
+def evaluate(run: Run, qrels: Qrels, measures: MeasureLike | Iterable[MeasureLike]) -> dict[str, float]:
+    """``{measure_name: mean over the queries of qrels}``; queries missing from the run count as 0."""
+    return {name: mean(by_query.values()) for name, by_query in per_query(run, qrels, measures).items()}

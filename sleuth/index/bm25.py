@@ -1,0 +1,95 @@
+"""BM25 index: bm25s scoring over analysed passages, stored as an index directory with a manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import bm25s
+import numpy as np
+
+from sleuth.corpus.model import Passage
+from sleuth.errors import ConfigError
+from sleuth.index.docstore import DocStore
+from sleuth.index.manifest import Manifest, build_directory, read_manifest, write_manifest
+from sleuth.index.tokenize import Analyzer
+
+METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+
+
+@dataclass(frozen=True)
+class BM25Params:
+    """BM25 variant and constants; the default is Lucene's formula with Anserini's k1=0.9, b=0.4."""
+
+    method: str = "lucene"
+    k1: float = 0.9
+    b: float = 0.4
+    delta: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.method not in METHODS:
+            raise ConfigError(f"bm25: unknown method '{self.method}' (known: {', '.join(METHODS)})")
+
+
+class BM25Index:
+    """A loaded BM25 index: the bm25s model, the analyser and the document store."""
+
+    kind = "bm25"
+
+    def __init__(self, model: bm25s.BM25, analyzer: Analyzer, docstore: DocStore, manifest: Manifest | None = None):
+        self.model, self.analyzer, self.docstore, self.manifest = model, analyzer, docstore, manifest
+
+    @classmethod
+    def build(cls, passages: Iterable[Passage], path: str | Path | None = None, params: BM25Params = BM25Params(),
+              analyzer: Analyzer = Analyzer(), corpus_info: dict | None = None, show_progress: bool = True) -> "BM25Index":
+        """Index passages; with ``path`` the index is written atomically there (an old index stays until done)."""
+        with build_directory(path) as tmp:
+            docstore = DocStore.from_passages(passages)
+            check_unique(docstore.ids)
+            tokens = analyzer.tokenize(docstore.contents(), show_progress=show_progress)
+            model = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta)
+            model.index(tokens, show_progress=show_progress)
+            manifest = Manifest(kind=cls.kind, count=len(docstore), corpus=corpus_info or {},
+                                params={"bm25": vars(params), "analyzer": analyzer.to_dict()})
+            if tmp is not None:
+                model.save(str(tmp / "bm25s"), show_progress=False)
+                docstore.save(tmp)
+                write_manifest(tmp, manifest)
+        return cls(model, analyzer, docstore, manifest)
+
+    @classmethod
+    def load(cls, path: str | Path, mmap: bool = False) -> "BM25Index":
+        """Load and validate an index directory."""
+        path = Path(path)
+        manifest = read_manifest(path, kind=cls.kind)
+        model = bm25s.BM25.load(str(path / "bm25s"), mmap=mmap, show_progress=False)
+        analyzer = Analyzer(**manifest.params["analyzer"])
+        return cls(model, analyzer, DocStore.load(path), manifest)
+
+    def __len__(self) -> int:
+        return len(self.docstore)
+
+    def search(self, texts: Sequence[str], k: int = 1000, n_threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k rows and scores for each query text, as (positions, scores) arrays of shape (len(texts), k')."""
+        k = min(k, len(self.docstore))
+        tokens = self.analyzer.tokenize(list(texts))
+        positions, scores = self.model.retrieve(tokens, k=k, show_progress=False, n_threads=n_threads)
+        return positions, scores
+
+    def score(self, text: str, positions: Sequence[int]) -> np.ndarray:
+        """BM25 scores of one query against the given rows (for rescoring candidates)."""
+        tokens = self.analyzer.tokenize([text])[0]
+        ids = self.model.get_tokens_ids(tokens)
+        if not ids:
+            return np.zeros(len(positions), dtype=np.float32)
+        return self.model.get_scores_from_ids(ids)[np.asarray(positions, dtype=np.int64)]
+
+
+def check_unique(ids: list[str]) -> None:
+    """Raise a ConfigError naming the first duplicated id."""
+    seen: set[str] = set()
+    for item_id in ids:
+        if item_id in seen:
+            raise ConfigError(f"duplicate passage id '{item_id}' in the corpus")
+        seen.add(item_id)

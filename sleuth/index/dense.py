@@ -1,0 +1,107 @@
+"""Dense index: passage vectors in a FAISS index (flat inner product by default; HNSW/IVF/PQ by factory string)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import faiss
+import numpy as np
+
+from sleuth.corpus.model import Passage
+from sleuth.errors import ConfigError, IndexError_
+from sleuth.index.bm25 import check_unique
+from sleuth.index.docstore import DocStore
+from sleuth.index.manifest import Manifest, build_directory, read_manifest, write_manifest
+from sleuth.models.encoder import Encoder
+
+VECTORS = "vectors.faiss"
+
+
+def make_faiss_index(factory: str, dim: int) -> faiss.Index:
+    """A FAISS index with inner-product metric from a factory string ("Flat", "HNSW32", "IVF1024,Flat", ...)."""
+    try:
+        return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+    except RuntimeError as exc:
+        raise ConfigError(f"dense: invalid FAISS factory string '{factory}': {str(exc).splitlines()[0]}") from None
+
+
+def add_vectors(index: faiss.Index, vectors: np.ndarray) -> None:
+    """Train the index when it needs it (IVF, PQ) and add the vectors."""
+    if not index.is_trained:
+        index.train(vectors)
+    index.add(vectors)
+
+
+def apply_search_params(index: faiss.Index, ef_search: int | None = None, nprobe: int | None = None) -> None:
+    """Set HNSW efSearch / IVF nprobe where the index type has them."""
+    if ef_search is not None and hasattr(faiss.downcast_index(index), "hnsw"):
+        faiss.downcast_index(index).hnsw.efSearch = ef_search
+    if nprobe is not None:
+        try:
+            faiss.extract_index_ivf(index).nprobe = nprobe
+        except RuntimeError:
+            pass
+
+
+class DenseIndex:
+    """A loaded dense index: FAISS vectors, the encoder spec that made them, and the document store."""
+
+    kind = "dense"
+
+    def __init__(self, index: faiss.Index, docstore: DocStore, encoder_spec: dict, manifest: Manifest | None = None):
+        self.index, self.docstore, self.encoder_spec, self.manifest = index, docstore, encoder_spec, manifest
+
+    @property
+    def dim(self) -> int:
+        return self.index.d
+
+    @classmethod
+    def build(cls, passages: Iterable[Passage], encoder: Encoder, path: str | Path | None = None,
+              factory: str = "Flat", corpus_info: dict | None = None, show_progress: bool = True) -> "DenseIndex":
+        """Encode passages and index their vectors; with ``path`` the index is written atomically there."""
+        with build_directory(path) as tmp:
+            docstore = DocStore.from_passages(passages)
+            check_unique(docstore.ids)
+            vectors = encoder.encode_passages(docstore.contents(), show_progress=show_progress)
+            index = make_faiss_index(factory, encoder.dim)
+            add_vectors(index, vectors)
+            manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory},
+                                encoder=encoder.spec(), dimensions=encoder.dim, corpus=corpus_info or {})
+            if tmp is not None:
+                faiss.write_index(index, str(tmp / VECTORS))
+                docstore.save(tmp)
+                write_manifest(tmp, manifest)
+        return cls(index, docstore, encoder.spec(), manifest)
+
+    @classmethod
+    def load(cls, path: str | Path, mmap: bool = False) -> "DenseIndex":
+        """Load and validate an index directory (``mmap`` maps the vectors instead of reading them)."""
+        path = Path(path)
+        manifest = read_manifest(path, kind=cls.kind)
+        flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
+        try:
+            index = faiss.read_index(str(path / VECTORS), flags)
+        except RuntimeError as exc:
+            raise IndexError_(f"{path / VECTORS}: unreadable FAISS index ({str(exc).splitlines()[0]})") from None
+        if index.d != manifest.dimensions or index.ntotal != manifest.count:
+            raise IndexError_(f"{path}: vectors ({index.ntotal} x {index.d}) do not match the manifest "
+                              f"({manifest.count} x {manifest.dimensions})")
+        return cls(index, DocStore.load(path), manifest.encoder or {}, manifest)
+
+    def __len__(self) -> int:
+        return self.index.ntotal
+
+    def search(self, vectors: np.ndarray, k: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k rows and inner-product scores per query vector; rows of -1 mark missing results."""
+        scores, positions = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(k, len(self)))
+        return positions, scores
+
+    def vectors(self, positions: Sequence[int]) -> np.ndarray:
+        """Stored vectors of the given rows (exact for flat/HNSW-flat, approximate for PQ)."""
+        positions = np.asarray(positions, dtype=np.int64)
+        try:
+            return self.index.reconstruct_batch(positions)
+        except RuntimeError:
+            faiss.extract_index_ivf(self.index).make_direct_map()
+            return self.index.reconstruct_batch(positions)

@@ -1,0 +1,53 @@
+"""The document store kept beside every index: ids, document ids, titles and texts, by position."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from sleuth.corpus.model import Passage
+
+DOCSTORE = "docstore.parquet"
+
+
+class DocStore:
+    """Positional store of passages; position i is row i of the index's vectors or BM25 matrix."""
+
+    def __init__(self, ids: list[str], doc_ids: list[str], titles: list[str], texts: list[str]):
+        self.ids, self.doc_ids, self.titles, self.texts = ids, doc_ids, titles, texts
+        self._position: dict[str, int] | None = None
+
+    @classmethod
+    def from_passages(cls, passages: Iterable[Passage], title_separator: str = ", ") -> "DocStore":
+        ids, doc_ids, titles, texts = [], [], [], []
+        for p in passages:
+            ids.append(p.id)
+            doc_ids.append(p.doc_id)
+            titles.append(p.full_title(title_separator))
+            texts.append(p.text)
+        return cls(ids, doc_ids, titles, texts)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def position(self, item_id: str) -> int | None:
+        """Row of an id, or None when absent."""
+        if self._position is None:
+            self._position = {item_id: i for i, item_id in enumerate(self.ids)}
+        return self._position.get(item_id)
+
+    def contents(self) -> list[str]:
+        """Title and text of every row, as the encoder and BM25 see them."""
+        return [f"{t} {x}" if t else x for t, x in zip(self.titles, self.texts)]
+
+    def save(self, directory: Path) -> None:
+        table = pa.table({"id": self.ids, "doc_id": self.doc_ids, "title": self.titles, "text": self.texts})
+        pq.write_table(table, directory / DOCSTORE)
+
+    @classmethod
+    def load(cls, directory: Path) -> "DocStore":
+        table = pq.read_table(directory / DOCSTORE)
+        return cls(*(table.column(name).to_pylist() for name in ("id", "doc_id", "title", "text")))

@@ -1,0 +1,52 @@
+"""The lexical analyser shared by BM25 indexing and querying (lowercase, regex split, stopwords, Snowball stem)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import cached_property
+from typing import Any, Callable
+
+import bm25s
+
+from sleuth.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Analyzer:
+    """Token settings recorded in the index manifest so queries are analysed exactly like documents.
+
+    ``stopwords``: "en"/"english", None, or a list of words. ``stemmer``: a PyStemmer language ("english") or None.
+    """
+
+    stopwords: str | tuple[str, ...] | None = "en"
+    stemmer: str | None = "english"
+    lower: bool = True
+    pattern: str = r"(?u)\b\w\w+\b"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stopwords, list):
+            object.__setattr__(self, "stopwords", tuple(self.stopwords))
+
+    @cached_property
+    def _stem(self) -> Callable[[list[str]], list[str]] | None:
+        if self.stemmer is None:
+            return None
+        import Stemmer
+
+        try:
+            return Stemmer.Stemmer(self.stemmer).stemWords
+        except KeyError:
+            raise ConfigError(f"bm25: unknown stemmer language '{self.stemmer}' "
+                              f"(known: {', '.join(Stemmer.algorithms())})") from None
+
+    def tokenize(self, texts: list[str], show_progress: bool = False) -> list[list[str]]:
+        """Token strings of every text."""
+        return bm25s.tokenize(texts, lower=self.lower, token_pattern=self.pattern,
+                              stopwords=list(self.stopwords) if isinstance(self.stopwords, tuple) else self.stopwords,
+                              stemmer=self._stem, return_ids=False, show_progress=show_progress)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if isinstance(data["stopwords"], tuple):
+            data["stopwords"] = list(data["stopwords"])
+        return data

@@ -1,0 +1,53 @@
+"""The Encoder interface: texts in, L2-normalised float32 vectors out, with query and passage sides."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, Sequence
+
+import numpy as np
+
+
+class Encoder(ABC):
+    """A bi-encoder. Backends implement :meth:`_encode`; prefixes let asymmetric models (e5, bge) mark sides."""
+
+    name: str = "encoder"
+    backend: str = "?"
+    dim: int = 0
+
+    def __init__(self, query_prefix: str = "", passage_prefix: str = "", batch_size: int = 32, normalize: bool = True):
+        self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
+        self.batch_size, self.normalize = batch_size, normalize
+
+    @abstractmethod
+    def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
+        """Raw embeddings of ``texts`` (float32, shape (n, dim))."""
+
+    def encode(self, texts: Sequence[str], side: str = "passage", show_progress: bool = False) -> np.ndarray:
+        """Encode texts as queries (``side="query"``) or passages; vectors are unit length unless normalize=False."""
+        prefix = self.query_prefix if side == "query" else self.passage_prefix
+        texts = [prefix + t for t in texts] if prefix else list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        vectors = np.ascontiguousarray(self._encode(texts, show_progress), dtype=np.float32)
+        if self.normalize:
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors /= np.maximum(norms, 1e-12)
+        return vectors
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self.encode(texts, side="query")
+
+    def encode_passages(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        return self.encode(texts, side="passage", show_progress=show_progress)
+
+    def spec(self) -> dict[str, Any]:
+        """What an index manifest records so the same encoder can be loaded again."""
+        return {"name": self.name, "backend": self.backend, "dim": self.dim, "normalize": self.normalize,
+                "query_prefix": self.query_prefix, "passage_prefix": self.passage_prefix}
+
+
+def length_sorted_batches(texts: list[str], batch_size: int) -> list[list[int]]:
+    """Index batches of texts sorted by length (less padding), to be scattered back in input order."""
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]

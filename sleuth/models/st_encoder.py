@@ -1,0 +1,39 @@
+"""sentence-transformers (torch) encoder backend."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from sleuth.errors import MissingExtraError, SleuthError
+from sleuth.models.encoder import Encoder
+
+
+class SentenceTransformerEncoder(Encoder):
+    """Any sentence-transformers model directory (or hub name, when the hub is reachable) on any torch device."""
+
+    backend = "torch"
+
+    def __init__(self, model: str, device: str = "cpu", max_length: int | None = None, **kwargs):
+        super().__init__(**kwargs)
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download at run time unless the user allows it
+        try:
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
+        except ImportError:
+            raise MissingExtraError("sentence-transformers", "torch", "the torch encoder backend") from None
+        hf_logging.disable_progress_bar()
+        try:
+            self.model = SentenceTransformer(model, device=device)
+        except (OSError, ValueError) as exc:
+            raise SleuthError(f"cannot load encoder '{model}': {str(exc).splitlines()[0]}") from None
+        if max_length:
+            self.model.max_seq_length = max_length
+        self.name, self.device = model, device
+        self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
+                       else self.model.get_sentence_embedding_dimension())
+
+    def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
+        return self.model.encode(texts, batch_size=self.batch_size, show_progress_bar=show_progress,
+                                 convert_to_numpy=True, normalize_embeddings=False)

@@ -1,0 +1,111 @@
+"""Pipelines from readable YAML configs: a name, a description and a list of stages with their parameters.
+
+    name: hybrid
+    description: BM25 and MiniLM fused by reciprocal rank fusion
+    stages:
+      - fuse:
+          method: rrf
+          branches:
+            - bm25: {k: 1000}
+            - dense: {k: 1000, encoder: minilm}
+      - cutoff: {k: 1000}
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sleuth.errors import ConfigError
+from sleuth.pipelines import builtin_stages  # noqa: F401  (registers the core stages)
+from sleuth.pipelines.registry import STAGES, check_params
+from sleuth.pipelines.workspace import Workspace
+from sleuth.stages.base import Stage
+from sleuth.stages.compose import Sequential
+
+TOP_LEVEL_KEYS = ("name", "description", "stages")
+
+
+def builtin_pipelines() -> dict[str, Path]:
+    """Names and files of the pipelines shipped with sleuth."""
+    folder = resources.files("sleuth.pipelines") / "builtin"
+    return {Path(str(f)).stem: Path(str(f)) for f in folder.iterdir() if str(f).endswith(".yaml")}
+
+
+def read_config(source: str | Path) -> dict[str, Any]:
+    """Parse a pipeline config from a built-in name or a YAML file, checking its top-level keys."""
+    builtin = builtin_pipelines()
+    path = builtin.get(str(source), Path(source))
+    if not path.is_file():
+        raise ConfigError(f"unknown pipeline '{source}': not a file and not a built-in "
+                          f"({', '.join(sorted(builtin))})")
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: invalid YAML ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: a pipeline config is a mapping with keys {', '.join(TOP_LEVEL_KEYS)}")
+    for key in config:
+        if key not in TOP_LEVEL_KEYS:
+            raise ConfigError(f"{path}: unknown key '{key}' (known: {', '.join(TOP_LEVEL_KEYS)})")
+    if not isinstance(config.get("stages"), list) or not config["stages"]:
+        raise ConfigError(f"{path}: 'stages' must be a non-empty list")
+    config.setdefault("name", path.stem)
+    config["_source"] = str(path)
+    return config
+
+
+def parse_entry(entry: Any, where: str) -> tuple[str, dict[str, Any]]:
+    """A stage entry is ``name`` or ``{name: {params}}``."""
+    if isinstance(entry, str):
+        name, params = entry, {}
+    elif isinstance(entry, dict) and len(entry) == 1:
+        name, params = next(iter(entry.items()))
+        params = params or {}
+    else:
+        raise ConfigError(f"{where}: a stage is written 'name' or 'name: {{key: value}}', got {entry!r}")
+    if name not in STAGES:
+        raise ConfigError(f"{where}: unknown stage '{name}' (known: {', '.join(sorted(STAGES))})")
+    if not isinstance(params, dict):
+        raise ConfigError(f"{where}: stage '{name}': parameters must be a mapping")
+    check_params(name, params, where)
+    return name, params
+
+
+def build_stages(entries: list[Any], workspace: Workspace, where: str) -> Stage:
+    """Build stage entries into one stage (a Sequential when there are several)."""
+    stages = []
+    for i, entry in enumerate(entries, start=1):
+        name, params = parse_entry(entry, f"{where}, stage {i}")
+        try:
+            stages.append(STAGES[name](workspace, **params))
+        except TypeError as exc:
+            raise ConfigError(f"{where}, stage {i} '{name}': {exc}") from None
+    return stages[0] if len(stages) == 1 else Sequential(stages)
+
+
+def load_pipeline(source: str | Path, workspace: Workspace | None = None) -> Stage:
+    """Build a pipeline from a built-in name or a YAML file, bound to ``workspace`` (for corpus indexes)."""
+    config = read_config(source)
+    stage = build_stages(config["stages"], workspace or Workspace(), where=config["_source"])
+    stage.name = config["name"]
+    return stage
+
+
+def validate_pipeline(source: str | Path) -> dict[str, Any]:
+    """Check a config's keys and stage names without building any index."""
+    config = read_config(source)
+
+    def walk(entries: list[Any], where: str) -> None:
+        for i, entry in enumerate(entries, start=1):
+            name, params = parse_entry(entry, f"{where}, stage {i}")
+            for j, branch in enumerate(params.get("branches", []) if name == "fuse" else [], start=1):
+                walk(branch if isinstance(branch, list) else [branch], f"{where}, stage {i}, branch {j}")
+
+    walk(config["stages"], config["_source"])
+    return config

@@ -1,0 +1,39 @@
+"""The stage registry: config names -> builder functions whose keyword arguments are the allowed config keys."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from sleuth.errors import ConfigError
+
+Builder = Callable[..., Any]
+STAGES: dict[str, Builder] = {}
+
+
+def register_stage(name: str) -> Callable[[Builder], Builder]:
+    """Decorator: make ``builder(workspace, **params)`` available as stage ``name`` in pipeline configs."""
+
+    def decorate(builder: Builder) -> Builder:
+        STAGES[name] = builder
+        return builder
+
+    return decorate
+
+
+def stage_keys(name: str) -> list[str]:
+    """The config keys a stage accepts."""
+    params = list(inspect.signature(STAGES[name]).parameters.values())[1:]
+    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def check_params(name: str, params: dict[str, Any], where: str) -> None:
+    """Raise a ConfigError naming the first unknown or missing key of a stage."""
+    signature = list(inspect.signature(STAGES[name]).parameters.values())[1:]
+    known = stage_keys(name)
+    for key in params:
+        if key not in known:
+            raise ConfigError(f"{where}: stage '{name}': unknown key '{key}' (known: {', '.join(known) or 'none'})")
+    for p in signature:
+        if p.default is inspect.Parameter.empty and p.kind == p.KEYWORD_ONLY and p.name not in params:
+            raise ConfigError(f"{where}: stage '{name}': missing key '{p.name}'")

@@ -1,0 +1,107 @@
+"""A Workspace binds pipelines to one corpus: it builds (once) and caches the indexes their stages ask for."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+from sleuth.corpus.model import Document, Passage
+from sleuth.index.bm25 import BM25Index, BM25Params
+from sleuth.index.dense import DenseIndex
+from sleuth.index.tokenize import Analyzer
+from sleuth.paths import home_dir
+
+
+@dataclass
+class CorpusSource:
+    """Where a corpus comes from and how it becomes passages (reader format, field mapping, splitter)."""
+
+    path: Path
+    format: str | None = None
+    fields: dict[str, str] | None = None
+    splitter: Callable[[Document], list[Passage]] | None = None
+    splitter_name: str = "none"
+
+    def documents(self) -> Iterator[Document]:
+        from sleuth.corpus.formats import read_documents
+
+        return read_documents(self.path, self.format, self.fields)
+
+    def passages(self) -> Iterator[Passage]:
+        for doc in self.documents():
+            if self.splitter is None:
+                yield Passage.from_document(doc)
+            else:
+                yield from self.splitter(doc)
+
+    def fingerprint(self) -> str:
+        """A key that changes when the files, their reading or their splitting change."""
+        files = [self.path] if self.path.is_file() else sorted(p for p in self.path.rglob("*") if p.is_file())
+        stats = [(str(p.resolve()), p.stat().st_size, p.stat().st_mtime_ns) for p in files]
+        key = json.dumps([stats, self.format, self.fields, self.splitter_name], sort_keys=True)
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+    def info(self) -> dict[str, Any]:
+        return {"path": str(self.path), "format": self.format, "fields": self.fields, "splitter": self.splitter_name,
+                "fingerprint": self.fingerprint()}
+
+
+def params_key(kind: str, params: dict[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    return f"{kind}-{digest}"
+
+
+@dataclass
+class Workspace:
+    """Indexes of one corpus, built on first use under ``home/indexes/<corpus>/`` and reused afterwards."""
+
+    corpus: CorpusSource | None = None
+    home: Path = field(default_factory=home_dir)
+    device: str = "cpu"
+    show_progress: bool = True
+    _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def index_dir(self, key: str) -> Path:
+        if self.corpus is None:
+            from sleuth.errors import ConfigError
+
+            raise ConfigError("this pipeline needs an index: give a corpus, or an 'index:' path in the stage")
+        return self.home / "indexes" / self.corpus.fingerprint() / key
+
+    def _cached(self, key: str, load: Callable[[Path], Any], build: Callable[[Path], Any]) -> Any:
+        if key not in self._loaded:
+            path = self.index_dir(key)
+            self._loaded[key] = load(path) if (path / "manifest.json").is_file() else build(path)
+        return self._loaded[key]
+
+    @staticmethod
+    def bm25_key(params: BM25Params = BM25Params(), analyzer: Analyzer = Analyzer()) -> str:
+        """Cache folder name of a BM25 index with these parameters."""
+        return params_key("bm25", {"bm25": vars(params), "analyzer": analyzer.to_dict()})
+
+    @staticmethod
+    def dense_key(encoder: str = "minilm", factory: str = "Flat") -> str:
+        """Cache folder name of a dense index with this encoder and FAISS factory string."""
+        return params_key("dense", {"encoder": encoder, "factory": factory})
+
+    def bm25(self, params: BM25Params = BM25Params(), analyzer: Analyzer = Analyzer()) -> BM25Index:
+        """The corpus's BM25 index with these parameters."""
+        return self._cached(self.bm25_key(params, analyzer), BM25Index.load, lambda path: BM25Index.build(
+            self.corpus.passages(), path, params, analyzer, self.corpus.info(), self.show_progress))
+
+    def dense(self, encoder: str = "minilm", factory: str = "Flat") -> DenseIndex:
+        """The corpus's dense index for this encoder and FAISS factory string."""
+        return self._cached(self.dense_key(encoder, factory), DenseIndex.load, lambda path: DenseIndex.build(
+            self.corpus.passages(), self.encoder(encoder), path, factory, self.corpus.info(), self.show_progress))
+
+    def encoder(self, name: str):
+        """A loaded encoder, shared by every stage of this workspace."""
+        from sleuth.models.registry import load_encoder
+
+        key = f"encoder:{name}"
+        if key not in self._loaded:
+            self._loaded[key] = load_encoder(name, device=self.device)
+        return self._loaded[key]

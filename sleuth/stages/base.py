@@ -1,0 +1,73 @@
+"""The one core abstraction: a Stage takes queries (and optionally candidates) and returns scored candidates.
+
+Stages compose like PyTerrier transformers::
+
+    pipeline = bm25 >> dense_rescore % 10          # sequence, then rank cut-off
+    hybrid = Fuse([bm25, dense], method="rrf")      # fusion of branches that see the same input
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Iterable, Sequence
+
+from sleuth.corpus.model import Query
+from sleuth.errors import QueryError
+from sleuth.stages.run import Hit, Run
+
+MAX_QUERY_CHARS = 4096
+
+
+def as_queries(queries: str | Query | Iterable[str | Query]) -> list[Query]:
+    """Normalise a string, a Query or a list of either into a list of Queries (strings get ids q1, q2, ...)."""
+    if isinstance(queries, (str, Query)):
+        queries = [queries]
+    result = [q if isinstance(q, Query) else Query(f"q{i}", q) for i, q in enumerate(queries, start=1)]
+    for query in result:
+        check_query(query)
+    return result
+
+
+def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
+    """Reject empty or oversized queries with a QueryError naming the query id."""
+    if not isinstance(query.text, str) or not query.text.strip():
+        raise QueryError(f"query '{query.id}' is empty")
+    if len(query.text) > max_chars:
+        raise QueryError(f"query '{query.id}' has {len(query.text)} characters; the limit is {max_chars}")
+
+
+class Stage(ABC):
+    """One step of a pipeline: ``transform(queries, candidates) -> Run``.
+
+    ``candidates`` is None for a first-stage retriever; a reranker scores the candidates it is given.
+    Subclasses implement :meth:`transform`; composition operators come for free.
+    """
+
+    #: short name used in tables and configs
+    name: str = "stage"
+
+    @abstractmethod
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        """Score candidates (or retrieve them when ``candidates`` is None) for every query."""
+
+    def __call__(self, queries: str | Query | Iterable[str | Query], candidates: Run | None = None) -> Run:
+        return self.transform(as_queries(queries), candidates)
+
+    def search(self, query: str, k: int = 10) -> list[Hit]:
+        """Convenience: the top ``k`` hits of one query string."""
+        query_obj = Query("q1", query)
+        check_query(query_obj)
+        return self.transform([query_obj]).get("q1", [])[:k]
+
+    def __rshift__(self, other: "Stage") -> "Stage":
+        from sleuth.stages.compose import Sequential
+
+        return Sequential([self, other])
+
+    def __mod__(self, k: int) -> "Stage":
+        from sleuth.stages.cutoff import Cutoff
+
+        return self >> Cutoff(k)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

@@ -1,0 +1,91 @@
+"""Score fusion of several branches that see the same input: weighted sum of normalised scores, or RRF."""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import numpy as np
+
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError
+from sleuth.stages.base import Stage
+from sleuth.stages.run import Hit, Run
+
+
+def minmax(scores: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1]; a constant list maps to 1."""
+    low, high = scores.min(), scores.max()
+    return np.ones_like(scores) if high == low else (scores - low) / (high - low)
+
+
+def zscore(scores: np.ndarray) -> np.ndarray:
+    """Centre and scale by the standard deviation; a constant list maps to 0."""
+    std = scores.std()
+    return np.zeros_like(scores) if std == 0 else (scores - scores.mean()) / std
+
+
+NORMALISERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"minmax": minmax, "zscore": zscore,
+                                                               "none": lambda s: s}
+METHODS = ("rrf", "weighted")
+
+
+def reciprocal_rank_fusion(rankings: Sequence[list[Hit]], weights: Sequence[float], k: int = 60) -> dict[str, float]:
+    """RRF (Cormack et al. 2009): sum over rankings of weight / (k + rank)."""
+    fused: dict[str, float] = {}
+    for hits, weight in zip(rankings, weights):
+        for rank, hit in enumerate(hits, start=1):
+            fused[hit.id] = fused.get(hit.id, 0.0) + weight / (k + rank)
+    return fused
+
+
+def weighted_fusion(rankings: Sequence[list[Hit]], weights: Sequence[float], normalise: str) -> dict[str, float]:
+    """Weighted sum of per-ranking normalised scores; a document missing from a ranking gets that ranking's minimum."""
+    normalised = []
+    for hits in rankings:
+        scores = NORMALISERS[normalise](np.array([h.score for h in hits], dtype=np.float64)) if hits else []
+        normalised.append(({h.id: float(s) for h, s in zip(hits, scores)}, float(min(scores, default=0.0))))
+    every = {hit.id for hits in rankings for hit in hits}
+    return {doc: sum(w * table.get(doc, floor) for w, (table, floor) in zip(weights, normalised)) for doc in every}
+
+
+class Fuse(Stage):
+    """Runs every branch on the same queries and candidates and fuses their rankings into one.
+
+    ``method="rrf"`` (rank-based, ``rrf_k``) or ``"weighted"`` (sum of ``normalise``-d scores times ``weights``).
+    ``depth`` limits how many hits of each branch take part.
+    """
+
+    def __init__(self, branches: Sequence[Stage], method: str = "rrf", weights: Sequence[float] | None = None,
+                 normalise: str = "minmax", rrf_k: int = 60, depth: int = 1000, name: str | None = None):
+        if len(branches) < 2:
+            raise ConfigError("fuse: needs at least two branches")
+        if method not in METHODS:
+            raise ConfigError(f"fuse: unknown method '{method}' (known: {', '.join(METHODS)})")
+        if normalise not in NORMALISERS:
+            raise ConfigError(f"fuse: unknown normalise '{normalise}' (known: {', '.join(NORMALISERS)})")
+        weights = list(weights) if weights is not None else [1.0] * len(branches)
+        if len(weights) != len(branches):
+            raise ConfigError(f"fuse: {len(weights)} weights for {len(branches)} branches")
+        self.branches, self.method, self.weights = list(branches), method, weights
+        self.normalise, self.rrf_k, self.depth = normalise, rrf_k, depth
+        self.name = name or f"{method}({', '.join(b.name for b in self.branches)})"
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        runs = [branch.transform(queries, candidates) for branch in self.branches]
+        fused = Run()
+        for query in queries:
+            rankings = [run.get(query.id, [])[:self.depth] for run in runs]
+            if self.method == "rrf":
+                scores = reciprocal_rank_fusion(rankings, self.weights, self.rrf_k)
+            else:
+                scores = weighted_fusion(rankings, self.weights, self.normalise)
+            first_seen: dict[str, Hit] = {}
+            for hits in rankings:
+                for hit in hits:
+                    first_seen.setdefault(hit.id, hit)
+            components = [{h.id: h.score for h in hits} for hits in rankings]
+            fused[query.id] = [
+                first_seen[d].with_score(s, components={b.name: c.get(d) for b, c in zip(self.branches, components)})
+                for d, s in scores.items()
+            ]
+        return fused.sorted()

@@ -1,0 +1,41 @@
+"""Turning index rows into Hits, and candidate ids back into index rows."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from sleuth.index.docstore import DocStore
+from sleuth.stages.run import Hit
+
+
+def hits_from_rows(docstore: DocStore, positions: Sequence[int], scores: Sequence[float],
+                   drop_zero: bool = False) -> list[Hit]:
+    """Hits for index rows (skipping FAISS's -1 padding, and zero scores when ``drop_zero``), best first."""
+    hits = []
+    for position, score in zip(np.asarray(positions).tolist(), np.asarray(scores).tolist()):
+        if position < 0 or (drop_zero and score <= 0.0):
+            continue
+        hits.append(Hit(docstore.ids[position], float(score), docstore.doc_ids[position],
+                        docstore.titles[position], docstore.texts[position]))
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return hits
+
+
+def candidate_rows(docstore: DocStore, hits: Sequence[Hit]) -> tuple[list[Hit], list[int]]:
+    """The candidates this index holds, with their rows (candidates unknown to the index are left out)."""
+    kept, rows = [], []
+    for hit in hits:
+        row = docstore.position(hit.id)
+        if row is not None:
+            kept.append(hit)
+            rows.append(row)
+    return kept, rows
+
+
+def rescored(hits: Sequence[Hit], scores: Sequence[float], stage: str) -> list[Hit]:
+    """Candidates with new scores (the previous score kept in extras under the stage name), best first."""
+    out = [h.with_score(s, **{f"{stage}_input_score": h.score}) for h, s in zip(hits, np.asarray(scores).tolist())]
+    out.sort(key=lambda h: (-h.score, h.id))
+    return out

@@ -1,0 +1,95 @@
+"""Scored candidates: a Hit is one scored item, a Run maps each query id to its ranked hits."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from sleuth.errors import InputError
+
+
+@dataclass
+class Hit:
+    """One scored candidate: its id, score, and optional document id, title, text and stage-specific extras.
+
+    ``extras`` holds what a stage wants to pass on or show: component scores, a passage's heading path,
+    an evidence chain (a list of hits), the obfuscated query that found it ...
+    """
+
+    id: str
+    score: float
+    doc_id: str | None = None
+    title: str | None = None
+    text: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    def with_score(self, score: float, **extras: Any) -> "Hit":
+        """A copy with a new score (and extra fields merged in)."""
+        return Hit(self.id, float(score), self.doc_id, self.title, self.text, {**self.extras, **extras})
+
+
+class Run(dict):
+    """Query id -> list of Hits, best first. The value passed between stages and written as a TREC run."""
+
+    @classmethod
+    def from_scores(cls, scores: Mapping[str, Mapping[str, float]]) -> "Run":
+        """Build from ``{qid: {doc_id: score}}``, sorting each ranking by score (ties by id)."""
+        return cls({qid: [Hit(d, float(s)) for d, s in docs.items()] for qid, docs in scores.items()}).sorted()
+
+    def sorted(self) -> "Run":
+        """A copy whose rankings are sorted by descending score, ties broken by id for determinism."""
+        return Run({qid: sorted(hits, key=lambda h: (-h.score, h.id)) for qid, hits in self.items()})
+
+    def cut(self, k: int) -> "Run":
+        """A copy keeping the first ``k`` hits of each ranking."""
+        return Run({qid: hits[:k] for qid, hits in self.items()})
+
+    def scores(self) -> dict[str, dict[str, float]]:
+        """``{qid: {doc_id: score}}``, the form ir_measures and pytrec_eval take."""
+        return {qid: {h.id: h.score for h in hits} for qid, hits in self.items()}
+
+    def ids(self, qid: str) -> list[str]:
+        """The ranked ids of one query (empty when the query is absent)."""
+        return [h.id for h in self.get(qid, [])]
+
+    # --- TREC run files ---------------------------------------------------------------------------------------
+    def write_trec(self, path: str | Path, tag: str = "sleuth") -> None:
+        """Write a TREC run file (``qid Q0 docid rank score tag``) atomically."""
+        from sleuth.io import atomic_write_text
+
+        lines = []
+        for qid, hits in self.items():
+            for rank, hit in enumerate(hits, start=1):
+                lines.append(f"{qid} Q0 {hit.id} {rank} {hit.score:.6f} {tag}\n")
+        atomic_write_text(path, "".join(lines))
+
+    @classmethod
+    def read_trec(cls, path: str | Path) -> "Run":
+        """Read a TREC run file; a malformed line raises an InputError naming file and line."""
+        scores: dict[str, dict[str, float]] = {}
+        with open(path, encoding="utf-8") as handle:
+            for number, line in enumerate(handle, start=1):
+                parts = line.split()
+                if not parts:
+                    continue
+                if len(parts) != 6:
+                    raise InputError(f"expected 6 columns 'qid Q0 docid rank score tag', found {len(parts)}",
+                                     path=path, line=number)
+                try:
+                    score = float(parts[4])
+                except ValueError:
+                    raise InputError(f"score '{parts[4]}' is not a number", path=path, line=number) from None
+                if math.isnan(score):
+                    raise InputError("score is NaN", path=path, line=number)
+                scores.setdefault(parts[0], {})[parts[2]] = score
+        return cls.from_scores(scores)
+
+    @classmethod
+    def concat(cls, runs: Iterable["Run"]) -> "Run":
+        """Merge runs over disjoint query sets (e.g. from sharded evaluation)."""
+        merged = cls()
+        for run in runs:
+            merged.update(run)
+        return merged

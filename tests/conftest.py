@@ -1,0 +1,46 @@
+"""Shared fixtures: the real data folder (skip when absent), small real corpora, an isolated sleuth home."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from sleuth.corpus.model import Passage
+from sleuth.paths import shared_data_dir
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """Every test gets its own index cache, so no test sees another's indexes."""
+    monkeypatch.setenv("SLEUTH_HOME", str(tmp_path_factory.mktemp("sleuth-home")))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    path = shared_data_dir()
+    if not path.is_dir():
+        pytest.skip(f"shared evaluation data not found at {path} (set SLEUTH_DATA)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def scifact_rows(data_dir) -> list[dict]:
+    """The first 400 SciFact corpus records, as in the file."""
+    with open(data_dir / "scifact" / "corpus.jsonl", encoding="utf-8") as handle:
+        return [json.loads(line) for line in itertools.islice(handle, 400)]
+
+
+@pytest.fixture(scope="session")
+def scifact_passages(scifact_rows) -> list[Passage]:
+    return [Passage(r["_id"], r["_id"], r["text"], (r["title"],)) for r in scifact_rows]
+
+
+@pytest.fixture
+def scifact_jsonl(tmp_path, scifact_rows) -> Path:
+    """A small real corpus file (400 SciFact abstracts) in BEIR corpus format."""
+    path = tmp_path / "corpus.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in scifact_rows), encoding="utf-8")
+    return path
