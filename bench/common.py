@@ -32,7 +32,8 @@ from sleuth.index.docstore import DocStore
 from sleuth.io import atomic_write_text
 from sleuth.paths import shared_data_dir
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+REPO = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO / "bench" / "results"
 PACKAGES = ("numpy", "faiss-cpu", "bm25s", "rank-bm25", "PyStemmer", "onnxruntime", "torch",
             "sentence-transformers", "tokenizers")
 console = Console(width=None if sys.stdout.isatty() else 150)
@@ -120,7 +121,7 @@ def enclosing_function(stats: dict, key: tuple[str, int, str]) -> tuple[str, int
 def function_name(key: tuple[str, int, str]) -> str:
     """``path:line(function)`` of a pstats key, the path cut after site-packages or the repository root."""
     path, line, func = key
-    for marker in ("site-packages/", "/work/main/"):
+    for marker in ("site-packages/", f"{REPO}/"):
         if marker in path:
             path = path.split(marker, 1)[1]
     return f"{path}:{line}({func})"

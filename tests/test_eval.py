@@ -221,7 +221,7 @@ def test_experiment_measures_answers_table_and_dict(tmp_path):
     text = console.export_text()
     assert "overlap" in text and "by-id" in text and "nDCG@10 p" in text and "Top-3" in text
     assert "1.0000" in text and "0.5278" in text  # by-id's RR, 4 decimals
-    assert "base" in text and f"- {result.pvalues['by-id']['RR']:.4f}" in text
+    assert "base" in text and f"-{result.pvalues['by-id']['RR']:.4f}" in text
 
     data = json.loads(json.dumps(result.to_dict()))
     assert data["baseline"] == "overlap" and data["pipelines"][0]["pvalues"] == {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -11,7 +12,8 @@ from sleuth.errors import ConfigError
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 
 console = Console(stderr=True)
-out = Console()
+# a table piped to a file or another program keeps its full width instead of rich's 80-column default
+out = Console(width=None if sys.stdout.isatty() else 160)
 
 SPLITTERS = ("none", "sections", "window")
 

@@ -13,10 +13,14 @@ app = typer.Typer(help="sleuth: hard retrieval on one pipeline core.", no_args_i
 
 
 def _register() -> None:
-    from sleuth.cli import demo_cmd, eval_cmd, index_cmd, search_cmd
+    """Add the command of every ``sleuth/cli/*_cmd.py`` module (each has ``register(app)``)."""
+    import importlib
+    import pkgutil
 
-    for module in (index_cmd, search_cmd, eval_cmd, demo_cmd):
-        module.register(app)
+    import sleuth.cli
+
+    for module in sorted(m.name for m in pkgutil.iter_modules(sleuth.cli.__path__) if m.name.endswith("_cmd")):
+        importlib.import_module(f"sleuth.cli.{module}").register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

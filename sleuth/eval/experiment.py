@@ -58,7 +58,7 @@ class ExperimentResult:
         return self.num_queries / seconds if seconds > 0 else None
 
     def marker(self, name: str, metric: str) -> str:
-        """The cell comparing a pipeline with the baseline: "+ 0.0123*" (better, p, significant), "base" or ""."""
+        """The cell comparing a pipeline with the baseline: "+0.0123*" (better, p, significant), "base" or ""."""
         if name == self.baseline:
             return "base"
         if self.baseline is None or metric not in self.pvalues.get(name, {}):
@@ -67,7 +67,7 @@ class ExperimentResult:
         diff = aggregate[name][metric] - aggregate[self.baseline][metric]
         p = self.pvalues[name][metric]
         sign = "+" if diff > 0 else "-" if diff < 0 else "="
-        return f"{sign} {p:.4f}{'*' if p < self.alpha else ''}"
+        return f"{sign}{p:.4f}{'*' if p < self.alpha else ''}"
 
     def to_table(self, title: str | None = None) -> Table:
         """A rich Table: one row per pipeline, a column per metric (4 decimals) and, with a baseline, its p-values."""
@@ -89,7 +89,7 @@ class ExperimentResult:
                 if self.baseline is not None:
                     cells.append(self.marker(name, metric))
             qps = self.queries_per_second(name)
-            cells += [f"{self.seconds[name]:.3f}", f"{qps:.1f}" if qps is not None else "-"]
+            cells += [f"{self.seconds[name]:.2f}", f"{qps:.1f}" if qps is not None else "-"]
             table.add_row(*cells)
         return table
 

@@ -20,8 +20,7 @@ from typing import Any
 import yaml
 
 from sleuth.errors import ConfigError
-from sleuth.pipelines import builtin_stages  # noqa: F401  (registers the core stages)
-from sleuth.pipelines.registry import STAGES, check_params
+from sleuth.pipelines.registry import STAGES, check_params, load_stage_modules
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.base import Stage
 from sleuth.stages.compose import Sequential
@@ -62,6 +61,7 @@ def read_config(source: str | Path) -> dict[str, Any]:
 
 def parse_entry(entry: Any, where: str) -> tuple[str, dict[str, Any]]:
     """A stage entry is ``name`` or ``{name: {params}}``."""
+    load_stage_modules()
     if isinstance(entry, str):
         name, params = entry, {}
     elif isinstance(entry, dict) and len(entry) == 1:

@@ -21,6 +21,18 @@ def register_stage(name: str) -> Callable[[Builder], Builder]:
     return decorate
 
 
+def load_stage_modules() -> None:
+    """Import every ``sleuth/pipelines/*_stages.py`` module once, so that their stages register themselves."""
+    import importlib
+    import pkgutil
+
+    import sleuth.pipelines
+
+    for module in pkgutil.iter_modules(sleuth.pipelines.__path__):
+        if module.name.endswith("_stages"):
+            importlib.import_module(f"sleuth.pipelines.{module.name}")
+
+
 def stage_keys(name: str) -> list[str]:
     """The config keys a stage accepts."""
     params = list(inspect.signature(STAGES[name]).parameters.values())[1:]

@@ -71,7 +71,8 @@ class Workspace:
             raise ConfigError("this pipeline needs an index: give a corpus, or an 'index:' path in the stage")
         return self.home / "indexes" / self.corpus.fingerprint() / key
 
-    def _cached(self, key: str, load: Callable[[Path], Any], build: Callable[[Path], Any]) -> Any:
+    def cached_index(self, key: str, load: Callable[[Path], Any], build: Callable[[Path], Any]) -> Any:
+        """Load the index cached under ``key``, or build it there first (for stage modules with their own kinds)."""
         if key not in self._loaded:
             path = self.index_dir(key)
             self._loaded[key] = load(path) if (path / "manifest.json").is_file() else build(path)
@@ -89,12 +90,12 @@ class Workspace:
 
     def bm25(self, params: BM25Params = BM25Params(), analyzer: Analyzer = Analyzer()) -> BM25Index:
         """The corpus's BM25 index with these parameters."""
-        return self._cached(self.bm25_key(params, analyzer), BM25Index.load, lambda path: BM25Index.build(
+        return self.cached_index(self.bm25_key(params, analyzer), BM25Index.load, lambda path: BM25Index.build(
             self.corpus.passages(), path, params, analyzer, self.corpus.info(), self.show_progress))
 
     def dense(self, encoder: str = "minilm", factory: str = "Flat") -> DenseIndex:
         """The corpus's dense index for this encoder and FAISS factory string."""
-        return self._cached(self.dense_key(encoder, factory), DenseIndex.load, lambda path: DenseIndex.build(
+        return self.cached_index(self.dense_key(encoder, factory), DenseIndex.load, lambda path: DenseIndex.build(
             self.corpus.passages(), self.encoder(encoder), path, factory, self.corpus.info(), self.show_progress))
 
     def encoder(self, name: str):
