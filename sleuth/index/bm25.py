@@ -47,7 +47,7 @@ class BM25Index:
         with build_directory(path) as tmp:
             docstore = DocStore.from_passages(passages)
             check_unique(docstore.ids)
-            tokens = analyzer.tokenize(docstore.contents(), show_progress=show_progress)
+            tokens = analyzer.tokenize_ids(docstore.contents(), show_progress=show_progress)
             model = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta)
             model.index(tokens, show_progress=show_progress)
             manifest = Manifest(kind=cls.kind, count=len(docstore), corpus=corpus_info or {},

@@ -40,10 +40,17 @@ class Analyzer:
                               f"(known: {', '.join(Stemmer.algorithms())})") from None
 
     def tokenize(self, texts: list[str], show_progress: bool = False) -> list[list[str]]:
-        """Token strings of every text."""
-        return bm25s.tokenize(texts, lower=self.lower, token_pattern=self.pattern,
-                              stopwords=list(self.stopwords) if isinstance(self.stopwords, tuple) else self.stopwords,
-                              stemmer=self._stem, return_ids=False, show_progress=show_progress)
+        """Token strings of every text (queries are analysed this way)."""
+        return self._run(texts, show_progress, return_ids=False)
+
+    def tokenize_ids(self, texts: list[str], show_progress: bool = False) -> bm25s.tokenization.Tokenized:
+        """Token ids and vocabulary of a corpus, ready for ``bm25s.BM25.index`` without a round trip via strings."""
+        return self._run(texts, show_progress, return_ids=True)
+
+    def _run(self, texts: list[str], show_progress: bool, return_ids: bool):
+        stopwords = list(self.stopwords) if isinstance(self.stopwords, tuple) else self.stopwords
+        return bm25s.tokenize(texts, lower=self.lower, token_pattern=self.pattern, stopwords=stopwords,
+                              stemmer=self._stem, return_ids=return_ids, show_progress=show_progress)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
