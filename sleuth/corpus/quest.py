@@ -73,6 +73,28 @@ def write_quest_predictions(path: str | Path, examples: Iterable[Query], with_id
     return len(lines)
 
 
+def write_quest_documents(path: str | Path, documents: Iterable[Document]) -> int:
+    """Write Documents as a QUEST corpus file (``{"title", "text"}`` per line, atomically); return the count."""
+    lines = [json.dumps({"title": doc.title or doc.id, "text": doc.text}, ensure_ascii=False) + "\n"
+             for doc in documents]
+    atomic_write_text(path, "".join(lines))
+    return len(lines)
+
+
+def read_quest_predictions(path: str | Path, id_prefix: str | None = None) -> dict[str, Query]:
+    """Prediction examples by query id (ids as in :func:`read_quest_examples`); a repeated id is an InputError.
+
+    Join them to gold by id: a file without ``id`` fields gets line-based ids, which match the gold file's only
+    when both list the same queries in the same order (pass ``id_prefix`` = the gold file's prefix, e.g. "val").
+    """
+    predictions: dict[str, Query] = {}
+    for query in read_quest_examples(path, id_prefix=id_prefix):
+        if query.id in predictions:
+            raise InputError(f"query id '{query.id}' appears twice", path=path, field="id")
+        predictions[query.id] = query
+    return predictions
+
+
 def _attribution_sentences(attributions: Any) -> Iterator[tuple[str, str]]:
     """``(title, sentence)`` pairs of an example's attributions: title -> list of {query span: sentence} or null."""
     for title, notes in (attributions or {}).items():

@@ -1,0 +1,120 @@
+"""A cross-encoder relevance classifier: one text "query: {query}, doc: {title} {text}" in, a relevance logit out.
+
+The model is a transformers sequence classifier with one output (``num_labels=1``); ``probability`` is the sigmoid
+of the logit, trained with binary cross-entropy (QUEST's classifier, paper 003, with a MiniLM backbone instead of
+T5). A saved classifier is an ordinary model directory (``config.json``, weights, tokenizer) that
+``AutoModelForSequenceClassification.from_pretrained`` also reads.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from sleuth.errors import MissingExtraError, SleuthError
+from sleuth.models.encoder import length_sorted_batches
+
+MAX_LENGTH = 384  # tokens of query + document the classifier reads (ALGORITHMS.md, QUEST)
+DEFAULT_BACKBONE = "minilm"
+
+
+def pair_text(query: str, title: str | None, text: str | None) -> str:
+    """The classifier's input string, as QUEST's code formats it: ``query: {query}, doc: {title} {text}``."""
+    doc = " ".join(part for part in (title or "", text or "") if part)
+    return f"query: {query}, doc: {doc}"
+
+
+def backbone_path(name: str) -> str:
+    """A model directory for ``name``: "minilm" is the packaged all-MiniLM-L6-v2, anything else a path or hub id."""
+    if name == DEFAULT_BACKBONE:
+        from sleuth.models.registry import minilm_path
+
+        return str(minilm_path())
+    return name
+
+
+class CrossEncoderClassifier:
+    """A (query, document) relevance classifier on any torch device; batched, length-sorted scoring."""
+
+    def __init__(self, model: str = DEFAULT_BACKBONE, device: str = "cpu", max_length: int = MAX_LENGTH,
+                 batch_size: int = 32, int8: bool = False):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download at run time unless the user allows it
+        try:
+            import torch  # noqa: F401
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+            from transformers.utils import logging as hf_logging
+        except ImportError:
+            raise MissingExtraError("transformers", "torch", "the cross-encoder classifier") from None
+        hf_logging.set_verbosity_error()  # a fresh classification head is expected when starting from a backbone
+        hf_logging.disable_progress_bar()
+        path = backbone_path(model)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+        except (OSError, ValueError) as exc:
+            raise SleuthError(f"cannot load classifier '{model}': {str(exc).splitlines()[0]}") from None
+        self.model.to(device)
+        self.model.eval()
+        self.name, self.device, self.max_length, self.batch_size = model, device, max_length, batch_size
+        self.int8 = False
+        if int8:
+            self.quantize()
+
+    def quantize(self) -> "CrossEncoderClassifier":
+        """Switch to int8 dynamic quantisation of the linear layers (CPU inference only, about 2x faster; do not
+        train or save afterwards)."""
+        import warnings
+
+        import torch
+
+        if self.device != "cpu":
+            raise SleuthError("int8 quantisation runs on the CPU only; use device='cpu'")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            self.model = torch.ao.quantization.quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
+        self.int8 = True
+        return self
+
+    def tokenize(self, texts: Sequence[str]):
+        """Padded, truncated tensors of ``texts`` on the model's device."""
+        batch = self.tokenizer(list(texts), truncation=True, max_length=self.max_length, padding=True,
+                               return_tensors="pt")
+        return {key: value.to(self.device) for key, value in batch.items()}
+
+    def logits(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        """Relevance logits of classifier input strings (see :func:`pair_text`), in input order."""
+        import torch
+
+        texts = list(texts)
+        out = np.zeros(len(texts), dtype=np.float32)
+        self.model.eval()
+        batches = length_sorted_batches(texts, self.batch_size)
+        with torch.inference_mode():
+            for batch in tqdm(batches, desc="classifying", unit="batch", disable=not show_progress):
+                logits = self.model(**self.tokenize([texts[i] for i in batch])).logits.reshape(-1)
+                out[batch] = logits.float().cpu().numpy()
+        return out
+
+    def probabilities(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:
+        """Sigmoid of the logits: the probability that each document is relevant to its query."""
+        return sigmoid(self.logits(texts, show_progress))
+
+    def save(self, path: str | Path) -> Path:
+        """Write the model and tokenizer as an ordinary model directory."""
+        if self.int8:
+            raise SleuthError("an int8-quantised classifier cannot be saved; save it before quantising")
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(str(path))
+        self.tokenizer.save_pretrained(str(path))
+        return path
+
+
+def sigmoid(values: np.ndarray) -> np.ndarray:
+    """Numerically stable logistic function."""
+    values = np.asarray(values, dtype=np.float64)
+    return (0.5 * (1.0 + np.tanh(0.5 * values))).astype(np.float32)

@@ -1,0 +1,1 @@
+"""Model training: trainers that run on the CPU (small, named budgets) or a GPU."""
