@@ -26,6 +26,7 @@ from sleuth.index.manifest import atomic_directory
 from sleuth.io import atomic_write_text
 from sleuth.models.cross_encoder import DEFAULT_BACKBONE, MAX_LENGTH, CrossEncoderClassifier, pair_text
 from sleuth.stages.run import Run
+from sleuth.train.optimisation import Optimisation
 
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 .. 0.95, the paper's sweep
 TRAINING_FILE = "training.json"
@@ -118,7 +119,6 @@ def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig 
                      show_progress: bool = True) -> tuple[CrossEncoderClassifier, list[float]]:
     """Fine-tune a cross-encoder with binary cross-entropy; returns it and the loss of every step."""
     import torch
-    from transformers import get_linear_schedule_with_warmup
 
     if not pairs:
         raise ConfigError("classifier training: no training pairs (do the gold documents appear in the corpus?)")
@@ -129,8 +129,8 @@ def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig 
     steps_per_epoch = -(-len(pairs) // config.batch_size)
     total = steps_per_epoch * config.epochs if config.max_steps is None else min(config.max_steps,
                                                                                 steps_per_epoch * config.epochs)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
+    optimisation = Optimisation(model, config.learning_rate, total, config.warmup_ratio, config.weight_decay,
+                                max_grad_norm=1.0)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     rng = random.Random(config.seed)
     losses: list[float] = []
@@ -143,13 +143,7 @@ def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig 
                 batch = [pairs[i] for i in indices]
                 inputs = classifier.tokenize([text for text, _ in batch])
                 labels = torch.tensor([label for _, label in batch], dtype=torch.float32, device=device)
-                loss = loss_fn(model(**inputs).logits.reshape(-1), labels)
-                loss.backward()
-                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad()
-                losses.append(float(loss.detach()))
+                losses.append(optimisation.step(loss_fn(model(**inputs).logits.reshape(-1), labels)))
                 bar.update(1)
                 bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
     model.eval()

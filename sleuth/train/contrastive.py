@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.io import atomic_write_text
+from sleuth.train.optimisation import Optimisation
 
 
 @dataclass
@@ -151,8 +152,6 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
     config.check()
     if not examples:
         raise ConfigError("no training examples")
-    from transformers import get_linear_schedule_with_warmup
-
     random.seed(config.seed)
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
@@ -160,8 +159,7 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
     st.train()
     per_epoch = math.ceil(len(examples) / config.batch_size)
     total = min(per_epoch * config.epochs, config.max_steps or per_epoch * config.epochs)
-    optimizer = torch.optim.AdamW(st.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(config.warmup_ratio * total), total)
+    optimisation = Optimisation(st, config.lr, total, config.warmup_ratio, config.weight_decay, config.max_grad_norm)
     losses: list[float] = []
     start = time.perf_counter()
     progress = progress_bar(total, config.show_progress, f"training {Path(out).name}")
@@ -171,12 +169,7 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
                 break
             queries, candidates, positives, masks = batch_layout(batch)
             loss = contrastive_loss(embed(st, queries), embed(st, candidates), positives, masks, config.scale)
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(st.parameters(), config.max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            losses.append(float(loss.detach()))
+            losses.append(optimisation.step(loss))
             progress.update(1)
             progress.set_postfix(loss=f"{losses[-1]:.3f}")
     progress.close()
