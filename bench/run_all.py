@@ -1,6 +1,8 @@
-"""Run the foundation benchmarks one after another (BM25, dense encoders, ANN) and record their wall times.
+"""Run the benchmarks one after another (BM25, encoders, ANN, DHR, privacy) and record their wall times.
 
-    python -m bench.run_all [--quick] [--repeats 3] [--only bm25_bench dense_bench ann_bench]
+    python -m bench.run_all [--quick] [--repeats 3] [--only bm25_bench dense_bench ann_bench dhr_bench privacy_bench]
+
+bench.quest_bench needs a trained classifier and runs on its own (see README).
 """
 
 from __future__ import annotations
@@ -8,11 +10,12 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from bench import ann_bench, bm25_bench, dense_bench
+from bench import ann_bench, bm25_bench, dense_bench, dhr_bench, privacy_bench
 from bench.common import Report, ResultTable, base_parser, bench_main, time_call
 
 NAME = "run_all"
-BENCHMARKS = {module.NAME: module for module in (bm25_bench, dense_bench, ann_bench)}
+BENCHMARKS = {module.NAME: module for module in (bm25_bench, dense_bench, ann_bench, dhr_bench,
+                                                          privacy_bench)}
 
 
 def forwarded(args: argparse.Namespace) -> list[str]:
