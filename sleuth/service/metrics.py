@@ -1,0 +1,53 @@
+"""Request metrics in the Prometheus text exposition format (0.0.4), kept in memory and written by hand."""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+
+#: upper bounds (seconds) of the latency histogram's buckets
+BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class Metrics:
+    """Request counts by endpoint and status, and a latency histogram by endpoint (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.requests: dict[tuple[str, int], int] = defaultdict(int)
+        self.buckets: dict[str, list[int]] = defaultdict(lambda: [0] * len(BUCKETS))
+        self.sums: dict[str, float] = defaultdict(float)
+        self.counts: dict[str, int] = defaultdict(int)
+
+    def observe(self, endpoint: str, status: int, seconds: float) -> None:
+        """Record one finished request."""
+        with self._lock:
+            self.requests[endpoint, status] += 1
+            row = self.buckets[endpoint]
+            for i, bound in enumerate(BUCKETS):
+                if seconds <= bound:
+                    row[i] += 1
+            self.sums[endpoint] += seconds
+            self.counts[endpoint] += 1
+
+    def render(self) -> str:
+        """The metrics as Prometheus text."""
+        lines = ["# HELP sleuth_requests_total HTTP requests by endpoint and status.",
+                 "# TYPE sleuth_requests_total counter"]
+        with self._lock:
+            for (endpoint, status), count in sorted(self.requests.items()):
+                lines.append(f'sleuth_requests_total{{endpoint="{_label(endpoint)}",status="{status}"}} {count}')
+            lines += ["# HELP sleuth_request_duration_seconds HTTP request latency by endpoint.",
+                      "# TYPE sleuth_request_duration_seconds histogram"]
+            for endpoint in sorted(self.counts):
+                label = f'endpoint="{_label(endpoint)}"'
+                for bound, count in zip(BUCKETS, self.buckets[endpoint]):
+                    lines.append(f'sleuth_request_duration_seconds_bucket{{{label},le="{bound}"}} {count}')
+                lines.append(f'sleuth_request_duration_seconds_bucket{{{label},le="+Inf"}} {self.counts[endpoint]}')
+                lines.append(f"sleuth_request_duration_seconds_sum{{{label}}} {self.sums[endpoint]:.6f}")
+                lines.append(f"sleuth_request_duration_seconds_count{{{label}}} {self.counts[endpoint]}")
+        return "\n".join(lines) + "\n"
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

@@ -1,0 +1,50 @@
+"""Running `sleuth serve` as a real process on a free loopback port for tests (bounded start-up, always killed)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+from typing import Iterator
+
+import httpx
+import pytest
+
+STARTUP_SECONDS = 120
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def sleuth_server(args: list[str], env: dict[str, str] | None = None, ready: str = "/health") -> Iterator[str]:
+    """Start `sleuth serve ARGS` on 127.0.0.1, wait until ``ready`` answers 200, yield its URL, kill it at the end."""
+    port = free_port()
+    command = [sys.executable, "-m", "sleuth", "serve", *args, "--host", "127.0.0.1", "--port", str(port)]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + STARTUP_SECONDS
+    try:
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"sleuth serve exited: {process.stderr.read()}")
+            try:
+                if httpx.get(url + ready, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"sleuth serve did not answer {ready} within {STARTUP_SECONDS} s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.kill()
+        process.wait(timeout=30)
