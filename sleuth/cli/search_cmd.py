@@ -9,14 +9,14 @@ import typer
 
 from sleuth.cli.common import corpus_source, out, workspace
 from sleuth.cli.render import hits_json, hits_table
-from sleuth.index.manifest import read_manifest
+from sleuth.index.manifest import current_generation, read_manifest
 from sleuth.pipelines.config import load_pipeline
 from sleuth.stages.base import Stage
 
 
 def stage_for_index(path: Path, k: int, device: str) -> Stage:
     """A retrieval stage for an index folder, chosen by the kind its manifest records."""
-    manifest = read_manifest(path)
+    manifest = read_manifest(current_generation(path))
     if manifest.kind == "bm25":
         from sleuth.index.bm25 import BM25Index
         from sleuth.stages.bm25_retrieve import BM25Retrieve

@@ -1,5 +1,5 @@
 """`sleuth serve`: serve pipelines or index folders over HTTP (search, batch search, obfuscate, health, readiness,
-metrics, OpenAPI docs, and admin reload behind an API key)."""
+metrics, OpenAPI docs, and admin reload and document add/delete behind an API key)."""
 
 from __future__ import annotations
 
@@ -59,7 +59,8 @@ def serve(
     limits = Limits(max_query_chars=max_query_chars, max_k=max_k, max_batch=max_batch, max_body_bytes=max_body_bytes,
                     max_obfuscations=max_obfuscations, timeout_seconds=timeout)
     stages = load()
-    app = create_app(stages, query_log=query_log, limits=limits, api_key=api_key, loader=load)
+    app = create_app(stages, query_log=query_log, limits=limits, api_key=api_key, loader=load,
+                     index_dirs={path.name: path for path in index or []})
     try:
         import uvicorn
     except ImportError:

@@ -12,7 +12,7 @@ import numpy as np
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import Manifest, build_directory, read_manifest, write_manifest
+from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
 from sleuth.index.tokenize import Analyzer
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
@@ -60,8 +60,11 @@ class BM25Index:
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = False) -> "BM25Index":
-        """Load and validate an index directory."""
-        path = Path(path)
+        """Load and validate an index directory (of an updated one: the generation ``CURRENT`` names)."""
+        return load_generation(path, lambda generation: cls._load(generation, mmap))
+
+    @classmethod
+    def _load(cls, path: Path, mmap: bool) -> "BM25Index":
         manifest = read_manifest(path, kind=cls.kind)
         model = bm25s.BM25.load(str(path / "bm25s"), mmap=mmap, show_progress=False)
         analyzer = Analyzer(**manifest.params["analyzer"])

@@ -12,7 +12,7 @@ from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import check_unique
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import Manifest, build_directory, read_manifest, write_manifest
+from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
 from sleuth.models.encoder import Encoder
 
 VECTORS = "vectors.faiss"
@@ -76,8 +76,12 @@ class DenseIndex:
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = False) -> "DenseIndex":
-        """Load and validate an index directory (``mmap`` maps the vectors instead of reading them)."""
-        path = Path(path)
+        """Load and validate an index directory (``mmap`` maps the vectors instead of reading them; of an updated
+        directory: the generation ``CURRENT`` names)."""
+        return load_generation(path, lambda generation: cls._load(generation, mmap))
+
+    @classmethod
+    def _load(cls, path: Path, mmap: bool) -> "DenseIndex":
         manifest = read_manifest(path, kind=cls.kind)
         flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
         try:

@@ -11,7 +11,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 from sleuth import __version__
 from sleuth.errors import IndexError_
@@ -20,6 +20,9 @@ from sleuth.io import atomic_write_text
 FORMAT = "sleuth-index"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
+CURRENT = "CURRENT"
+GENERATIONS = "generations"
+T = TypeVar("T")
 
 
 @dataclass
@@ -101,6 +104,32 @@ def read_manifest(directory: str | Path, kind: str | None = None, verify: bool =
         if verify and file_digest(file)["sha256"] != info.get("sha256"):
             raise IndexError_(f"{file}: checksum differs from the manifest")
     return manifest
+
+
+def current_generation(directory: str | Path) -> Path:
+    """The directory holding the served index: ``directory/generations/<name in CURRENT>`` for an updatable index
+    (see :mod:`sleuth.index.updates`), else ``directory`` itself (indexes never updated load unchanged)."""
+    directory = Path(directory)
+    try:
+        name = (directory / CURRENT).read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return directory
+    if not name or "/" in name or name.startswith("."):
+        raise IndexError_(f"{directory / CURRENT}: invalid generation name {name!r}")
+    return directory / GENERATIONS / name
+
+
+def load_generation(directory: str | Path, load: Callable[[Path], T], attempts: int = 3) -> T:
+    """``load(current_generation(directory))``, tried again when it fails because an update switched ``CURRENT``
+    and collected the generation while it was being read (so a slow reader gets the newer generation)."""
+    for attempt in range(attempts):
+        generation = current_generation(directory)
+        try:
+            return load(generation)
+        except (IndexError_, OSError):
+            if attempt == attempts - 1 or current_generation(directory) == generation:
+                raise
+    raise AssertionError("unreachable")
 
 
 def build_directory(target: str | Path | None) -> contextlib.AbstractContextManager[Path | None]:

@@ -56,7 +56,7 @@ class SearchService:
     def __init__(self, pipelines: Mapping[str, Stage], query_log: QueryLog, max_k: int = MAX_K,
                  limits: Limits | None = None, loader: Callable[[], Mapping[str, Stage]] | None = None,
                  obfuscator_factory: Callable[[str], QueryObfuscator] = make_obfuscator,
-                 obfuscators: tuple[str, ...] = MECHANISMS):
+                 obfuscators: tuple[str, ...] = MECHANISMS, index_dirs: Mapping[str, str | Path] | None = None):
         if not pipelines:
             raise ConfigError("the service needs at least one pipeline or index to serve")
         self.limits = limits or Limits(max_k=max_k)
@@ -65,8 +65,10 @@ class SearchService:
         self.obfuscator_names, self._make_obfuscator = obfuscators, obfuscator_factory
         self._obfuscators: dict[str, QueryObfuscator] = {}
         self._lock = threading.Lock()
+        self._update_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sleuth-request")
         self.loaded_at = time.time()
+        self.index_dirs = {name: Path(path) for name, path in (index_dirs or {}).items()}
 
     @property
     def max_k(self) -> int:
@@ -153,15 +155,50 @@ class SearchService:
             self.pipelines, self.default, self.loaded_at = pipelines, next(iter(pipelines)), time.time()
         return {"reloaded": list(pipelines)}
 
+    def update_documents(self, index: Any, documents: Any = None, ids: Any = None) -> dict[str, Any]:
+        """Add ``documents`` (``[{id, title?, text}]``) to, or delete ``ids`` from, the updatable index served as
+        ``index`` (default: the only one): a new generation is written, then the pipelines are reloaded and
+        swapped in whole, so searches see the index before or after the update, never half of it."""
+        from sleuth.index.updates import add_documents, delete_documents, passages_from_records
+
+        if not self.index_dirs:
+            raise RequestError("this service serves no updatable index folders", 409)
+        if self.loader is None:
+            raise RequestError("this service cannot reload its pipelines, so it cannot swap in updates", 409)
+        if index is None:
+            if len(self.index_dirs) > 1:
+                raise RequestError(f"give 'index' (updatable: {', '.join(self.index_dirs)})")
+            index = next(iter(self.index_dirs))
+        index = safe_name(index, "index")
+        if index not in self.index_dirs:
+            raise RequestError(f"unknown index '{index}' (updatable: {', '.join(self.index_dirs)})")
+        limit = self.limits.max_batch * 16
+        items = documents if documents is not None else ids
+        if not isinstance(items, list) or not items:
+            raise RequestError(f"'{'documents' if documents is not None else 'ids'}' must be a non-empty list")
+        if len(items) > limit:
+            raise RequestError(f"at most {limit} documents or ids per request, got {len(items)}", 413)
+        with self._update_lock:
+            if documents is not None:
+                manifest = add_documents(self.index_dirs[index], passages_from_records(documents))
+            else:
+                if not all(isinstance(item, str) and item for item in ids):
+                    raise RequestError("'ids' must be a list of non-empty strings")
+                manifest = delete_documents(self.index_dirs[index], ids)
+            self.reload()
+        done = "added" if documents is not None else "deleted"
+        return {"index": index, done: len(items), "count": manifest.count}
+
 
 def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = None, max_k: int = MAX_K,
                limits: Limits | None = None, api_key: str | None = None,
                loader: Callable[[], Mapping[str, Stage]] | None = None,
                obfuscator_factory: Callable[[str], QueryObfuscator] = make_obfuscator,
-               obfuscators: tuple[str, ...] = MECHANISMS):
+               obfuscators: tuple[str, ...] = MECHANISMS, index_dirs: Mapping[str, str | Path] | None = None):
     """A FastAPI app serving ``pipelines`` (name -> Stage); ``query_log`` is a JSONL file or None; ``limits``
     caps requests (default: :class:`Limits` with ``max_k``); ``api_key`` enables the admin endpoints, and
-    ``loader`` (a function giving the pipelines anew) is what ``POST /admin/reload`` calls."""
+    ``loader`` (a function giving the pipelines anew) is what ``POST /admin/reload`` calls; ``index_dirs`` (served
+    name -> bm25 or dense index folder) are the indexes ``POST``/``DELETE /admin/documents`` update (then reload)."""
     try:
         from fastapi import Body, FastAPI, Header, Query, Request
         from fastapi.exceptions import RequestValidationError
@@ -170,7 +207,8 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
     except ImportError:
         raise MissingExtraError("fastapi", "service", "the HTTP service") from None
 
-    service = SearchService(pipelines, QueryLog(query_log), max_k, limits, loader, obfuscator_factory, obfuscators)
+    service = SearchService(pipelines, QueryLog(query_log), max_k, limits, loader, obfuscator_factory, obfuscators,
+                            index_dirs)
     metrics = Metrics()
     app = FastAPI(title="sleuth", description="Search service of sleuth.")
     app.state.service, app.state.metrics = service, metrics
@@ -258,5 +296,24 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
         """Reload the pipelines from their configs (needs the API key)."""
         check_api_key(api_key, x_api_key)
         return service.reload()
+
+    @app.post("/admin/documents")
+    def admin_add_documents(body: Any = Body(...),
+                            x_api_key: str | None = Header(None, alias=HEADER)) -> dict[str, Any]:
+        """Add documents to a served index folder: ``{"documents": [{id, title?, text}], "index"?}`` (API key)."""
+        check_api_key(api_key, x_api_key)
+        body = check_fields(body, {"documents", "index"})
+        return service._timed(lambda: service.update_documents(body.get("index"), documents=body.get("documents")))
+
+    @app.delete("/admin/documents")
+    def admin_delete_documents(body: Any = Body(...),
+                               x_api_key: str | None = Header(None, alias=HEADER)) -> dict[str, Any]:
+        """Delete documents of a served index folder by id: ``{"ids": [...], "index"?}`` (API key)."""
+        check_api_key(api_key, x_api_key)
+        body = check_fields(body, {"ids", "index"})
+        ids = body.get("ids")
+        if ids is None:
+            raise RequestError("'ids' is required")
+        return service._timed(lambda: service.update_documents(body.get("index"), ids=ids))
 
     return app

@@ -1,0 +1,63 @@
+"""`sleuth update`: add or delete documents of a bm25 or dense index folder without a full rebuild (a new
+generation is written and swapped in atomically; see :mod:`sleuth.index.updates`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sleuth.cli.common import console
+from sleuth.errors import ConfigError, InputError
+
+
+def read_records(path: Path) -> list[dict]:
+    """The JSON objects of a JSONL file (``{"id" or "_id", "title"?, "text"}`` per line)."""
+    records = []
+    with open(path, encoding="utf-8") as handle:
+        for n, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise InputError(f"invalid JSON ({exc.msg})", path=path, line=n) from None
+    return records
+
+
+def update(
+    index: Path = typer.Argument(..., help="Index folder (bm25 or dense) to update."),
+    add: Optional[Path] = typer.Option(None, "--add", help="JSONL file of documents to add: id, title, text."),
+    delete: Optional[str] = typer.Option(None, "--delete", help="Comma-separated passage ids to delete."),
+    encoder: Optional[str] = typer.Option(None, help="Encoder of new dense documents (default: the index's)."),
+    device: str = typer.Option("cpu", help="Encoder device."),
+) -> None:
+    """Add (--add) or delete (--delete) documents; searches see the old or the new index, never half."""
+    from sleuth.index.updates import add_documents, delete_documents, passages_from_records
+
+    if (add is None) == (delete is None):
+        raise ConfigError("give exactly one of --add FILE or --delete ID,ID")
+    start = time.perf_counter()
+    if add is not None:
+        loaded = None
+        if encoder is not None:
+            from sleuth.models.registry import load_encoder
+
+            loaded = load_encoder(encoder, device=device)
+        passages = passages_from_records(read_records(add))
+        manifest = add_documents(index, passages, encoder=loaded)
+        done = f"added {len(passages):,}"
+    else:
+        ids = [item.strip() for item in delete.split(",") if item.strip()]
+        manifest = delete_documents(index, ids)
+        done = f"deleted {len(ids):,}"
+    console.print(f"[green]{manifest.kind}[/green] index at {index}: {done}, now {manifest.count:,} passages "
+                  f"({time.perf_counter() - start:.1f} s)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(update)
+    app.command(name="index-update", hidden=True)(update)

@@ -1,0 +1,227 @@
+"""Incremental updates of BM25 and dense index directories: add and delete documents without a full rebuild.
+
+Design: a **generation swap**. An updated index directory holds complete index directories (each with its own
+manifest) under ``generations/`` and a ``CURRENT`` file naming the served one::
+
+    INDEX/CURRENT                 "gen-000002"
+    INDEX/generations/gen-000002/ manifest.json, docstore.parquet, bm25s/ or vectors.faiss
+    INDEX/manifest.json ...       the original build (generation 0), used while there is no CURRENT
+
+An update writes a new generation into ``generations/.tmp-*``, renames it to ``gen-NNNNNN`` and then replaces
+``CURRENT`` atomically (``os.replace``). Loaders (:func:`sleuth.index.manifest.current_generation`) read
+``CURRENT`` first, so a search sees the old generation or the new one, never half of an update; a kill -9 at any
+point leaves the previous generation serving (a leftover ``.tmp-*`` is removed by the next update). Updates of one
+directory are serialised by an ``flock`` on ``INDEX/.update.lock``. After the swap, generations older than the
+previous one are deleted: the previous one is kept so a reader that read ``CURRENT`` just before the swap can
+still finish loading it (a reader that loses even that race loads again: :func:`~sleuth.index.manifest.load_generation`).
+Index directories never updated have no ``CURRENT`` and load exactly as before.
+
+Costs, per kind:
+
+* **bm25**: bm25s has no incremental add, and BM25 scores depend on global statistics (N, document frequencies,
+  average length), so the new generation is re-indexed from the stored passages (the docstore) plus the new ones:
+  O(corpus) tokenisation and indexing, but no encoder and no corpus file needed. This is the simplest approach that
+  gives exactly the scores of a fresh build (a delta segment would need merged statistics to be exact).
+* **dense**: only new passages are encoded. Adding is copy-on-write: the stored FAISS index is read, the new
+  vectors are appended (no retraining) and written as the new generation, so every existing vector and score is
+  unchanged. Deleting rebuilds the FAISS index (same factory string) from the kept stored vectors: exact for Flat
+  and HNSW; IVF is retrained on the kept vectors, and PQ codes are re-quantised from their reconstructions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+import bm25s
+import faiss
+import numpy as np
+
+from sleuth.corpus.model import Passage
+from sleuth.errors import ConfigError, InputError
+from sleuth.index.bm25 import BM25Index, BM25Params
+from sleuth.index.dense import VECTORS, DenseIndex, add_vectors, make_faiss_index
+from sleuth.index.docstore import DocStore
+from sleuth.index.manifest import CURRENT, GENERATIONS, Manifest, current_generation, read_manifest, write_manifest
+from sleuth.io import atomic_write_text
+
+LOCK = ".update.lock"
+GENERATION = re.compile(r"^gen-(\d{6,})$")
+
+
+def passages_from_records(records: Iterable[dict[str, Any]]) -> list[Passage]:
+    """Passages from ``{"id", "title"?, "text", "doc_id"?}`` records (the admin API and JSONL input)."""
+    passages = []
+    for n, record in enumerate(records, start=1):
+        if not isinstance(record, dict):
+            raise InputError(f"document {n}: expected an object with 'id' and 'text'")
+        item_id, text, title = record.get("id", record.get("_id")), record.get("text"), record.get("title") or ""
+        if not isinstance(item_id, str) or not item_id:
+            raise InputError(f"document {n}: 'id' must be a non-empty string")
+        if not isinstance(text, str) or not isinstance(title, str):
+            raise InputError(f"document '{item_id}': 'text' and 'title' must be strings")
+        doc_id = record.get("doc_id") or item_id
+        passages.append(Passage(item_id, str(doc_id), text, (title,) if title else ()))
+    return passages
+
+
+def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=None) -> Manifest:
+    """Add passages to a bm25 or dense index directory as a new generation; returns the new manifest.
+
+    A passage id already in the index (or twice in ``passages``) is an error; nothing changes then. ``encoder``
+    (dense only) defaults to the encoder the manifest records.
+    """
+    passages = list(passages)
+    if not passages:
+        raise InputError("no documents to add")
+    with _locked(index_dir):
+        current = _current(index_dir)
+        seen: set[str] = set()
+        for p in passages:
+            if current.docstore.position(p.id) is not None or p.id in seen:
+                raise ConfigError(f"duplicate passage id '{p.id}': already in the index {index_dir}"
+                                  if p.id not in seen else f"duplicate passage id '{p.id}' in the documents to add")
+            seen.add(p.id)
+        added = DocStore.from_passages(passages)
+        docstore = _concat(current.docstore, added)
+        if isinstance(current, BM25Index):
+            return _write_bm25(index_dir, current, docstore)
+        if encoder is None:
+            from sleuth.models.registry import load_encoder
+
+            encoder = load_encoder(current.encoder_spec.get("name") or "minilm")
+        if encoder.dim != current.dim:
+            raise ConfigError(f"encoder '{encoder.name}' gives {encoder.dim} dimensions, the index has {current.dim}")
+        vectors = encoder.encode_passages(added.contents(), show_progress=False)
+        index = current.index  # a private copy read from disk by _current: appending leaves the served one alone
+        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+        return _write_dense(index_dir, current, docstore, index)
+
+
+def delete_documents(index_dir: str | Path, ids: Sequence[str]) -> Manifest:
+    """Delete passages by id from a bm25 or dense index directory as a new generation; returns the new manifest.
+
+    An id not in the index is an error naming it; nothing changes then. Deleting every passage is refused.
+    """
+    ids = list(dict.fromkeys(ids))
+    if not ids:
+        raise InputError("no ids to delete")
+    with _locked(index_dir):
+        current = _current(index_dir)
+        for item_id in ids:
+            if current.docstore.position(item_id) is None:
+                raise InputError(f"unknown passage id '{item_id}': not in the index {index_dir}")
+        if len(ids) >= len(current.docstore):
+            raise InputError(f"deleting all {len(current.docstore)} passages would leave an empty index")
+        gone = {current.docstore.position(item_id) for item_id in ids}
+        keep = [i for i in range(len(current.docstore)) if i not in gone]
+        old = current.docstore
+        docstore = DocStore(*([column[i] for i in keep] for column in (old.ids, old.doc_ids, old.titles, old.texts)))
+        if isinstance(current, BM25Index):
+            return _write_bm25(index_dir, current, docstore)
+        vectors = current.vectors(keep).astype(np.float32)
+        index = make_faiss_index(current.manifest.params.get("factory", "Flat"), current.dim)
+        add_vectors(index, vectors)
+        return _write_dense(index_dir, current, docstore, index)
+
+
+def generations(index_dir: str | Path) -> list[str]:
+    """Names of the complete generations of an index directory, oldest first."""
+    folder = Path(index_dir) / GENERATIONS
+    if not folder.is_dir():
+        return []
+    return sorted((p.name for p in folder.iterdir() if GENERATION.match(p.name)), key=lambda n: int(n[4:]))
+
+
+# --- internals ------------------------------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _locked(index_dir: str | Path) -> Iterator[None]:
+    """Hold an exclusive lock on the index directory (one update at a time); remove leftovers of killed updates."""
+    index_dir = Path(index_dir)
+    read_manifest(current_generation(index_dir))  # a clear error when there is no index
+    with open(index_dir / LOCK, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            folder = index_dir / GENERATIONS
+            if folder.is_dir():
+                for leftover in folder.glob(".tmp-*"):
+                    shutil.rmtree(leftover, ignore_errors=True)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _current(index_dir: str | Path) -> BM25Index | DenseIndex:
+    """The served generation, freshly loaded (never memory-mapped, so it can be modified)."""
+    kind = read_manifest(current_generation(index_dir)).kind
+    if kind == "bm25":
+        return BM25Index.load(index_dir)
+    if kind == "dense":
+        return DenseIndex.load(index_dir)
+    raise ConfigError(f"{index_dir}: '{kind}' indexes cannot be updated (only bm25 and dense)")
+
+
+def _concat(a: DocStore, b: DocStore) -> DocStore:
+    return DocStore(a.ids + b.ids, a.doc_ids + b.doc_ids, a.titles + b.titles, a.texts + b.texts)
+
+
+def _write_bm25(index_dir: str | Path, current: BM25Index, docstore: DocStore) -> Manifest:
+    """Re-index the whole docstore with the current parameters and analyser (exact global statistics)."""
+    params = BM25Params(**current.manifest.params["bm25"])
+    model = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta)
+    model.index(current.analyzer.tokenize_ids(docstore.contents(), show_progress=False), show_progress=False)
+    manifest = _next_manifest(current.manifest, docstore)
+
+    def write(tmp: Path) -> None:
+        model.save(str(tmp / "bm25s"), show_progress=False)
+
+    return _commit(index_dir, docstore, manifest, write)
+
+
+def _write_dense(index_dir: str | Path, current: DenseIndex, docstore: DocStore, index: faiss.Index) -> Manifest:
+    manifest = _next_manifest(current.manifest, docstore)
+
+    def write(tmp: Path) -> None:
+        faiss.write_index(index, str(tmp / VECTORS))
+
+    return _commit(index_dir, docstore, manifest, write)
+
+
+def _next_manifest(old: Manifest, docstore: DocStore) -> Manifest:
+    corpus = dict(old.corpus)
+    corpus["updates"] = int(corpus.get("updates", 0)) + 1
+    return Manifest(kind=old.kind, count=len(docstore), params=old.params, encoder=old.encoder,
+                    dimensions=old.dimensions, corpus=corpus)
+
+
+def _commit(index_dir: str | Path, docstore: DocStore, manifest: Manifest, write) -> Manifest:
+    """Write a complete generation into a temporary folder, rename it into place, switch CURRENT, collect garbage."""
+    index_dir = Path(index_dir)
+    folder = index_dir / GENERATIONS
+    folder.mkdir(exist_ok=True)
+    existing = generations(index_dir)
+    number = int(existing[-1][4:]) + 1 if existing else 1
+    name = f"gen-{number:06d}"
+    tmp = folder / f".tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        write(tmp)
+        docstore.save(tmp)
+        write_manifest(tmp, manifest)
+        os.replace(tmp, folder / name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    previous = current_generation(index_dir).name
+    atomic_write_text(index_dir / CURRENT, name + "\n")  # the switch: readers now load the new generation
+    for old in generations(index_dir):
+        if old not in (name, previous):
+            shutil.rmtree(folder / old, ignore_errors=True)
+    return manifest
