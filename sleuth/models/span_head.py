@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import torch
 from torch import nn
 
+from sleuth.errors import SleuthError
 from sleuth.models.multi_expert import TokenStates
 
 MAX_SPAN_TOKENS = 10
@@ -115,3 +117,33 @@ class SpanProposalHead(nn.Module):
             start, end = int(tokens.offsets[i][0]), int(tokens.offsets[j][1])
             spans.append(Span(i, j, start, end, text[start:end], float(score)))
         return select_spans(spans)
+
+
+SPAN_HEAD_FILE = "span_head.safetensors"
+
+
+def save_span_head(head: SpanProposalHead, directory: str | Path) -> Path:
+    """Write the head's weights into a (multi-expert model) directory as ``span_head.safetensors``."""
+    from safetensors.torch import save_file
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().contiguous().cpu() for k, v in head.state_dict().items()}, str(directory / SPAN_HEAD_FILE))
+    return directory / SPAN_HEAD_FILE
+
+
+def load_span_head(directory: str | Path, dim: int, device: str = "cpu") -> SpanProposalHead | None:
+    """The head saved in ``directory`` (None when it holds none); unreadable or mismatched weights raise one
+    SleuthError line."""
+    from safetensors.torch import load_file
+
+    path = Path(directory) / SPAN_HEAD_FILE
+    if not path.is_file():
+        return None
+    head = SpanProposalHead(dim)
+    try:
+        head.load_state_dict(load_file(str(path)), strict=True)
+    except Exception as error:  # safetensors / torch raise their own error types
+        raise SleuthError(f"{path}: not a span head of dimension {dim} "
+                          f"({str(error).splitlines()[0] if str(error) else type(error).__name__})") from None
+    return head.to(device).eval()

@@ -2,7 +2,8 @@
 
 ``model`` is "minilm" (an untrained multi-expert encoder initialised from the shipped MiniLM) or a saved
 multi-expert model directory. Skill indexes are built over the workspace corpus in memory, once per workspace.
-The span head is untrained (seeded with ``span_seed``) until span-head training saves one.
+The span head is the one saved in the model directory (``sleuth train cos``), else untrained (seeded with
+``span_seed``).
 """
 
 from __future__ import annotations
@@ -39,11 +40,14 @@ def skill_index(ws: Workspace, model: str, skill: str, factory: str):
 
 
 def span_head(ws: Workspace, model: str, seed: int):
-    from sleuth.models.span_head import SpanProposalHead
+    """The span head saved with the model directory, else an untrained one seeded with ``seed``."""
+    from sleuth.models.span_head import SpanProposalHead, load_span_head
 
     key = f"cos-span:{model}:{seed}"
     if key not in ws._loaded:
-        ws._loaded[key] = SpanProposalHead(cos_model(ws, model).dim, seed=seed).to(ws.device)
+        dim = cos_model(ws, model).dim
+        saved = load_span_head(model, dim, ws.device) if model != "minilm" else None
+        ws._loaded[key] = saved if saved is not None else SpanProposalHead(dim, seed=seed).to(ws.device)
     return ws._loaded[key]
 
 

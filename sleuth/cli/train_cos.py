@@ -1,0 +1,82 @@
+"""`sleuth train cos`: Chain-of-Skills multi-task training of the multi-expert encoder and its span head."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from sleuth.cli.common import console
+from sleuth.errors import ConfigError
+
+
+def parse_weights(pairs: list[str]) -> dict[str, float]:
+    """``["retrieval=1", "span=0.2"]`` -> weights over the default ones."""
+    from sleuth.train.cos_training import DEFAULT_WEIGHTS
+
+    weights = dict(DEFAULT_WEIGHTS)
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if name.strip() not in weights:
+            raise ConfigError(f"--weight: unknown skill '{name.strip()}' (known: {', '.join(weights)})")
+        try:
+            weights[name.strip()] = float(value)
+        except ValueError:
+            raise ConfigError(f"--weight expects SKILL=NUMBER (e.g. span=0.2), got '{pair}'") from None
+    return weights
+
+
+def train_cos_command(
+    hotpotqa: Path = typer.Option(..., help="HotpotQA training questions (e.g. hotpot_train_100.json)."),
+    hotpotqa_corpus: Optional[Path] = typer.Option(None, help="Its title -> sentences corpus (default: the "
+                                                                  "questions' context paragraphs)."),
+    nq_questions: Optional[Path] = typer.Option(None, help="NQ questions JSONL with gold_passage (optional)."),
+    nq_corpus: Optional[Path] = typer.Option(None, help="NQ corpus JSONL (with --nq-questions)."),
+    out: Path = typer.Option(..., help="Output model directory (model, span head, cos_training.json)."),
+    model: str = typer.Option("minilm", help="Start from 'minilm' (fresh experts) or a saved multi-expert model."),
+    variant: str = typer.Option("attention", help="Expert variant of a fresh model: attention | ffn | none."),
+    max_steps: int = typer.Option(100, help="Training steps (one skill per batch)."),
+    batch_size: int = typer.Option(8, help="Examples per batch."),
+    lr: float = typer.Option(2e-5, help="Learning rate (AdamW, linear warm-up and decay)."),
+    max_length: Optional[int] = typer.Option(None, help="Token limit while training (default: the model's)."),
+    negatives: int = typer.Option(1, help="Hard negatives per retrieval / expanded / NQ example."),
+    sampling: str = typer.Option("weighted", help="weighted | round-robin skill choice per batch."),
+    weight: list[str] = typer.Option([], help="SKILL=WEIGHT for weighted sampling (defaults: retrieval, expanded, "
+                                              "reranking 1; linking 0.8; span 0.2)."),
+    seed: int = typer.Option(13, help="Seed of sampling, negatives and the span head."),
+    device: str = typer.Option("cpu", help="torch device: cpu or cuda."),
+) -> None:
+    """Multi-task training: single retrieval, expanded queries, reranking, entity linking and span proposal."""
+    from sleuth.models.multi_expert import MultiExpertConfig, MultiExpertEncoder
+    from sleuth.models.span_head import SpanProposalHead, load_span_head
+    from sleuth.train.cos_data import counts, hotpotqa_examples, load_hotpotqa, merge, nq_examples
+    from sleuth.train.cos_training import CosTrainConfig, train_cos
+
+    if (nq_questions is None) != (nq_corpus is None):
+        raise ConfigError("give both --nq-questions and --nq-corpus, or neither")
+    questions, corpus = load_hotpotqa(hotpotqa, hotpotqa_corpus)
+    parts = [hotpotqa_examples(questions, corpus, negatives, seed)]
+    if nq_questions is not None and nq_corpus is not None:
+        parts.append(nq_examples(nq_questions, nq_corpus, negatives, seed=seed))
+    data = merge(*parts)
+    console.print(f"examples: {counts(data)}")
+    if model == "minilm":
+        config = MultiExpertConfig.no_expert() if variant == "none" else MultiExpertConfig(variant=variant)
+        encoder = MultiExpertEncoder.from_backbone("minilm", config, device=device)
+        head = SpanProposalHead(encoder.dim, seed=seed)
+    else:
+        encoder = MultiExpertEncoder.load(model, device=device)
+        head = load_span_head(model, encoder.dim, device) or SpanProposalHead(encoder.dim, seed=seed)
+    settings = CosTrainConfig(lr=lr, batch_size=batch_size, max_steps=max_steps, max_length=max_length,
+                              sampling=sampling, weights=parse_weights(weight), seed=seed, device=device)
+    result = train_cos(encoder, head, data, out, settings, log=console.print)
+    first, last = result.losses[:10], result.losses[-10:]
+    console.print(f"wrote {out} ({len(result.losses)} steps, {result.seconds:.1f} s)")
+    print(json.dumps({"steps": len(result.losses), "first_mean_loss": round(sum(first) / len(first), 4),
+                      "last_mean_loss": round(sum(last) / len(last), 4)}))
+
+
+def register(train_app: typer.Typer) -> None:
+    train_app.command("cos")(train_cos_command)
