@@ -27,7 +27,6 @@ def hits_table(query: str, hits: Sequence[Hit]) -> Table:
 
 
 def hits_json(query: str, hits: Sequence[Hit]) -> str:
-    return json.dumps({"query": query, "hits": [
-        {"rank": r, "id": h.id, "doc_id": h.doc_id, "score": h.score, "title": h.title, "text": h.text,
-         **({"extras": h.extras} if h.extras else {})}
-        for r, h in enumerate(hits, start=1)]}, default=str)
+    """The hits as one JSON document (stage extras included, non-JSON values as strings)."""
+    return json.dumps({"query": query, "hits": [h.record(r, with_extras=True) for r, h in enumerate(hits, start=1)]},
+                      default=str)

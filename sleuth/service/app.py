@@ -33,12 +33,6 @@ SEARCH_FIELDS = {"query", "k", "pipeline", "index"}
 T = TypeVar("T")
 
 
-def hit_record(rank: int, hit) -> dict[str, Any]:
-    """The JSON form of one hit."""
-    return {"rank": rank, "id": hit.id, "doc_id": hit.doc_id, "score": hit.score, "title": hit.title,
-            "text": hit.text}
-
-
 def check_fields(body: Any, known: set[str]) -> dict[str, Any]:
     """``body`` checked: a JSON object with only ``known`` fields."""
     if not isinstance(body, dict):
@@ -99,7 +93,7 @@ class SearchService:
         with self._lock:
             hits = stage.search(query, k=k)
         self.query_log.record(pipeline=name, query=query, k=k, hits=len(hits))
-        return [hit_record(r, h) for r, h in enumerate(hits, start=1)]
+        return [h.record(r) for r, h in enumerate(hits, start=1)]
 
     def search(self, query: Any, k: Any = DEFAULT_K, pipeline: str | None = None) -> dict[str, Any]:
         """One search: ``{"query", "pipeline", "hits"}``."""

@@ -25,6 +25,15 @@ class Hit:
     text: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
 
+    def record(self, rank: int, with_extras: bool = False) -> dict[str, Any]:
+        """The JSON form of this hit at ``rank`` (the CLI and the service print the same fields); ``with_extras``
+        adds the stage extras when there are any."""
+        record = {"rank": rank, "id": self.id, "doc_id": self.doc_id, "score": self.score, "title": self.title,
+                  "text": self.text}
+        if with_extras and self.extras:
+            record["extras"] = self.extras
+        return record
+
     def with_score(self, score: float, **extras: Any) -> "Hit":
         """A copy with a new score (and extra fields merged in)."""
         return Hit(self.id, float(score), self.doc_id, self.title, self.text, {**self.extras, **extras})
