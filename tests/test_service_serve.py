@@ -62,3 +62,83 @@ def test_metrics_after_traffic(served):
     assert count(text, "/search", 200) == count(before, "/search", 200) + 1
     assert count(text, "/admin/reload", 401) == count(before, "/admin/reload", 401) + 1
     assert count(text, "/metrics", 200) >= 1
+
+
+CORRUPTIONS = {
+    "truncated": lambda text: text[:len(text) // 2],
+    "binary": lambda text: "\x00\udcff garbage",
+    "wrong type": lambda text: text.replace('"count": 200', '"count": "many"'),
+    "not an object": lambda text: "[1, 2, 3]",
+}
+
+
+@pytest.mark.parametrize("corruption", sorted(CORRUPTIONS))
+def test_a_corrupt_manifest_stops_the_start_with_one_line(tmp_path, scifact_passages, corruption):
+    import subprocess
+    import sys
+
+    from tests.server_process import free_port
+
+    index = tmp_path / "broken"
+    BM25Index.build(scifact_passages[:200], index, show_progress=False)
+    manifest = index / "manifest.json"
+    text = manifest.read_text(encoding="utf-8")
+    assert '"count": 200' in text
+    manifest.write_bytes(CORRUPTIONS[corruption](text).encode("utf-8", "surrogateescape"))
+    done = subprocess.run([sys.executable, "-m", "sleuth", "serve", "--index", str(index), "--port", str(free_port())],
+                          capture_output=True, text=True, timeout=120)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: ") and str(manifest) in lines[0], done.stderr
+    assert "Traceback" not in done.stderr and "serving" not in done.stdout
+
+
+def post(url: str, query: str, pipeline: str, k: int = 5) -> dict:
+    response = httpx.post(url + "/search", json={"query": query, "pipeline": pipeline, "k": k, "extras": True},
+                          timeout=120)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+@pytest.mark.slow
+def test_dhr_and_chain_of_skills_pipelines_are_served(tmp_path, data_dir):
+    """`sleuth serve --corpus <10 HotpotQA paragraphs> --pipeline dhr --pipeline cos-retrieval`: both answer, DHR
+    hits carry their passage and document scores, and a paragraph's own opening finds it."""
+    import json
+
+    question = json.loads((data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json").read_text(encoding="utf-8"))[1]
+    rows = [{"_id": f"p{i}", "title": title, "text": "".join(sentences)}
+            for i, (title, sentences) in enumerate(question["context"])]
+    corpus = tmp_path / "paragraphs.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    args = ["--corpus", str(corpus), "--pipeline", "dhr", "--pipeline", "cos-retrieval"]
+    with sleuth_server(args, env={"SLEUTH_HOME": str(tmp_path / "home")}) as url:
+        listed = httpx.get(url + "/pipelines").json()
+        assert [p["name"] for p in listed["pipelines"]] == ["dhr", "cos-retrieval"]
+        assert all(p["description"] for p in listed["pipelines"])
+        target = rows[2]  # Jonny Craig
+        dhr = post(url, target["text"][:200], "dhr")
+        assert dhr["hits"][0]["id"] == target["_id"]
+        assert {"passage_score", "document_score", "document_rank"} <= set(dhr["hits"][0]["extras"])
+        cos = post(url, target["text"][:200], "cos-retrieval")
+        assert target["_id"] in [hit["id"] for hit in cos["hits"][:3]]
+        assert all(hit["id"] in {row["_id"] for row in rows} for hit in cos["hits"])
+
+
+def test_a_quest_pipeline_is_served(tmp_path, data_dir):
+    """`sleuth serve --corpus <proxy QUEST documents of 3 examples> --format quest --pipeline quest-bm25`."""
+    import json
+
+    from sleuth.corpus.quest import quest_attribution_documents, write_quest_documents
+
+    lines = (data_dir / "quest" / "val.jsonl").read_text(encoding="utf-8").splitlines()[:3]
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    documents = tmp_path / "documents.jsonl"
+    assert write_quest_documents(documents, quest_attribution_documents(examples)) >= 10
+    first = json.loads(lines[0])
+    args = ["--corpus", str(documents), "--format", "quest", "--pipeline", "quest-bm25"]
+    with sleuth_server(args, env={"SLEUTH_HOME": str(tmp_path / "home")}) as url:
+        found = post(url, first["query"], "quest-bm25", k=10)
+    assert found["pipeline"] == "quest-bm25" and len(found["hits"]) == 10
+    assert {hit["id"] for hit in found["hits"]} & set(first["docs"])  # titles are the document ids

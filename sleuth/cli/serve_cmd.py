@@ -35,7 +35,8 @@ def serve(
 ) -> None:
     """Serve search over HTTP; the first pipeline or index is the default."""
     from sleuth.cli.search_cmd import stage_for_index
-    from sleuth.pipelines.config import load_pipeline
+    from sleuth.index.manifest import current_generation, read_manifest
+    from sleuth.pipelines.config import load_pipeline, read_config
     from sleuth.service.app import create_app
     from sleuth.service.limits import Limits
 
@@ -45,14 +46,19 @@ def serve(
         console.print(f"[yellow]warning: listening on {host}, not a loopback address[/yellow]")
 
     def load() -> dict:
-        """The served stages, loaded from the index folders or pipeline configs (again on each reload)."""
+        """The served stages, loaded from the index folders or pipeline configs (again on each reload), each with
+        a ``description`` for ``GET /pipelines`` and the web page."""
         stages = {}
         for path in index or []:
-            stages[path.name] = stage_for_index(path, max_k, device)
+            stage = stage_for_index(path, max_k, device)
+            manifest = read_manifest(current_generation(path))
+            stage.description = f"{manifest.kind} index {path.name} ({manifest.count:,} passages)"
+            stages[path.name] = stage
         if not index:
             ws = workspace(corpus_source(corpus, fmt), device)
             for name in pipeline or ["bm25"]:
                 stage = load_pipeline(name, ws)
+                stage.description = str(read_config(name).get("description") or "")
                 stages[stage.name] = stage
         return stages
 

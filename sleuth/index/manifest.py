@@ -93,6 +93,7 @@ def read_manifest(directory: str | Path, kind: str | None = None, verify: bool =
         manifest = Manifest(**raw)
     except TypeError as exc:
         raise IndexError_(f"{path}: incomplete manifest ({exc})") from None
+    check_field_types(manifest, path)
     if kind is not None and manifest.kind != kind:
         raise IndexError_(f"{directory} is a '{manifest.kind}' index, not a '{kind}' index")
     for name, info in manifest.files.items():
@@ -104,6 +105,23 @@ def read_manifest(directory: str | Path, kind: str | None = None, verify: bool =
         if verify and file_digest(file)["sha256"] != info.get("sha256"):
             raise IndexError_(f"{file}: checksum differs from the manifest")
     return manifest
+
+
+FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "kind": (str,), "count": (int,), "params": (dict,), "encoder": (dict, type(None)),
+    "dimensions": (int, type(None)), "corpus": (dict,), "files": (dict,), "sleuth_version": (str,), "created": (str,),
+}
+
+
+def check_field_types(manifest: Manifest, path: Path) -> None:
+    """An IndexError_ naming ``path`` and the field when a manifest field (or a ``files`` entry) has the wrong type."""
+    for name, types in FIELD_TYPES.items():
+        value = getattr(manifest, name)
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            raise IndexError_(f"{path}: corrupt manifest (field '{name}' is {type(value).__name__}: {value!r})"[:300])
+    for name, info in manifest.files.items():
+        if not isinstance(info, dict) or not isinstance(info.get("bytes"), int):
+            raise IndexError_(f"{path}: corrupt manifest (files entry {name!r} has no byte size)"[:300])
 
 
 def current_generation(directory: str | Path) -> Path:

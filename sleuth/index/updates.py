@@ -176,7 +176,10 @@ def _write_bm25(index_dir: str | Path, current: BM25Index, docstore: DocStore) -
     """Re-index the whole docstore with the current parameters and analyser (exact global statistics)."""
     params = BM25Params(**current.manifest.params["bm25"])
     model = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta)
-    model.index(current.analyzer.tokenize_ids(docstore.contents(), show_progress=False), show_progress=False)
+    tokens = current.analyzer.tokenize_ids(docstore.contents(), show_progress=False)
+    if not tokens.vocab:
+        raise InputError(f"{index_dir}: the passages left have no indexable words; an empty BM25 index is refused")
+    model.index(tokens, show_progress=False)
     manifest = _next_manifest(current.manifest, docstore)
 
     def write(tmp: Path) -> None:

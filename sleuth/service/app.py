@@ -2,7 +2,10 @@
 metrics and admin endpoints with FastAPI (OpenAPI docs at ``/docs`` and ``/openapi.json``).
 
 ``/search`` takes ``query``, ``k`` and ``pipeline`` (or ``index``: the name a served index was registered under;
-default: the first one) and answers ``{"query", "pipeline", "hits": [{rank, id, doc_id, score, title, text}]}``.
+default: the first one) and answers ``{"query", "pipeline", "hits": [{rank, id, doc_id, score, title, text}]}``;
+with ``extras: true`` every hit also has its stage ``extras`` (JSON-safe; evidence paths as lists of hop records)
+and a private search's answer has the ``obfuscated_queries`` it sent. ``/pipelines`` lists the served pipelines
+with their descriptions, and ``/`` is the web page (:mod:`sleuth.service.page`).
 Bad requests get a 4xx status with ``{"error": one line}`` (413 for large bodies, 401/403 for admin, 504 when a
 request passes the time limit). Every search is written to the query log when one is given.
 """
@@ -21,22 +24,32 @@ from sleuth.errors import ConfigError, MissingExtraError, SleuthError
 from sleuth.privacy.obfuscator import QueryObfuscator
 from sleuth.privacy.registry import MECHANISMS, make_obfuscator
 from sleuth.service.admin import HEADER, check_api_key
-from sleuth.service.limits import BodySizeLimit, Limits, RequestError, safe_name
+from sleuth.service.extras import hit_records
+from sleuth.service.limits import BodySizeLimit, Limits, RequestError, check_unicode, safe_name
 from sleuth.service.metrics import Metrics
+from sleuth.service.page import add_page
 from sleuth.service.query_log import QueryLog
 from sleuth.stages.base import Stage
 
 DEFAULT_K = 10
 MAX_K = 1000
 DEFAULT_OBFUSCATIONS = 10
-SEARCH_FIELDS = {"query", "k", "pipeline", "index"}
+SEARCH_FIELDS = {"query", "k", "pipeline", "index", "extras"}
 T = TypeVar("T")
 
 
+def check_flag(value: Any, field: str) -> bool:
+    """``value`` checked: a JSON boolean."""
+    if not isinstance(value, bool):
+        raise RequestError(f"'{field}' must be true or false, got {value!r}"[:200])
+    return value
+
+
 def check_fields(body: Any, known: set[str]) -> dict[str, Any]:
-    """``body`` checked: a JSON object with only ``known`` fields."""
+    """``body`` checked: a JSON object with only ``known`` fields, and valid Unicode text throughout."""
     if not isinstance(body, dict):
         raise RequestError("the request body must be a JSON object")
+    check_unicode(body)
     unknown = set(body) - known
     if unknown:
         raise RequestError(f"unknown field(s) {sorted(unknown)} (known: {', '.join(sorted(known))})"[:300])
@@ -89,24 +102,35 @@ class SearchService:
             raise RequestError(f"unknown pipeline '{name}' (served: {', '.join(pipelines)})")
         return name, pipelines[name]
 
-    def _search(self, name: str, stage: Stage, query: str, k: int) -> list[dict[str, Any]]:
+    def describe(self) -> dict[str, Any]:
+        """The served pipelines with their descriptions, the default one and the largest k."""
+        pipelines = self.pipelines
+        return {"pipelines": [{"name": name, "description": str(getattr(stage, "description", None) or "")}
+                              for name, stage in pipelines.items()],
+                "default": self.default, "max_k": self.max_k}
+
+    def _search(self, name: str, stage: Stage, query: str, k: int, extras: bool = False) -> dict[str, Any]:
+        """``{"hits"}`` of one query (and ``obfuscated_queries`` when ``extras`` and the stage sent some)."""
         with self._lock:
             hits = stage.search(query, k=k)
         self.query_log.record(pipeline=name, query=query, k=k, hits=len(hits))
-        return [h.record(r) for r, h in enumerate(hits, start=1)]
+        records, sent = hit_records(hits, extras)
+        return {"hits": records} if sent is None else {"hits": records, "obfuscated_queries": sent}
 
-    def search(self, query: Any, k: Any = DEFAULT_K, pipeline: str | None = None) -> dict[str, Any]:
-        """One search: ``{"query", "pipeline", "hits"}``."""
+    def search(self, query: Any, k: Any = DEFAULT_K, pipeline: str | None = None,
+               extras: Any = False) -> dict[str, Any]:
+        """One search: ``{"query", "pipeline", "hits"}`` (hits with ``extras`` when asked, see the module doc)."""
         name, stage = self.pipeline(pipeline)
-        query, k = self.limits.query(query), self.limits.k(k)
-        hits = self._timed(lambda: self._search(name, stage, query, k))
-        return {"query": query, "pipeline": name, "hits": hits}
+        query, k, extras = self.limits.query(query), self.limits.k(k), check_flag(extras, "extras")
+        found = self._timed(lambda: self._search(name, stage, query, k, extras))
+        return {"query": query, "pipeline": name, **found}
 
-    def search_batch(self, queries: Any, k: Any = DEFAULT_K, pipeline: str | None = None) -> dict[str, Any]:
+    def search_batch(self, queries: Any, k: Any = DEFAULT_K, pipeline: str | None = None,
+                     extras: Any = False) -> dict[str, Any]:
         """Several searches in one request: ``{"pipeline", "results": [{"query", "hits"}]}``."""
         name, stage = self.pipeline(pipeline)
-        queries, k = self.limits.batch(queries), self.limits.k(k)
-        results = self._timed(lambda: [{"query": q, "hits": self._search(name, stage, q, k)} for q in queries])
+        queries, k, extras = self.limits.batch(queries), self.limits.k(k), check_flag(extras, "extras")
+        results = self._timed(lambda: [{"query": q, **self._search(name, stage, q, k, extras)} for q in queries])
         return {"pipeline": name, "results": results}
 
     def obfuscator(self, name: Any) -> QueryObfuscator:
@@ -207,6 +231,7 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
     app = FastAPI(title="sleuth", description="Search service of sleuth.")
     app.state.service, app.state.metrics = service, metrics
     app.add_middleware(BodySizeLimit, max_bytes=service.limits.max_body_bytes)
+    add_page(app)
 
     @app.middleware("http")
     async def measure(request: Request, call_next):
@@ -259,24 +284,30 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
         """Request counts and latencies, Prometheus text format."""
         return PlainTextResponse(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    @app.get("/pipelines")
+    def pipelines_list() -> dict[str, Any]:
+        """The served pipelines: ``{"pipelines": [{name, description}], "default", "max_k"}``."""
+        return service.describe()
+
     @app.get("/search")
     def search_get(query: str = Query(...), k: int = Query(DEFAULT_K), pipeline: str | None = Query(None),
-                   index: str | None = Query(None)) -> dict[str, Any]:
+                   index: str | None = Query(None), extras: bool = Query(False)) -> dict[str, Any]:
         """Search one query."""
-        return service.search(query, k, pipeline or index)
+        return service.search(query, k, pipeline or index, extras)
 
     @app.post("/search")
     def search_post(body: Any = Body(...)) -> dict[str, Any]:
-        """Search one query: ``{"query", "k"?, "pipeline"?}``."""
+        """Search one query: ``{"query", "k"?, "pipeline"?, "extras"?}``."""
         body = check_fields(body, SEARCH_FIELDS)
-        return service.search(body.get("query"), body.get("k", DEFAULT_K), body.get("pipeline") or body.get("index"))
+        return service.search(body.get("query"), body.get("k", DEFAULT_K), body.get("pipeline") or body.get("index"),
+                              body.get("extras", False))
 
     @app.post("/search/batch")
     def search_batch(body: Any = Body(...)) -> dict[str, Any]:
-        """Search several queries: ``{"queries": [...], "k"?, "pipeline"?}``."""
-        body = check_fields(body, {"queries", "k", "pipeline", "index"})
+        """Search several queries: ``{"queries": [...], "k"?, "pipeline"?, "extras"?}``."""
+        body = check_fields(body, {"queries", "k", "pipeline", "index", "extras"})
         return service.search_batch(body.get("queries"), body.get("k", DEFAULT_K),
-                                    body.get("pipeline") or body.get("index"))
+                                    body.get("pipeline") or body.get("index"), body.get("extras", False))
 
     @app.post("/obfuscate")
     def obfuscate(body: Any = Body(...)) -> dict[str, Any]:

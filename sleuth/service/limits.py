@@ -64,6 +64,25 @@ class Limits:
         return [self.query(q, f"queries[{i}]") for i, q in enumerate(queries)]
 
 
+def check_unicode(body: Any) -> None:
+    """A 400 when a string anywhere in the parsed JSON ``body`` holds a lone surrogate: JSON allows the escape
+    (``"\\ud800"``) but it is not Unicode text, and it would fail later in logs, indexes and responses."""
+    pending = [body]
+    while pending:  # iterative: a deeply nested body cannot exhaust the stack
+        value = pending.pop()
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise RequestError("the request holds a lone surrogate escape (\\ud800-\\udfff), "
+                                   "which is not valid Unicode text") from None
+        elif isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+
+
 def safe_name(name: Any, field: str = "pipeline") -> str:
     """``name`` checked as a plain name: no path separators, ``..``, absolute or drive paths, or control characters,
     so it can never point outside the data directory."""
