@@ -73,9 +73,15 @@ def eval_command(
     runs_dir: Optional[Path] = typer.Option(None, help="Write each pipeline's TREC run file here."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = typer.Option("cpu", help="Encoder device."),
+    index: Optional[list[Path]] = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
+                                                          "or not), as well as any --pipeline."),
+    depth: int = typer.Option(1000, help="Results per query retrieved from an --index folder."),
+    ray_address: Optional[str] = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
+                                                         "local Ray), auto or HOST:PORT. Needs sleuth[ray]."),
+    ray_workers: int = typer.Option(2, help="Workers per pipeline with --ray-address (each loads it once)."),
 ) -> None:
     """Evaluate pipelines on the same queries: one table, paired t-tests against the first pipeline."""
-    names = pipeline or ["bm25"]
+    names = pipeline or ([] if index else ["bm25"])
     for name in names:
         validate_pipeline(name)  # fail on a bad config before any index is built
     corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions)
@@ -83,12 +89,32 @@ def eval_command(
         query_list = query_list[:max_queries]
     if not query_list:
         raise ConfigError("no queries to evaluate")
-    ws = workspace(corpus_source(corpus_path, fmt, field), device, progress=not as_json)
+    source = corpus_source(corpus_path, fmt, field)
+    ws = workspace(source, device, progress=not as_json)
+    if ray_address is not None:
+        run_on_ray(ray_address, ray_workers, names, index or [], depth, source, ws, device, query_list, judged,
+                   questions is not None, metric, top_k, runs_dir, as_json)
+        return
     stages = {}
     for name in names:
         stage = load_pipeline(name, ws)
         stages[stage.name if stage.name not in stages else name] = stage
-    answers = {q.id: q.metadata["answers"] for q in query_list} if questions is not None else None
+    for path in index or []:
+        from sleuth.cli.search_cmd import stage_for_index
+
+        stages[index_stage_name(path, stages)] = stage_for_index(path, depth, device)
+    report(stages, query_list, judged, questions is not None, metric, top_k, runs_dir, as_json)
+
+
+def index_stage_name(path: Path, taken: dict) -> str:
+    """An --index folder's name in the table (its folder name, or the full path when that is taken)."""
+    return path.name if path.name not in taken else str(path)
+
+
+def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_answers: bool,
+           metric: Optional[list[str]], top_k: Optional[list[int]], runs_dir: Optional[Path], as_json: bool) -> None:
+    """Run the experiment and print its table (or JSON), writing the run files when asked."""
+    answers = {q.id: q.metadata["answers"] for q in query_list} if with_answers else None
     experiment = Experiment(stages, query_list, qrels=judged, answers=answers,
                             measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS)
     if not as_json:
@@ -100,6 +126,35 @@ def eval_command(
         print(json.dumps(result.to_dict(include_per_query=False)))
     else:
         out.print(result.to_table())
+
+
+def run_on_ray(address: str, workers: int, names: list[str], indexes: list[Path], depth: int, source, ws,
+               device: str, query_list: list[Query], judged: Qrels | None, with_answers: bool,
+               metric: Optional[list[str]], top_k: Optional[list[int]], runs_dir: Optional[Path],
+               as_json: bool) -> None:
+    """The experiment with every pipeline run by Ray workers (the queries split across them, runs merged)."""
+    from functools import partial
+
+    from sleuth.cli.search_cmd import stage_for_index
+    from sleuth.scale.ray_eval import pipeline_builder, ray_pipelines
+    from sleuth.scale.session import ray_session
+
+    builders: dict = {}
+    for name in names:
+        stage_name = load_pipeline_name(name)
+        builders[stage_name if stage_name not in builders else name] = pipeline_builder(name, source, ws.home, device)
+    for path in indexes:
+        builders[index_stage_name(path, builders)] = partial(stage_for_index, path.resolve(), depth, device)
+    with ray_session(address):
+        stages = ray_pipelines(builders, workers)
+        report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json)
+
+
+def load_pipeline_name(name: str) -> str:
+    """The name a pipeline config gives itself (what the table shows)."""
+    from sleuth.pipelines.config import read_config
+
+    return str(read_config(name)["name"])
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,7 @@ from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index, BM25Params
 from sleuth.index.dense import DenseIndex
 from sleuth.index.tokenize import Analyzer
+from sleuth.pipelines.workspace import CorpusSource, Workspace
 
 KINDS = ("bm25", "dense", "all")
 
@@ -34,6 +35,12 @@ def index(
     stemmer: str = typer.Option("english", help="Snowball stemmer language, or 'none'."),
     stopwords: str = typer.Option("en", help="Stopword list: en, or 'none'."),
     device: str = typer.Option("cpu", help="Encoder device: cpu, cuda, cuda:1, mps."),
+    shards: Optional[int] = typer.Option(None, help="Build a sharded index of N shards (global BM25 statistics, "
+                                                    "exact merging); search/eval take its folder with --index."),
+    ray_address: Optional[str] = typer.Option(None, help="Build the shards on Ray: local (a bounded local Ray), "
+                                                         "auto (the running cluster) or HOST:PORT. Needs sleuth[ray]."),
+    ray_workers: int = typer.Option(2, help="Encoder actors for --ray-address (one model load each)."),
+    actor_cpus: float = typer.Option(0.5, help="CPUs reserved per encoder actor (below 1 leaves CPU for reads)."),
 ) -> None:
     """Build indexes of a corpus (atomically: an existing index stays usable until the new one is complete)."""
     if kind not in KINDS:
@@ -43,6 +50,10 @@ def index(
     params = BM25Params(method=method, k1=k1, b=b)
     analyzer = Analyzer(stopwords=None if stopwords == "none" else stopwords,
                         stemmer=None if stemmer == "none" else stemmer)
+    if shards is not None or ray_address is not None:
+        build_sharded(source, ws, kind, out, 1 if shards is None else shards, params, analyzer, encoder, factory, device, ray_address,
+                      ray_workers, actor_cpus)
+        return
     for what in ("bm25", "dense"):
         if kind not in (what, "all"):
             continue
@@ -60,6 +71,46 @@ def index(
                 built, target = ws.dense(encoder, factory), ws.index_dir(ws.dense_key(encoder, factory))
         console.print(f"[green]{what}[/green] index of {len(built):,} passages at {target} "
                       f"({time.perf_counter() - start:.1f} s)")
+
+
+def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Optional[Path], shards: int,
+                  params: BM25Params, analyzer: Analyzer, encoder: str, factory: str, device: str,
+                  ray_address: Optional[str], ray_workers: int, actor_cpus: float) -> None:
+    """``--shards`` / ``--ray-address``: sharded BM25 and/or dense indexes, on this machine or on Ray."""
+    import contextlib
+
+    from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex
+
+    session: contextlib.AbstractContextManager = contextlib.nullcontext()
+    if ray_address is not None:
+        from sleuth.scale.ray_build import RayOptions, build_bm25_on_ray, build_dense_on_ray
+        from sleuth.scale.session import ray_session
+
+        options = RayOptions(workers=ray_workers, actor_cpus=actor_cpus)
+        session = ray_session(ray_address)
+    with session:
+        for what in ("bm25", "dense"):
+            if kind not in (what, "all"):
+                continue
+            start = time.perf_counter()
+            if out is not None:
+                target = out / what if kind == "all" else out
+            elif what == "bm25":
+                target = ws.index_dir(f"{ws.bm25_key(params, analyzer)}-shards{shards}")
+            else:
+                target = ws.index_dir(f"{ws.dense_key(encoder, factory)}-shards{shards}")
+            passages, info = source.passages(), source.info()
+            if what == "bm25" and ray_address is not None:
+                built = build_bm25_on_ray(passages, target, shards, params, analyzer, info, options)
+            elif what == "bm25":
+                built = ShardedBM25Index.build(passages, target, shards, params, analyzer, info)
+            elif ray_address is not None:
+                built = build_dense_on_ray(passages, target, shards, encoder, factory, info, device, options)
+            else:
+                built = ShardedDenseIndex.build(passages, ws.encoder(encoder), target, factory, shards, info)
+            where = f"Ray ({ray_address})" if ray_address is not None else "this machine"
+            console.print(f"[green]{what}[/green] index of {len(built):,} passages in {len(built.shards)} shards "
+                          f"at {target} ({time.perf_counter() - start:.1f} s, built on {where})")
 
 
 def register(app: typer.Typer) -> None:

@@ -9,23 +9,21 @@ import typer
 
 from sleuth.cli.common import corpus_source, out, workspace
 from sleuth.cli.render import hits_json, hits_table
-from sleuth.index.manifest import current_generation, read_manifest
 from sleuth.pipelines.config import load_pipeline
 from sleuth.stages.base import Stage
 
 
 def stage_for_index(path: Path, k: int, device: str) -> Stage:
     """A retrieval stage for an index folder, chosen by the kind its manifest records."""
-    manifest = read_manifest(current_generation(path))
-    if manifest.kind == "bm25":
-        from sleuth.index.bm25 import BM25Index
+    from sleuth.index.sharded import SHARDED_BM25, index_kind, load_bm25, load_dense
+
+    if index_kind(path) in ("bm25", SHARDED_BM25):
         from sleuth.stages.bm25_retrieve import BM25Retrieve
 
-        return BM25Retrieve(BM25Index.load(path), k=k)
-    from sleuth.index.dense import DenseIndex
+        return BM25Retrieve(load_bm25(path), k=k)
     from sleuth.stages.dense_retrieve import DenseRetrieve
 
-    return DenseRetrieve(DenseIndex.load(path), k=k, device=device)
+    return DenseRetrieve(load_dense(path), k=k, device=device)
 
 
 def search(

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sleuth.index.bm25 import BM25Index, BM25Params
-from sleuth.index.dense import DenseIndex, apply_search_params
+from sleuth.index.bm25 import BM25Params
 from sleuth.index.tokenize import Analyzer
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
@@ -18,9 +17,11 @@ from sleuth.stages.fusion import Fuse
 @register_stage("bm25")
 def bm25_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, method: str = "lucene", k1: float = 0.9,
                b: float = 0.4, stopwords: Any = "en", stemmer: str | None = "english", name: str = "bm25") -> BM25Retrieve:
-    """BM25 over ``index`` (a path) or over the workspace corpus, built with these parameters."""
+    """BM25 over ``index`` (a path, sharded or not) or over the workspace corpus, built with these parameters."""
     if index is not None:
-        return BM25Retrieve(BM25Index.load(index), k=k, name=name)
+        from sleuth.index.sharded import load_bm25
+
+        return BM25Retrieve(load_bm25(index), k=k, name=name)
     built = ws.bm25(BM25Params(method=method, k1=k1, b=b), Analyzer(stopwords=stopwords, stemmer=stemmer))
     return BM25Retrieve(built, k=k, name=name)
 
@@ -29,14 +30,16 @@ def bm25_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, method
 def dense_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, encoder: str = "minilm",
                 factory: str = "Flat", ef_search: int | None = None, nprobe: int | None = None,
                 name: str = "dense") -> DenseRetrieve:
-    """Dense retrieval over ``index`` (a path) or over the workspace corpus encoded with ``encoder``."""
+    """Dense retrieval over ``index`` (a path, sharded or not) or over the workspace corpus encoded with ``encoder``."""
+    from sleuth.index.sharded import load_dense, set_search_params
+
     if index is not None:
-        loaded = DenseIndex.load(index)
+        loaded = load_dense(index)
         stage = DenseRetrieve(loaded, k=k, name=name, device=ws.device)
     else:
         loaded = ws.dense(encoder, factory)
         stage = DenseRetrieve(loaded, encoder=ws.encoder(encoder), k=k, name=name)
-    apply_search_params(loaded.index, ef_search=ef_search, nprobe=nprobe)
+    set_search_params(loaded, ef_search=ef_search, nprobe=nprobe)
     return stage
 
 

@@ -1,0 +1,371 @@
+"""Sharded indexes: one ordinary BM25 or dense index directory per shard, a manifest listing the shards, and
+scatter-gather search with an exact merge of the per-shard top-k (so a sharded exact index ranks like the whole).
+
+Layout::
+
+    DIR/manifest.json          kind sharded-bm25 | sharded-dense; params.shards = [{path, offset, count}, ...]
+    DIR/shard-000/ ...         an ordinary 'bm25' or 'dense' index of rows offset .. offset + count - 1
+
+BM25 shards share one vocabulary and corpus-wide statistics (:mod:`sleuth.index.bm25_stats`), so their scores
+are the unsharded index's scores. Positions are global: row ``offset + i`` is row ``i`` of its shard.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+import numpy as np
+
+from sleuth.corpus.model import Passage
+from sleuth.errors import ConfigError, IndexError_
+from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
+from sleuth.index.bm25_stats import count_shard, global_stats, shard_model, shared_vocabulary
+from sleuth.index.dense import VECTORS, DenseIndex, add_vectors, apply_search_params, make_faiss_index
+from sleuth.index.docstore import DocStore
+from sleuth.index.manifest import MANIFEST, Manifest, build_directory, current_generation, read_manifest
+from sleuth.index.tokenize import Analyzer
+from sleuth.io import atomic_write_text
+from sleuth.models.encoder import Encoder
+
+SHARDED_BM25 = "sharded-bm25"
+SHARDED_DENSE = "sharded-dense"
+T = TypeVar("T")
+Tokenizer = Callable[[Analyzer, list[list[str]]], list[Any]]
+
+
+def shard_name(i: int) -> str:
+    return f"shard-{i:03d}"
+
+
+def shard_bounds(count: int, shards: int) -> list[tuple[int, int]]:
+    """(offset, count) of ``shards`` contiguous, near-equal slices of ``count`` rows."""
+    if shards < 1:
+        raise ConfigError(f"--shards must be at least 1, got {shards}")
+    if shards > count:
+        raise ConfigError(f"--shards {shards} is more than the {count} passages of the corpus")
+    sizes = [len(part) for part in np.array_split(np.arange(count), shards)]
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+    return list(zip(offsets, sizes))
+
+
+def slice_docstore(docstore: DocStore, offset: int, count: int) -> DocStore:
+    end = offset + count
+    return DocStore(docstore.ids[offset:end], docstore.doc_ids[offset:end], docstore.titles[offset:end],
+                    docstore.texts[offset:end])
+
+
+def concat_docstores(stores: Sequence[DocStore]) -> DocStore:
+    """One store over the shards' stores, in shard order (so positions are global)."""
+    return DocStore(*([item for store in stores for item in getattr(store, name)]
+                      for name in ("ids", "doc_ids", "titles", "texts")))
+
+
+def merge_topk(parts: Sequence[tuple[np.ndarray, np.ndarray]], offsets: Sequence[int],
+               k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Exact merge of per-shard (positions, scores) of shape (queries, k_s): the k best per query by score, ties by
+    global position; FAISS's -1 padding stays -1 and sorts last."""
+    positions = np.concatenate([np.where(p >= 0, p + offset, -1) for (p, _), offset in zip(parts, offsets)], axis=1)
+    scores = np.concatenate([np.asarray(s, dtype=np.float32) for _, s in parts], axis=1)
+    missing = positions < 0
+    order = np.lexsort((np.where(missing, np.iinfo(np.int64).max, positions), -scores, missing), axis=-1)[:, :k]
+    return np.take_along_axis(positions, order, axis=1), np.take_along_axis(scores, order, axis=1)
+
+
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def thread_pool(threads: int) -> ThreadPoolExecutor:
+    """A process-wide pool of ``threads`` threads, created once (starting threads per query costs ~0.5 ms)."""
+    with _POOLS_LOCK:
+        if threads not in _POOLS:
+            _POOLS[threads] = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sleuth-shards")
+        return _POOLS[threads]
+
+
+def scatter(shards: Sequence[T], call: Callable[[T], Any], threads: int) -> list[Any]:
+    """``call`` on every shard, in parallel threads when there are several (FAISS releases the GIL)."""
+    if threads <= 1 or len(shards) == 1:
+        return [call(shard) for shard in shards]
+    return list(thread_pool(min(threads, len(shards))).map(call, shards))
+
+
+def by_shard(positions: Sequence[int], offsets: np.ndarray, counts: np.ndarray) -> list[tuple[int, np.ndarray,
+                                                                                                np.ndarray]]:
+    """Group global positions by shard: (shard, indices into ``positions``, local rows) per shard touched."""
+    positions = np.asarray(positions, dtype=np.int64)
+    owner = np.searchsorted(offsets, positions, side="right") - 1
+    if len(positions) and (positions.min() < 0 or np.any(positions >= offsets[owner] + counts[owner])):
+        raise IndexError(f"row out of range (the index holds {int(offsets[-1] + counts[-1])} rows)")
+    return [(int(s), np.flatnonzero(owner == s), positions[owner == s] - offsets[s]) for s in np.unique(owner)]
+
+
+def write_root_manifest(directory: Path, manifest: Manifest) -> None:
+    """The sharded manifest: it lists each shard's manifest (each shard's own manifest lists its files)."""
+    from sleuth.index.manifest import file_digest
+
+    manifest.files = {f"{s['path']}/{MANIFEST}": file_digest(directory / s["path"] / MANIFEST)
+                      for s in manifest.params["shards"]}
+    atomic_write_text(directory / MANIFEST, manifest.to_json())
+
+
+def read_root_manifest(path: str | Path, kind: str | None) -> Manifest:
+    """The sharded manifest; a missing or changed shard manifest is an IndexError_ naming the shard."""
+    path = Path(path)
+    try:
+        return read_manifest(path, kind=kind)
+    except IndexError_ as exc:
+        text = str(exc)
+        if "/shard-" not in text:
+            raise
+        raise IndexError_(f"{path}: shard unusable: {text}") from None
+
+
+def load_shards(path: Path, manifest: Manifest, load: Callable[[Path], T]) -> list[T]:
+    """Load every shard listed in the manifest, checking its row count; errors name the shard."""
+    shards = []
+    listed = manifest.params.get("shards") or []
+    for i, info in enumerate(listed):
+        where = path / info["path"]
+        try:
+            shard = load(where)
+        except IndexError_ as exc:
+            raise IndexError_(f"shard {i + 1} of {len(listed)} ({where}) unusable: {exc}") from None
+        except (OSError, ValueError, KeyError, RuntimeError, json.JSONDecodeError) as exc:
+            raise IndexError_(f"shard {i + 1} of {len(listed)} ({where}) corrupt: "
+                              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
+        if len(shard) != info["count"]:
+            raise IndexError_(f"shard {i + 1} of {len(listed)} ({where}) holds {len(shard)} rows, "
+                              f"the sharded manifest says {info['count']}")
+        shards.append(shard)
+    if not shards or sum(len(s) for s in shards) != manifest.count:
+        raise IndexError_(f"{path}: the shards hold {sum(len(s) for s in shards)} rows, the manifest says "
+                          f"{manifest.count}")
+    return shards
+
+
+class _Sharded:
+    """What both sharded kinds share: shards, global offsets, a concatenated document store."""
+
+    kind = "sharded"
+
+    def __init__(self, shards: list, manifest: Manifest | None = None, threads: int = 2):
+        self.shards, self.manifest, self.threads = shards, manifest, threads
+        self.counts = np.array([len(s) for s in shards], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
+        self.docstore = concat_docstores([s.docstore for s in shards])
+
+    def __len__(self) -> int:
+        return int(self.counts.sum())
+
+    def _merge(self, parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
+        return merge_topk(parts, self.offsets.tolist(), min(k, len(self)))
+
+
+class ShardedBM25Index(_Sharded):
+    """BM25 shards with shared vocabulary and global statistics; search is scatter-gather with an exact merge."""
+
+    kind = SHARDED_BM25
+
+    def __init__(self, shards: list[BM25Index], manifest: Manifest | None = None, threads: int = 2):
+        super().__init__(shards, manifest, threads)
+        self.analyzer = shards[0].analyzer
+
+    @classmethod
+    def build(cls, passages: Iterable[Passage], path: str | Path | None = None, shards: int = 2,
+              params: BM25Params = BM25Params(), analyzer: Analyzer = Analyzer(), corpus_info: dict | None = None,
+              show_progress: bool = True, tokenize: Tokenizer | None = None) -> "ShardedBM25Index":
+        """Index passages as ``shards`` contiguous shards (atomically at ``path`` when given). ``tokenize`` maps the
+        analyser over the shards' texts (default: in this process; :mod:`sleuth.scale.ray_build` uses Ray tasks)."""
+        with build_directory(path) as tmp:
+            docstore = DocStore.from_passages(passages)
+            check_unique(docstore.ids)
+            bounds = shard_bounds(len(docstore), shards)
+            contents = docstore.contents()
+            texts = [contents[o:o + c] for o, c in bounds]
+            tokenized = (tokenize or _tokenize_here)(analyzer, texts)
+            vocab, token_ids = shared_vocabulary(tokenized)
+            counts = [count_shard(ids, len(vocab)) for ids in token_ids]
+            stats = global_stats(vocab, counts)
+            built = []
+            for i, ((offset, count), ids, shard_counts) in enumerate(zip(bounds, token_ids, counts)):
+                model = shard_model(ids, shard_counts, stats, params.method, params.k1, params.b, params.delta)
+                manifest = Manifest(kind=BM25Index.kind, count=count, corpus=corpus_info or {},
+                                    params={"bm25": vars(params), "analyzer": analyzer.to_dict(),
+                                            "global_stats": stats.summary(), "shard": [i, len(bounds)]})
+                shard = BM25Index(model, analyzer, slice_docstore(docstore, offset, count), manifest)
+                if tmp is not None:
+                    _save_bm25_shard(shard, tmp / shard_name(i))
+                built.append(shard)
+            manifest = Manifest(kind=cls.kind, count=len(docstore), corpus=corpus_info or {},
+                                params={"bm25": vars(params), "analyzer": analyzer.to_dict(),
+                                        "global_stats": stats.summary(), "shards": _listing(bounds)})
+            if tmp is not None:
+                write_root_manifest(tmp, manifest)
+        return cls(built, manifest)
+
+    @classmethod
+    def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> "ShardedBM25Index":
+        """Load and validate a sharded BM25 directory; a missing or corrupt shard is an IndexError_ naming it."""
+        path = Path(path)
+        manifest = read_root_manifest(path, cls.kind)
+        shards = load_shards(path, manifest, lambda where: BM25Index.load(where, mmap=mmap))
+        expected = manifest.params.get("global_stats")
+        for i, shard in enumerate(shards):
+            if shard.manifest.params.get("global_stats") != expected:
+                raise IndexError_(f"shard {i + 1} of {len(shards)} ({path / manifest.params['shards'][i]['path']}) "
+                                  "was built with other global statistics than its siblings")
+        return cls(shards, manifest, threads)
+
+    def search(self, texts: Sequence[str], k: int = 1000, n_threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k global rows and scores per query text: every shard's top-k, merged exactly."""
+        tokens = self.analyzer.tokenize(list(texts))
+
+        def one(shard: BM25Index) -> tuple[np.ndarray, np.ndarray]:
+            return shard.model.retrieve(tokens, k=min(k, len(shard)), show_progress=False, n_threads=n_threads)
+
+        return self._merge(scatter(self.shards, one, self.threads), k)
+
+    def score(self, text: str, positions: Sequence[int]) -> np.ndarray:
+        """BM25 scores of one query against the given global rows."""
+        out = np.zeros(len(positions), dtype=np.float32)
+        for shard, where, rows in by_shard(positions, self.offsets, self.counts):
+            out[where] = self.shards[shard].score(text, rows)
+        return out
+
+
+class ShardedDenseIndex(_Sharded):
+    """FAISS shards (any factory string); search is scatter-gather with an exact merge of the per-shard top-k."""
+
+    kind = SHARDED_DENSE
+
+    def __init__(self, shards: list[DenseIndex], manifest: Manifest | None = None, threads: int = 2):
+        super().__init__(shards, manifest, threads)
+        self.encoder_spec = shards[0].encoder_spec
+
+    @property
+    def dim(self) -> int:
+        return self.shards[0].dim
+
+    @classmethod
+    def build(cls, passages: Iterable[Passage], encoder: Encoder | None = None, path: str | Path | None = None,
+              factory: str = "Flat", shards: int = 2, corpus_info: dict | None = None, show_progress: bool = True,
+              vectors: np.ndarray | None = None, encoder_spec: dict | None = None) -> "ShardedDenseIndex":
+        """Encode passages (or take ``vectors`` already encoded, e.g. by Ray workers, with their ``encoder_spec``)
+        and index them as ``shards`` contiguous FAISS shards, atomically at ``path`` when given."""
+        with build_directory(path) as tmp:
+            docstore = DocStore.from_passages(passages)
+            check_unique(docstore.ids)
+            bounds = shard_bounds(len(docstore), shards)
+            if vectors is None:
+                if encoder is None:
+                    raise ConfigError("a sharded dense build needs an encoder or precomputed vectors")
+                vectors = encoder.encode_passages(docstore.contents(), show_progress=show_progress)
+                encoder_spec = encoder.spec()
+            vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+            if encoder_spec is None or len(vectors) != len(docstore):
+                raise ConfigError(f"sharded dense build: {len(vectors)} vectors for {len(docstore)} passages "
+                                  "(and an encoder spec is required)")
+            dim = vectors.shape[1]
+            built = []
+            for i, (offset, count) in enumerate(bounds):
+                index = make_faiss_index(factory, dim)
+                add_vectors(index, vectors[offset:offset + count])
+                manifest = Manifest(kind=DenseIndex.kind, count=count, params={"factory": factory,
+                                    "shard": [i, len(bounds)]}, encoder=encoder_spec, dimensions=dim,
+                                    corpus=corpus_info or {})
+                shard = DenseIndex(index, slice_docstore(docstore, offset, count), encoder_spec, manifest)
+                if tmp is not None:
+                    _save_dense_shard(shard, tmp / shard_name(i))
+                built.append(shard)
+            manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory,
+                                "shards": _listing(bounds)}, encoder=encoder_spec, dimensions=dim,
+                                corpus=corpus_info or {})
+            if tmp is not None:
+                write_root_manifest(tmp, manifest)
+        return cls(built, manifest)
+
+    @classmethod
+    def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> "ShardedDenseIndex":
+        """Load and validate a sharded dense directory; a missing or corrupt shard is an IndexError_ naming it."""
+        path = Path(path)
+        manifest = read_root_manifest(path, cls.kind)
+        shards = load_shards(path, manifest, lambda where: DenseIndex.load(where, mmap=mmap))
+        for i, shard in enumerate(shards):
+            if shard.dim != manifest.dimensions or shard.encoder_spec != manifest.encoder:
+                raise IndexError_(f"shard {i + 1} of {len(shards)} ({path / manifest.params['shards'][i]['path']}) "
+                                  "holds vectors of another encoder or dimension than the sharded manifest")
+        return cls(shards, manifest, threads)
+
+    def search(self, vectors: np.ndarray, k: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k global rows and inner-product scores per query vector; rows of -1 mark missing results."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        return self._merge(scatter(self.shards, lambda shard: shard.search(vectors, k), self.threads), k)
+
+    def vectors(self, positions: Sequence[int]) -> np.ndarray:
+        """Stored vectors of the given global rows."""
+        out = np.zeros((len(positions), self.dim), dtype=np.float32)
+        for shard, where, rows in by_shard(positions, self.offsets, self.counts):
+            out[where] = self.shards[shard].vectors(rows)
+        return out
+
+    def apply_search_params(self, ef_search: int | None = None, nprobe: int | None = None) -> None:
+        """HNSW efSearch / IVF nprobe on every shard."""
+        for shard in self.shards:
+            apply_search_params(shard.index, ef_search=ef_search, nprobe=nprobe)
+
+
+def _listing(bounds: list[tuple[int, int]]) -> list[dict[str, Any]]:
+    return [{"path": shard_name(i), "offset": int(o), "count": int(c)} for i, (o, c) in enumerate(bounds)]
+
+
+def _tokenize_here(analyzer: Analyzer, texts: list[list[str]]) -> list[Any]:
+    return [analyzer.tokenize_ids(shard) for shard in texts]
+
+
+def _save_bm25_shard(shard: BM25Index, where: Path) -> None:
+    from sleuth.index.manifest import write_manifest
+
+    where.mkdir()
+    shard.model.save(str(where / "bm25s"), show_progress=False)
+    shard.docstore.save(where)
+    write_manifest(where, shard.manifest)
+
+
+def _save_dense_shard(shard: DenseIndex, where: Path) -> None:
+    import faiss
+
+    from sleuth.index.manifest import write_manifest
+
+    where.mkdir()
+    faiss.write_index(shard.index, str(where / VECTORS))
+    shard.docstore.save(where)
+    write_manifest(where, shard.manifest)
+
+
+def index_kind(path: str | Path) -> str:
+    """The kind an index folder's manifest records (``bm25``, ``dense``, ``sharded-bm25`` ...)."""
+    return read_root_manifest(current_generation(path), None).kind
+
+
+def load_bm25(path: str | Path, mmap: bool = False) -> BM25Index | ShardedBM25Index:
+    """A BM25 index folder, sharded or not (dispatch on the manifest kind)."""
+    return ShardedBM25Index.load(path, mmap) if index_kind(path) == SHARDED_BM25 else BM25Index.load(path, mmap)
+
+
+def load_dense(path: str | Path, mmap: bool = False) -> DenseIndex | ShardedDenseIndex:
+    """A dense index folder, sharded or not (dispatch on the manifest kind)."""
+    return ShardedDenseIndex.load(path, mmap) if index_kind(path) == SHARDED_DENSE else DenseIndex.load(path, mmap)
+
+
+def set_search_params(index: DenseIndex | ShardedDenseIndex, ef_search: int | None = None,
+                      nprobe: int | None = None) -> None:
+    """HNSW efSearch / IVF nprobe on a dense index or on every shard of a sharded one."""
+    if isinstance(index, ShardedDenseIndex):
+        index.apply_search_params(ef_search, nprobe)
+    else:
+        apply_search_params(index.index, ef_search=ef_search, nprobe=nprobe)

@@ -1,0 +1,1 @@
+"""Scale-out on Ray (optional extra ``ray``): sharded builds, distributed evaluation, Ray Serve replicas."""

@@ -1,0 +1,122 @@
+"""Serving at scale: sleuth's FastAPI service (:func:`sleuth.service.app.create_app`) as a Ray Serve deployment with
+N replicas, each loading the served indexes (sharded or not) or pipelines once.
+
+    python -m sleuth.scale.ray_serve --index indexes/scifact-sharded/bm25 --replicas 2 --ray-address local
+
+Ray Serve's proxy spreads requests over the replicas; every replica answers exactly as ``sleuth serve`` does (same
+routes, limits, errors). On a cluster, the index folders must be readable at the same path on every node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from sleuth.scale.session import quiet_ray_logs, ray_session, require_ray
+
+APP_NAME = "sleuth"
+
+
+@dataclass
+class ServeSettings:
+    """What each replica loads: index folders (named by folder) or pipelines over a corpus, and request limits."""
+
+    index: list[str] = field(default_factory=list)
+    pipelines: list[str] = field(default_factory=list)
+    corpus: str | None = None
+    home: str | None = None
+    max_k: int = 1000
+    device: str = "cpu"
+
+
+def load_stages(settings: ServeSettings) -> dict[str, Any]:
+    """The served stages, as ``sleuth serve`` loads them (index folders first, else pipelines)."""
+    from sleuth.cli.search_cmd import stage_for_index
+    from sleuth.index.sharded import index_kind
+
+    stages: dict[str, Any] = {}
+    for folder in settings.index:
+        path = Path(folder)
+        stage = stage_for_index(path, settings.max_k, settings.device)
+        stage.description = f"{index_kind(path)} index {path.name}"
+        stages[path.name] = stage
+    if not settings.index:
+        from sleuth.cli.common import corpus_source
+        from sleuth.scale.ray_eval import named_pipeline
+        from sleuth.paths import home_dir
+
+        source = corpus_source(Path(settings.corpus) if settings.corpus else None)
+        for name in settings.pipelines or ["bm25"]:
+            stage = named_pipeline(name, source, settings.home or str(home_dir()), settings.device)
+            stages[stage.name] = stage
+    return stages
+
+
+def app_builder(settings: ServeSettings) -> Callable[[], Any]:
+    """A function building the FastAPI app in a replica (Ray Serve calls it at replica start)."""
+
+    def build() -> Any:
+        from sleuth.service.app import create_app
+        from sleuth.service.limits import Limits
+
+        return create_app(load_stages(settings), limits=Limits(max_k=settings.max_k),
+                          loader=lambda: load_stages(settings))
+
+    return build
+
+
+def deployment(settings: ServeSettings, replicas: int = 2, replica_cpus: float = 0.5) -> Any:
+    """The bound Ray Serve application: ``replicas`` copies of the service, ``replica_cpus`` CPUs each."""
+    require_ray()
+    from ray import serve
+
+    ingress = serve.ingress(app_builder(settings))()
+    return serve.deployment(ingress, name="SleuthService", num_replicas=replicas,
+                            ray_actor_options={"num_cpus": replica_cpus}).bind()
+
+
+def start(settings: ServeSettings, replicas: int = 2, replica_cpus: float = 0.5, host: str = "127.0.0.1",
+          port: int = 8000) -> None:
+    """Deploy on the connected Ray and return once every replica is up (``serve.shutdown()`` stops it)."""
+    require_ray()
+    from ray import serve
+
+    quiet_ray_logs()
+    serve.start(http_options={"host": host, "port": port})
+    serve.run(deployment(settings, replicas, replica_cpus), name=APP_NAME, route_prefix="/", blocking=False)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Command line: deploy, print the address, serve until interrupted, then shut Serve (and a local Ray) down."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index", action="append", default=[], help="index folder to serve (repeatable)")
+    parser.add_argument("--pipeline", action="append", default=[], help="pipeline to serve (without --index)")
+    parser.add_argument("--corpus", default=None, help="corpus of --pipeline (default: the bundled SciFact)")
+    parser.add_argument("--replicas", type=int, default=2)
+    parser.add_argument("--replica-cpus", type=float, default=0.5)
+    parser.add_argument("--ray-address", default="local", help="local, auto or HOST:PORT")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-k", type=int, default=1000)
+    args = parser.parse_args(argv)
+    settings = ServeSettings(index=[str(Path(p).resolve()) for p in args.index], pipelines=args.pipeline,
+                             corpus=args.corpus, max_k=args.max_k)
+    with ray_session(args.ray_address):
+        from ray import serve
+
+        start(settings, args.replicas, args.replica_cpus, args.host, args.port)
+        print(f"serving on http://{args.host}:{args.port} with {args.replicas} replicas (Ctrl-C stops)", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            serve.shutdown()
+
+
+if __name__ == "__main__":
+    main()

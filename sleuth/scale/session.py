@@ -1,0 +1,45 @@
+"""Connecting to Ray: the optional import and a session that starts (and stops) a bounded local Ray if asked."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, Iterator
+
+from sleuth.errors import MissingExtraError
+
+
+def require_ray() -> Any:
+    """The ``ray`` module, or a MissingExtraError naming the ``ray`` extra."""
+    try:
+        import ray
+    except ImportError:
+        raise MissingExtraError("ray", "ray", "Ray builds, evaluation and serving") from None
+    return ray
+
+
+def quiet_ray_logs() -> None:
+    """Ray and Ray Data log every execution plan at INFO: keep warnings and errors only."""
+    for name in ("ray", "ray.data", "ray.serve"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+@contextlib.contextmanager
+def ray_session(address: str = "local", num_cpus: int = 2, object_store_mb: int = 512) -> Iterator[Any]:
+    """Yield ``ray`` connected to ``address``: ``local`` starts a bounded local Ray (``num_cpus`` CPUs, no
+    dashboard, a small object store) and shuts it down on exit; ``auto`` or ``HOST:PORT`` joins a running cluster
+    (and disconnects on exit). An already initialised Ray is reused as it is and left running."""
+    ray = require_ray()
+    quiet_ray_logs()
+    if ray.is_initialized():
+        yield ray
+        return
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    if address == "local":
+        ray.init(num_cpus=num_cpus, object_store_memory=object_store_mb * 1024 * 1024, **options)
+    else:
+        ray.init(address=address, **options)
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
