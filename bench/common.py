@@ -158,6 +158,26 @@ def ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else float("nan")
 
 
+def rss_bytes() -> int:
+    """Resident set size of this process, in bytes (Linux /proc/self/statm)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def mem_available_bytes() -> int:
+    """MemAvailable of /proc/meminfo, in bytes (memory other processes leave free)."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages (what ``uptime`` prints), rounded."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
 # ---------------------------------------------------------------- data
 
 @dataclass

@@ -193,3 +193,21 @@ def test_torch_and_onnx_backends_agree(scifact_passages, onnx_encoder):
     onnx_vectors = onnx_encoder.encode_passages(texts)
     assert torch_vectors.shape == onnx_vectors.shape == (16, 384)
     assert float((torch_vectors * onnx_vectors).sum(axis=1).min()) > 0.99
+
+
+@pytest.mark.parametrize("factory", ["PQ8", "IVF16,PQ8", "OPQ8,IVF16,PQ8"])
+def test_pq_indexes_skip_polysemous_training(factory):
+    import faiss
+
+    from sleuth.index.dense import add_vectors, make_faiss_index
+
+    index = make_faiss_index(factory, 32)
+    try:
+        pq_part = faiss.downcast_index(faiss.extract_index_ivf(index))
+    except RuntimeError:
+        pq_part = faiss.downcast_index(index)
+    assert pq_part.do_polysemous_training is False
+    vectors = np.random.default_rng(0).standard_normal((2000, 32)).astype(np.float32)
+    add_vectors(index, vectors)  # trains (without the polysemous step) and adds
+    scores, rows = index.search(vectors[:5], 1)
+    assert index.ntotal == 2000 and rows.shape == (5, 1) and (rows >= 0).all()

@@ -21,9 +21,24 @@ VECTORS = "vectors.faiss"
 def make_faiss_index(factory: str, dim: int) -> faiss.Index:
     """A FAISS index with inner-product metric from a factory string ("Flat", "HNSW32", "IVF1024,Flat", ...)."""
     try:
-        return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:
         raise ConfigError(f"dense: invalid FAISS factory string '{factory}': {str(exc).splitlines()[0]}") from None
+    skip_polysemous_training(index)
+    return index
+
+
+def skip_polysemous_training(index: faiss.Index) -> None:
+    """Turn off PQ's polysemous training ("PQ48" does it by default, "PQ48np" not): it costs minutes whatever the
+    corpus size and only serves polysemous search, which sleuth never switches on (bench/results/growth_bench.md)."""
+    parts = [faiss.downcast_index(index)]
+    try:
+        parts.append(faiss.downcast_index(faiss.extract_index_ivf(index)))
+    except RuntimeError:
+        pass
+    for part in parts:
+        if hasattr(part, "do_polysemous_training"):
+            part.do_polysemous_training = False
 
 
 def add_vectors(index: faiss.Index, vectors: np.ndarray) -> None:
