@@ -21,8 +21,8 @@ def cos_eval_command(
                                              "(e.g. hotpot_dev_distractor_100.json)."),
     model: str = typer.Option("minilm", help="A saved multi-expert model directory (sleuth train cos) or 'minilm' "
                                              "(untrained experts)."),
-    chain: list[str] = typer.Option(["retrieval", "hotpotqa"], help="Chains to evaluate: hotpotqa | retrieval "
-                                                                     "(repeatable)."),
+    chain: list[str] = typer.Option(["retrieval", "hotpotqa"], help="Chains to evaluate: hotpotqa | retrieval | "
+                                                                     "retrieval-2hop (repeatable)."),
     limit: Optional[int] = typer.Option(None, help="Evaluate the first N questions only."),
     k_retrieval: int = typer.Option(200, help="Hop-1 retrieved passages."),
     k_link: int = typer.Option(5, help="Linked passages per mention at hop 1."),

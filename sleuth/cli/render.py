@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Any, Sequence
 
+from rich.markup import escape
 from rich.table import Table
 
 from sleuth.stages.run import Hit
+
+#: per-hop scores shown for an evidence path, in this order, when a hop carries them
+HOP_SCORES = ("merged", "retrieval", "expanded", "link", "rerank")
 
 
 def snippet(text: str | None, width: int = 160) -> str:
@@ -15,18 +19,59 @@ def snippet(text: str | None, width: int = 160) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def evidence_path(hit: Hit) -> list[Hit] | None:
+    """The hops of an evidence-path hit (``extras["path"]``, a list of Hits), or None for an ordinary hit."""
+    path = hit.extras.get("path")
+    if isinstance(path, (list, tuple)) and path and all(isinstance(hop, Hit) for hop in path):
+        return list(path)
+    return None
+
+
+def hop_scores(hop: Hit) -> str:
+    """A hop's skill scores as "merged 3.2100, retrieval 3.2100, rerank 1.0500" (plus the linked mention)."""
+    parts = [f"{name} {hop.extras[name]:.4f}" for name in HOP_SCORES
+             if isinstance(hop.extras.get(name), (int, float))]
+    if hop.extras.get("mention"):
+        parts.append(f"mention '{hop.extras['mention']}'")
+    return ", ".join(parts) or f"score {hop.score:.4f}"
+
+
+def path_cell(path: Sequence[Hit]) -> str:
+    """Rich markup of an evidence path: "title1 -> title2", then one line per hop with its scores."""
+    titles = " -> ".join(escape(snippet(hop.title or hop.id, 60)) for hop in path)
+    lines = [f"[bold]{titles}[/bold]"]
+    for number, hop in enumerate(path, start=1):
+        lines.append(f"[dim]hop {number}:[/dim] {escape(snippet(hop.title or hop.id, 60))} ({escape(hop_scores(hop))})")
+    return "\n".join(lines)
+
+
 def hits_table(query: str, hits: Sequence[Hit]) -> Table:
-    """A table of ranked hits: rank, id, score, title and the start of the text."""
-    table = Table(title=f"[bold]{query}[/bold]", title_justify="left", show_lines=False)
-    for column, style in (("#", "dim"), ("id", "cyan"), ("score", "magenta"), ("title / text", "")):
+    """A table of ranked hits: rank, id, score, title and the start of the text; an evidence-path hit shows its
+    path "title1 -> title2" with each hop's scores instead."""
+    paths = [evidence_path(hit) for hit in hits]
+    table = Table(title=f"[bold]{escape(query)}[/bold]", title_justify="left", show_lines=False)
+    heading = "evidence path / per-hop scores" if any(paths) else "title / text"
+    for column, style in (("#", "dim"), ("id", "cyan"), ("score", "magenta"), (heading, "")):
         table.add_column(column, style=style, overflow="fold")
-    for rank, hit in enumerate(hits, start=1):
-        body = f"[bold]{snippet(hit.title, 80)}[/bold]\n{snippet(hit.text)}" if hit.title else snippet(hit.text)
-        table.add_row(str(rank), hit.id, f"{hit.score:.4f}", body)
+    for rank, (hit, path) in enumerate(zip(hits, paths), start=1):
+        if path is not None:
+            body = path_cell(path)
+        elif hit.title:
+            body = f"[bold]{escape(snippet(hit.title, 80))}[/bold]\n{escape(snippet(hit.text))}"
+        else:
+            body = escape(snippet(hit.text))
+        table.add_row(str(rank), escape(hit.id), f"{hit.score:.4f}", body)
     return table
 
 
 def hits_json(query: str, hits: Sequence[Hit]) -> str:
-    """The hits as one JSON document (stage extras included, non-JSON values as strings)."""
-    return json.dumps({"query": query, "hits": [h.record(r, with_extras=True) for r, h in enumerate(hits, start=1)]},
-                      default=str)
+    """The hits as one JSON document (stage extras included and JSON-safe: evidence-path hops as hit records)."""
+    from sleuth.service.extras import jsonable
+
+    records: list[dict[str, Any]] = []
+    for rank, hit in enumerate(hits, start=1):
+        record = hit.record(rank)
+        if hit.extras:
+            record["extras"] = jsonable(hit.extras)
+        records.append(record)
+    return json.dumps({"query": query, "hits": records}, default=str)

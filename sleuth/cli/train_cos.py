@@ -29,9 +29,12 @@ def parse_weights(pairs: list[str]) -> dict[str, float]:
 
 
 def train_cos_command(
-    hotpotqa: Path = typer.Option(..., help="HotpotQA training questions (e.g. hotpot_train_100.json)."),
+    hotpotqa: Optional[Path] = typer.Option(None, help="HotpotQA training questions (e.g. hotpot_train_100.json)."),
     hotpotqa_corpus: Optional[Path] = typer.Option(None, help="Its title -> sentences corpus (default: the "
                                                                   "questions' context paragraphs)."),
+    musique: Optional[Path] = typer.Option(None, help="MuSiQue training questions (e.g. musique_train_100.json)."),
+    musique_corpus: Optional[Path] = typer.Option(None, help="Its paragraph corpus (default: the questions' own "
+                                                              "paragraphs)."),
     nq_questions: Optional[Path] = typer.Option(None, help="NQ questions JSONL with gold_passage (optional)."),
     nq_corpus: Optional[Path] = typer.Option(None, help="NQ corpus JSONL (with --nq-questions)."),
     out: Path = typer.Option(..., help="Output model directory (model, span head, cos_training.json)."),
@@ -51,13 +54,28 @@ def train_cos_command(
     """Multi-task training: single retrieval, expanded queries, reranking, entity linking and span proposal."""
     from sleuth.models.multi_expert import MultiExpertConfig, MultiExpertEncoder
     from sleuth.models.span_head import SpanProposalHead, load_span_head
-    from sleuth.train.cos_data import counts, hotpotqa_examples, load_hotpotqa, merge, nq_examples
+    from sleuth.train.cos_data import (counts, hotpotqa_examples, load_hotpotqa, load_musique, merge,
+                                       musique_examples, nq_examples)
     from sleuth.train.cos_training import CosTrainConfig, train_cos
 
     if (nq_questions is None) != (nq_corpus is None):
         raise ConfigError("give both --nq-questions and --nq-corpus, or neither")
-    questions, corpus = load_hotpotqa(hotpotqa, hotpotqa_corpus)
-    parts = [hotpotqa_examples(questions, corpus, negatives, seed)]
+    if hotpotqa is None and musique is None and nq_questions is None:
+        raise ConfigError("no training data: give --hotpotqa, --musique and/or --nq-questions with --nq-corpus")
+    for option, given in (("--hotpotqa-corpus", hotpotqa_corpus and not hotpotqa),
+                          ("--musique-corpus", musique_corpus and not musique)):
+        if given:
+            raise ConfigError(f"{option} needs its questions file ({option.removesuffix('-corpus')})")
+    for path in (hotpotqa, hotpotqa_corpus, musique, musique_corpus, nq_questions, nq_corpus):
+        if path is not None and not path.is_file():
+            raise ConfigError(f"training data file not found: {path}")
+    parts = []
+    if hotpotqa is not None:
+        questions, corpus = load_hotpotqa(hotpotqa, hotpotqa_corpus)
+        parts.append(hotpotqa_examples(questions, corpus, negatives, seed))
+    if musique is not None:
+        questions, paragraphs = load_musique(musique, musique_corpus)
+        parts.append(musique_examples(questions, paragraphs, negatives, seed))
     if nq_questions is not None and nq_corpus is not None:
         parts.append(nq_examples(nq_questions, nq_corpus, negatives, seed=seed))
     data = merge(*parts)

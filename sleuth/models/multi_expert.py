@@ -118,6 +118,10 @@ class TokenStates:
     states: np.ndarray
 
 
+def _length(text: Text) -> int:
+    return len(text[0]) + len(text[1]) if isinstance(text, tuple) else len(text)
+
+
 def _backbone_path(backbone: str | Path) -> str:
     if str(backbone) == "minilm":
         from sleuth.models.registry import minilm_path
@@ -234,38 +238,42 @@ class MultiExpertEncoder:
         return batch.to(self.device)
 
     def _batches(self, texts: Sequence[Text], skill: str, side: str, batch_size: int,
-                 offsets: bool) -> Iterator[tuple[Any, Any]]:
+                 offsets: bool) -> Iterator[tuple[list[int], Any, Any]]:
+        """(positions in ``texts``, tokenised batch, states) per batch. Texts are batched in order of character
+        length so that a batch pads to similar lengths (padding is masked: the states do not depend on it)."""
         import torch
 
         expert = self.expert_for(skill, side)
-        for start in range(0, len(texts), batch_size):
-            batch = self.tokenize(texts[start:start + batch_size], offsets=offsets)
+        order = sorted(range(len(texts)), key=lambda i: -_length(texts[i]))
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            batch = self.tokenize([texts[i] for i in rows], offsets=offsets)
             with torch.inference_mode():
                 states = self.forward(batch["input_ids"], batch["attention_mask"], expert,
                                       batch.get("token_type_ids"))
-            yield batch, states
+            yield rows, batch, states
 
     def encode(self, texts: Sequence[Text], skill: str, side: str = "query", batch_size: int = 32) -> np.ndarray:
         """One float32 vector per text (shape (n, dim)), pooled as configured ([CLS] by default)."""
-        chunks = [np.zeros((0, self.dim), dtype=np.float32)]
-        for batch, states in self._batches(texts, skill, side, batch_size, offsets=False):
+        result = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for rows, batch, states in self._batches(texts, skill, side, batch_size, offsets=False):
             if self.config.pooling == "cls":
                 pooled = states[:, 0]
             else:
                 mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
                 pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1)
-            chunks.append(pooled.float().cpu().numpy())
-        return np.concatenate(chunks)
+            result[rows] = pooled.float().cpu().numpy()
+        return result
 
     def token_states(self, texts: Sequence[Text], skill: str, side: str = "query",
                      batch_size: int = 32) -> list[TokenStates]:
         """Per-token states of each text, special tokens included (offsets (0, 0)), padding removed."""
-        result: list[TokenStates] = []
-        for batch, states in self._batches(texts, skill, side, batch_size, offsets=True):
+        result: list[TokenStates | None] = [None] * len(texts)
+        for rows, batch, states in self._batches(texts, skill, side, batch_size, offsets=True):
             lengths = batch["attention_mask"].sum(1).tolist()
-            for row, length in enumerate(lengths):
+            for row, (position, length) in enumerate(zip(rows, lengths)):
                 ids = batch["input_ids"][row, :length].tolist()
-                result.append(TokenStates(self.tokenizer.convert_ids_to_tokens(ids),
-                                          batch["offset_mapping"][row, :length].cpu().numpy(),
-                                          states[row, :length].float().cpu().numpy()))
-        return result
+                result[position] = TokenStates(self.tokenizer.convert_ids_to_tokens(ids),
+                                               batch["offset_mapping"][row, :length].cpu().numpy(),
+                                               states[row, :length].float().cpu().numpy())
+        return result  # type: ignore[return-value]

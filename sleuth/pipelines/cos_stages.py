@@ -1,7 +1,8 @@
 """Config builders of the Chain-of-Skills stages: cos_retrieve, cos_rerank and cos_chain.
 
 ``model`` is "minilm" (an untrained multi-expert encoder initialised from the shipped MiniLM) or a saved
-multi-expert model directory. Skill indexes are built over the workspace corpus in memory, once per workspace.
+multi-expert model directory. Skill indexes are built over the workspace corpus once and saved in the workspace's
+index cache (``sleuth.index.skill_index``), so a later process (``sleuth serve``, another search) loads them.
 The span head is the one saved in the model directory (``sleuth train cos``), else untrained (seeded with
 ``span_seed``).
 """
@@ -13,7 +14,7 @@ from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.chain_scores import HOP1_RERANK_WEIGHT, NQ_RERANK_BETA, PROMOTION_ALPHA
 from sleuth.stages.cos import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
-from sleuth.stages.cos_chain import CHAINS, ChainLimits, CosChain
+from sleuth.stages.cos_chain import CHAINS, EXPANDING, NO_RERANK, ChainLimits, CosChain
 
 
 def cos_model(ws: Workspace, model: str):
@@ -28,15 +29,18 @@ def cos_model(ws: Workspace, model: str):
 
 
 def skill_index(ws: Workspace, model: str, skill: str, factory: str):
-    """The corpus passages encoded for ``skill`` (context side), cached in the workspace."""
-    from sleuth.index.skill_index import SkillIndex
+    """The corpus passages encoded for ``skill`` (context side): built once and saved in the workspace's index
+    cache (keyed by the model, its weights' size and time, the skill and the factory), loaded from there after."""
+    from sleuth.index.skill_index import KIND, SkillIndex, model_info
+    from sleuth.pipelines.workspace import params_key
 
     if ws.corpus is None:
         raise ConfigError("cos: this pipeline needs a corpus to index")
-    key = f"cos-index:{model}:{skill}:{factory}"
-    if key not in ws._loaded:
-        ws._loaded[key] = SkillIndex.build(ws.corpus.passages(), cos_model(ws, model), skill, factory)
-    return ws._loaded[key]
+    corpus, encoder = ws.corpus, model_info(model)
+    key = params_key(KIND, {"encoder": encoder, "skill": skill, "factory": factory})
+    return ws.cached_index(key, SkillIndex.load, lambda path: SkillIndex.build(
+        corpus.passages(), cos_model(ws, model), skill, factory, path=path, encoder=encoder,
+        corpus_info=corpus.info()))
 
 
 def span_head(ws: Workspace, model: str, seed: int):
@@ -84,7 +88,8 @@ def cos_chain_stage(ws: Workspace, *, chain: str, model: str = "minilm", k_retri
                     alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
                     beta: float = NQ_RERANK_BETA, factory: str = "Flat", span_seed: int = 0,
                     name: str | None = None) -> CosChain:
-    """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval); see ``sleuth.stages.cos_chain``."""
+    """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval | retrieval-2hop); see
+    ``sleuth.stages.cos_chain``."""
     if chain not in CHAINS:
         raise ConfigError(f"cos_chain: key 'chain' must be one of {', '.join(CHAINS)}, got {chain!r}")
     limits = ChainLimits(**{key: positive(key, value) for key, value in (
@@ -95,6 +100,6 @@ def cos_chain_stage(ws: Workspace, *, chain: str, model: str = "minilm", k_retri
     passages = skill_index(ws, model, "retrieval", factory)
     link = EntityLink(encoder, span_head(ws, model, span_seed), skill_index(ws, model, "linking", factory))
     return CosChain(chain, SingleRetrieve(encoder, passages), link,
-                    rerank=None if chain == "retrieval" else Rerank(encoder),
-                    expanded=ExpandedRetrieve(encoder, passages) if chain == "hotpotqa" else None,
+                    rerank=None if chain in NO_RERANK else Rerank(encoder),
+                    expanded=ExpandedRetrieve(encoder, passages) if chain in EXPANDING else None,
                     limits=limits, alpha=alpha, rerank_weight=rerank_weight, beta=beta, name=name)

@@ -1,5 +1,8 @@
 """Chain-of-Skills inference chains (paper 002 Appendix A, ALGORITHMS.md) built from the skill stages.
 
+* ``retrieval-2hop``: the paper's retrieval-only baseline (§5.2, Table 6: "two rounds of retrieval-only
+  inference"): hop 1 = top ``k_hop1`` by single retrieval, hop 2 = top ``k_expanded`` by expanded retrieval per
+  hop-1 passage; no linking, no reranking; path score = retrieval + expanded score; paths as for ``hotpotqa``.
 * ``retrieval``: top ``k_retrieval`` by single retrieval + top ``k_link`` linked passages per question mention,
   link scores aligned to the retrieval scale, a passage found by both promoted (``alpha``).
 * ``nq``: the same candidates reranked; final = ``beta * rerank + score``.
@@ -24,7 +27,9 @@ from sleuth.stages.chain_scores import (HOP1_RERANK_WEIGHT, NQ_RERANK_BETA, PROM
 from sleuth.stages.cos import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve, passage_text
 from sleuth.stages.run import Hit, Run
 
-CHAINS = ("hotpotqa", "nq", "retrieval")
+CHAINS = ("hotpotqa", "nq", "retrieval", "retrieval-2hop")
+NO_RERANK = ("retrieval", "retrieval-2hop")
+EXPANDING = ("hotpotqa", "retrieval-2hop")
 PATH_SEPARATOR = "||"
 
 
@@ -67,10 +72,10 @@ class CosChain(Stage):
                  beta: float = NQ_RERANK_BETA, name: str | None = None):
         if chain not in CHAINS:
             raise ConfigError(f"cos_chain: unknown chain '{chain}' for key 'chain' (use one of {', '.join(CHAINS)})")
-        if chain != "retrieval" and rerank is None:
+        if chain not in NO_RERANK and rerank is None:
             raise ConfigError(f"cos_chain: the '{chain}' chain needs a reranker")
-        if chain == "hotpotqa" and expanded is None:
-            raise ConfigError("cos_chain: the 'hotpotqa' chain needs expanded retrieval")
+        if chain in EXPANDING and expanded is None:
+            raise ConfigError(f"cos_chain: the '{chain}' chain needs expanded retrieval")
         self.chain, self.retrieve, self.link, self.rerank, self.expanded = chain, retrieve, link, rerank, expanded
         self.limits, self.alpha, self.rerank_weight, self.beta = limits, alpha, rerank_weight, beta
         self.name = name or f"cos-{chain}"
@@ -79,6 +84,9 @@ class CosChain(Stage):
         if candidates is not None:
             raise ConfigError(f"{self.name}: a chain is a first stage; it takes no candidates")
         texts = [q.text for q in queries]
+        if self.chain == "retrieval-2hop":
+            found = self.retrieve.retrieve(texts, self.limits.k_hop1)
+            return Run({q.id: self.retrieval_paths(q, hop1)[:self.limits.k] for q, hop1 in zip(queries, found)})
         found = self.retrieve.retrieve(texts, self.limits.k_retrieval)
         linked = self.link.link(texts, self.limits.k_link)
         run = Run()
@@ -91,6 +99,30 @@ class CosChain(Stage):
             else:
                 run[query.id] = self.paths(query, hop1)[:self.limits.k]
         return run
+
+    def retrieval_paths(self, query: Query, hop1: list[Hit]) -> list[Hit]:
+        """Two rounds of retrieval only: path score = hop-1 retrieval score + hop-2 expanded-retrieval score."""
+        assert self.expanded is not None
+        hop1 = [h.with_score(h.score, merged=h.score) for h in hop1]
+        expanded = self.expanded.retrieve(query.text, hop1, self.limits.k_expanded)
+        scored, pairs = [], {}
+        for first, found in zip(hop1, expanded):
+            for second in found:
+                second = second.with_score(second.score, merged=second.score)
+                pairs[(first.id, second.id)] = (first, second)
+                scored.append((first.id, first.title or first.id, second.id, second.title or second.id,
+                               first.score + second.score))
+        return self.path_hits(scored, pairs)
+
+    def path_hits(self, scored: list[tuple[str, str, str, str, float]],
+                  pairs: dict[tuple[str, str], tuple[Hit, Hit]]) -> list[Hit]:
+        """Distinct paths (``distinct_paths``) as hits "id1||id2" with ``extras["path"]``."""
+        out = []
+        for id1, _, id2, _, score in distinct_paths(scored):
+            first, second = pairs[(id1, id2)]
+            out.append(Hit(f"{id1}{PATH_SEPARATOR}{id2}", score, None, f"{first.title} / {second.title}", None,
+                           {"path": [first, second]}))
+        return out
 
     def reranked(self, firsts: Sequence[str], hits: Sequence[Hit]) -> list[Hit]:
         assert self.rerank is not None
@@ -121,9 +153,4 @@ class CosChain(Stage):
                                self.rerank_weight)
             pairs[(first.id, second.id)] = (first, second)
             scored.append((first.id, first.title or first.id, second.id, second.title or second.id, score))
-        out = []
-        for id1, _, id2, _, score in distinct_paths(scored):
-            first, second = pairs[(id1, id2)]
-            out.append(Hit(f"{id1}{PATH_SEPARATOR}{id2}", score, None, f"{first.title} / {second.title}", None,
-                           {"path": [first, second]}))
-        return out
+        return self.path_hits(scored, pairs)

@@ -10,6 +10,17 @@ From HotpotQA (questions with supporting facts and context, plus a title -> sent
   entity's passage;
 * ``span``: the question with all its gold mention spans (character offsets).
 
+From MuSiQue (questions with ``question_decomposition`` and 20 paragraphs each; hop k's paragraph is its
+``paragraph_support_idx``), see :func:`musique_examples`:
+
+* ``retrieval``: question -> hop-1 paragraph, and each sub-question (``#k`` replaced by hop k's answer) -> its hop's
+  paragraph, the question's non-supporting paragraphs as hard negatives;
+* ``expanded``: ("question", hop-k paragraph) -> hop-(k+1) paragraph;
+* ``reranking``: question -> each supporting paragraph, every non-supporting paragraph as a hard negative;
+* ``linking``: a supporting title found in the question -> that paragraph (as HotpotQA); and passage links: hop k's
+  answer found in the hop-k paragraph text, when it is the title of the hop-(k+1) paragraph -> that paragraph;
+* ``span``: the question, and each hop paragraph text with a passage link, with their mention spans.
+
 From NQ (questions JSONL with ``gold_passage``, corpus JSONL): ``retrieval`` and ``reranking`` examples, hard
 negatives being other passages of the gold passage's article (else seeded random passages).
 
@@ -118,6 +129,96 @@ def load_hotpotqa(questions_path: str | Path, corpus_path: str | Path | None = N
 
     questions = list(read_hotpotqa_questions(questions_path))
     documents = read_hotpotqa_corpus(corpus_path) if corpus_path else hotpotqa_context_documents(questions_path)
+    return questions, {doc.id: doc for doc in documents}
+
+
+HOP_REFERENCE = re.compile(r"#(\d+)")
+
+
+def sub_question(text: str, answers: Sequence[str]) -> str:
+    """A MuSiQue sub-question made self-contained: ``#k`` -> hop k's answer, Wikidata-style "X >> relation" -> "X
+    relation"."""
+    def answer(match: re.Match) -> str:
+        k = int(match.group(1))
+        return answers[k - 1] if 1 <= k <= len(answers) else match.group(0)
+
+    return " ".join(HOP_REFERENCE.sub(answer, text).replace(">>", " ").split())
+
+
+def same_entity(a: str, b: str) -> bool:
+    """Title match of an answer and a title: case-insensitive, a leading "the " and a "(...)" suffix ignored."""
+    def norm(text: str) -> str:
+        text = re.sub(r"\s*\([^)]*\)$", "", text.strip().lower())
+        return text[4:] if text.startswith("the ") else text
+
+    return bool(a.strip()) and norm(a) == norm(b)
+
+
+def musique_examples(questions: Iterable[Query], corpus: dict[str, Document] | None = None, negatives: int = 1,
+                     seed: int = 13) -> dict[str, list[CosExample]]:
+    """Examples per skill from MuSiQue questions (``read_musique_questions``; see the module docstring).
+
+    ``corpus`` maps paragraph id -> Document (``read_musique_corpus``); paragraphs missing from it come from the
+    question's own ``paragraphs``. Hops without a supporting paragraph are skipped, and so are expanded pairs whose
+    two hops share a paragraph."""
+    from sleuth.corpus.musique import paragraph_document
+
+    rng = random.Random(seed)
+    corpus = corpus or {}
+    out: dict[str, list[CosExample]] = {skill: [] for skill in SKILLS}
+    for query in questions:
+        paragraphs = query.metadata.get("paragraphs", [])
+        docs = {p["idx"]: corpus.get(p["id"]) or paragraph_document(p["title"], p["text"]) for p in paragraphs}
+        supporting = [docs[p["idx"]] for p in paragraphs if p["is_supporting"]]
+        distractors = [docs[p["idx"]] for p in paragraphs if not p["is_supporting"]]
+        rng.shuffle(distractors)
+        hard = distractors[:negatives]
+        steps = query.metadata.get("question_decomposition", [])
+        answers = [str(step.get("answer", "")) for step in steps]
+        hops = [(step, docs.get(step.get("paragraph_support_idx"))) for step in steps]
+        q = query.text
+
+        def retrieval(text: str, doc: Document) -> CosExample:
+            return CosExample("retrieval", text, context_text(doc), doc.id, [context_text(d) for d in hard],
+                              [d.id for d in hard])
+
+        if hops and hops[0][1] is not None:
+            out["retrieval"].append(retrieval(q, hops[0][1]))
+        for step, doc in hops:
+            text = sub_question(str(step.get("question", "")), answers)
+            if doc is not None and text:
+                out["retrieval"].append(retrieval(text, doc))
+        for doc in supporting:
+            out["reranking"].append(CosExample("reranking", q, pair_text(doc), doc.id,
+                                               [pair_text(d) for d in distractors], [d.id for d in distractors]))
+        for (step, first), (_, second) in zip(hops, hops[1:]):
+            if first is None or second is None or first.id == second.id:
+                continue
+            out["expanded"].append(CosExample("expanded", (q, pair_text(first)), context_text(second), second.id,
+                                              [context_text(d) for d in hard], [d.id for d in hard]))
+            span = mention_span(str(step.get("answer", "")), first.text)
+            if span is not None and same_entity(str(step.get("answer", "")), second.title):
+                out["linking"].append(CosExample("linking", first.text, context_text(second), second.id,
+                                                 mention=span))
+                out["span"].append(CosExample("span", first.text, spans=[span]))
+        spans = []
+        for doc in dict((d.id, d) for d in supporting).values():
+            span = mention_span(doc.title, q)
+            if span is not None:
+                spans.append(span)
+                out["linking"].append(CosExample("linking", q, context_text(doc), doc.id, mention=span))
+        if spans:
+            out["span"].append(CosExample("span", q, spans=sorted(set(spans))))
+    return out
+
+
+def load_musique(questions_path: str | Path, corpus_path: str | Path | None = None) -> tuple[list[Query],
+                                                                                            dict[str, Document]]:
+    """MuSiQue questions and paragraph id -> Document (from ``corpus_path``, else from the questions' paragraphs)."""
+    from sleuth.corpus.musique import musique_context_documents, read_musique_corpus, read_musique_questions
+
+    questions = list(read_musique_questions(questions_path))
+    documents = read_musique_corpus(corpus_path) if corpus_path else musique_context_documents(questions_path)
     return questions, {doc.id: doc for doc in documents}
 
 

@@ -19,7 +19,7 @@ from sleuth.errors import ConfigError
 from sleuth.eval.path_metrics import mean, passage_em, path_recall_at_k
 from sleuth.stages.cos_chain import PATH_SEPARATOR, ChainLimits
 
-EVAL_CHAINS = ("hotpotqa", "retrieval")
+EVAL_CHAINS = ("hotpotqa", "retrieval", "retrieval-2hop")
 EVAL_KS = (1, 5, 10, 20)
 
 
@@ -39,7 +39,7 @@ class ChainScores:
 
 def ranked_paths(chain: str, hits, ks: Sequence[int]) -> tuple[dict[int, list[set[str]]], set[str] | None]:
     """Per k the paths recall@k looks at, and the top path for EM."""
-    if chain == "hotpotqa":
+    if chain != "retrieval":  # chains of evidence paths
         paths = [set(h.id.split(PATH_SEPARATOR)) for h in hits]
         return {k: paths for k in ks}, (paths[0] if paths else None)
     ids = [h.id for h in hits]
@@ -56,7 +56,7 @@ def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence
     from sleuth.models.multi_expert import MultiExpertEncoder
     from sleuth.models.span_head import SpanProposalHead, load_span_head
     from sleuth.stages.cos import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
-    from sleuth.stages.cos_chain import CosChain
+    from sleuth.stages.cos_chain import EXPANDING, NO_RERANK, CosChain
 
     for chain in chains:
         if chain not in EVAL_CHAINS:
@@ -86,8 +86,8 @@ def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence
     results = []
     for chain in chains:
         stage = CosChain(chain, SingleRetrieve(model, retrieval_index), link,
-                         rerank=Rerank(model) if chain != "retrieval" else None,
-                         expanded=ExpandedRetrieve(model, retrieval_index) if chain == "hotpotqa" else None,
+                         rerank=Rerank(model) if chain not in NO_RERANK else None,
+                         expanded=ExpandedRetrieve(model, retrieval_index) if chain in EXPANDING else None,
                          limits=limits)
         start = time.perf_counter()
         run = stage.transform([Query(id=q.id, text=q.text) for q in questions])
