@@ -1,5 +1,6 @@
-"""Run the benchmarks one after another (BM25, encoders, ANN, DHR, privacy, service, Ray, growth) and record their
-wall times.
+"""Run the benchmarks one after another and record their wall times.
+
+BM25, encoders, ANN, DHR, privacy, service, Chain-of-Skills, Ray (needs the ray extra) and the growth curve.
 
     python -m bench.run_all [--quick] [--repeats 3] [--only NAME ...]
 
@@ -11,12 +12,13 @@ from __future__ import annotations
 import argparse
 from typing import Sequence
 
-from bench import ann_bench, bm25_bench, dense_bench, dhr_bench, growth_bench, privacy_bench, ray_bench, service_bench
+from bench import (ann_bench, bm25_bench, cos_bench, dense_bench, dhr_bench, growth_bench, privacy_bench, ray_bench,
+                   service_bench)
 from bench.common import Report, ResultTable, base_parser, bench_main, time_call
 
 NAME = "run_all"
 BENCHMARKS = {module.NAME: module for module in (bm25_bench, dense_bench, ann_bench, dhr_bench, service_bench,
-                                                          privacy_bench, ray_bench, growth_bench)}
+                                                          privacy_bench, cos_bench, ray_bench, growth_bench)}
 
 
 def forwarded(args: argparse.Namespace) -> list[str]:
