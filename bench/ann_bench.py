@@ -11,7 +11,7 @@ purpose: HNSW recall collapses on them and real embeddings are clustered. Indexe
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import faiss
 import numpy as np
@@ -40,6 +40,19 @@ def make_centroids(n_centroids: int, dim: int, seed: int) -> np.ndarray:
     return unit_rows(np.random.default_rng(seed).standard_normal((n_centroids, dim), dtype=np.float32))
 
 
+def clustered_chunks(n: int, centroids: np.ndarray, noise: float, seed: int, stream: int,
+                     chunk: int = 100_000) -> Iterator[np.ndarray]:
+    """The vectors of :func:`clustered_vectors` one chunk at a time (for corpora too large to hold twice)."""
+    dim = centroids.shape[1]
+    for number, start in enumerate(range(0, n, chunk)):
+        rng = np.random.default_rng([seed, stream, number])
+        rows = min(chunk, n - start)
+        block = rng.standard_normal((rows, dim), dtype=np.float32)
+        block *= noise / np.sqrt(dim)
+        block += centroids[rng.integers(len(centroids), size=rows)]
+        yield unit_rows(block)
+
+
 def clustered_vectors(n: int, centroids: np.ndarray, noise: float, seed: int, stream: int,
                       chunk: int = 100_000) -> np.ndarray:
     """``n`` unit vectors: a random centroid plus Gaussian noise of expected norm ``noise``, renormalised.
@@ -47,15 +60,11 @@ def clustered_vectors(n: int, centroids: np.ndarray, noise: float, seed: int, st
     Generated in chunks, each from its own generator seeded (seed, stream, chunk number): reproducible, and a
     different ``stream`` gives independent draws from the same distribution.
     """
-    dim = centroids.shape[1]
-    out = np.empty((n, dim), dtype=np.float32)
-    for number, start in enumerate(range(0, n, chunk)):
-        rng = np.random.default_rng([seed, stream, number])
-        rows = min(chunk, n - start)
-        block = rng.standard_normal((rows, dim), dtype=np.float32)
-        block *= noise / np.sqrt(dim)
-        block += centroids[rng.integers(len(centroids), size=rows)]
-        out[start:start + rows] = unit_rows(block)
+    out = np.empty((n, centroids.shape[1]), dtype=np.float32)
+    start = 0
+    for block in clustered_chunks(n, centroids, noise, seed, stream, chunk):
+        out[start:start + len(block)] = block
+        start += len(block)
     return out
 
 

@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterator, Sequence
 import faiss
 import numpy as np
 
-from bench.ann_bench import make_centroids, recall_at_k, unit_rows
+from bench.ann_bench import clustered_chunks, make_centroids, recall_at_k
 from bench.common import (Report, ResultTable, base_parser, bench_main, load_average, mem_available_bytes, progress,
                           ratio, rss_bytes)
 from sleuth.corpus.beir import read_beir_corpus
@@ -60,18 +60,6 @@ MEMORY_EXTRA = 1.5 * 2 ** 30  # training sample, queries, IVF-PQ codes, interpre
 
 
 # ---------------------------------------------------------------- data
-
-def clustered_chunks(n: int, centroids: np.ndarray, noise: float, seed: int, stream: int,
-                     chunk: int = CHUNK) -> Iterator[np.ndarray]:
-    """ann_bench's ``clustered_vectors`` one chunk at a time (same seeds, so the same vectors), never all at once."""
-    dim = centroids.shape[1]
-    for number, start in enumerate(range(0, n, chunk)):
-        rng = np.random.default_rng([seed, stream, number])
-        rows = min(chunk, n - start)
-        block = rng.standard_normal((rows, dim), dtype=np.float32)
-        block *= noise / np.sqrt(dim)
-        block += centroids[rng.integers(len(centroids), size=rows)]
-        yield unit_rows(block)
 
 
 def nlist_for(n: int) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -51,15 +51,12 @@ def index(
     analyzer = Analyzer(stopwords=None if stopwords == "none" else stopwords,
                         stemmer=None if stemmer == "none" else stemmer)
     if shards is not None or ray_address is not None:
-        build_sharded(source, ws, kind, out, 1 if shards is None else shards, params, analyzer, encoder, factory, device, ray_address,
-                      ray_workers, actor_cpus)
+        build_sharded(source, ws, kind, out, 1 if shards is None else shards, params, analyzer, encoder, factory,
+                      device, ray_address, ray_workers, actor_cpus)
         return
-    for what in ("bm25", "dense"):
-        if kind not in (what, "all"):
-            continue
+    for what, target in selected_kinds(kind, out):
         start = time.perf_counter()
-        if out is not None:
-            target = out / what if kind == "all" else out
+        if target is not None:
             if what == "bm25":
                 built = BM25Index.build(source.passages(), target, params, analyzer, source.info())
             else:
@@ -71,6 +68,13 @@ def index(
                 built, target = ws.dense(encoder, factory), ws.index_dir(ws.dense_key(encoder, factory))
         console.print(f"[green]{what}[/green] index of {len(built):,} passages at {target} "
                       f"({time.perf_counter() - start:.1f} s)")
+
+
+def selected_kinds(kind: str, out: Optional[Path]) -> Iterator[tuple[str, Optional[Path]]]:
+    """The index kinds ``--kind`` asks for, each with its output folder (None: sleuth's cache)."""
+    for what in ("bm25", "dense"):
+        if kind in (what, "all"):
+            yield what, None if out is None else (out / what if kind == "all" else out)
 
 
 def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Optional[Path], shards: int,
@@ -89,16 +93,11 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Optional[
         options = RayOptions(workers=ray_workers, actor_cpus=actor_cpus)
         session = ray_session(ray_address)
     with session:
-        for what in ("bm25", "dense"):
-            if kind not in (what, "all"):
-                continue
+        for what, target in selected_kinds(kind, out):
             start = time.perf_counter()
-            if out is not None:
-                target = out / what if kind == "all" else out
-            elif what == "bm25":
-                target = ws.index_dir(f"{ws.bm25_key(params, analyzer)}-shards{shards}")
-            else:
-                target = ws.index_dir(f"{ws.dense_key(encoder, factory)}-shards{shards}")
+            if target is None:
+                key = ws.bm25_key(params, analyzer) if what == "bm25" else ws.dense_key(encoder, factory)
+                target = ws.index_dir(f"{key}-shards{shards}")
             passages, info = source.passages(), source.info()
             if what == "bm25" and ray_address is not None:
                 built = build_bm25_on_ray(passages, target, shards, params, analyzer, info, options)

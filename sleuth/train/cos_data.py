@@ -111,15 +111,21 @@ def hotpotqa_examples(questions: Iterable[Query], corpus: dict[str, Document], n
                 out["expanded"].append(CosExample("expanded", (q, pair_text(corpus[first])),
                                                   context_text(corpus[second]), second,
                                                   [context_text(corpus[t]) for t in hard], list(hard)))
-        spans = []
-        for title in gold:
-            span = mention_span(title, q)
-            if span is not None:
-                spans.append(span)
-                out["linking"].append(CosExample("linking", q, context_text(corpus[title]), title, mention=span))
-        if spans:
-            out["span"].append(CosExample("span", q, spans=sorted(set(spans))))
+        add_question_links(out, q, [corpus[title] for title in gold])
     return out
+
+
+def add_question_links(out: dict[str, list[CosExample]], question: str, documents: Sequence[Document]) -> None:
+    """Linking examples for every document whose title the question mentions, and one span-proposal example with
+    all those mentions (HotpotQA and MuSiQue alike)."""
+    spans = []
+    for doc in documents:
+        span = mention_span(doc.title, question)
+        if span is not None:
+            spans.append(span)
+            out["linking"].append(CosExample("linking", question, context_text(doc), doc.id, mention=span))
+    if spans:
+        out["span"].append(CosExample("span", question, spans=sorted(set(spans))))
 
 
 def load_hotpotqa(questions_path: str | Path, corpus_path: str | Path | None = None) -> tuple[list[Query],
@@ -201,14 +207,7 @@ def musique_examples(questions: Iterable[Query], corpus: dict[str, Document] | N
                 out["linking"].append(CosExample("linking", first.text, context_text(second), second.id,
                                                  mention=span))
                 out["span"].append(CosExample("span", first.text, spans=[span]))
-        spans = []
-        for doc in dict((d.id, d) for d in supporting).values():
-            span = mention_span(doc.title, q)
-            if span is not None:
-                spans.append(span)
-                out["linking"].append(CosExample("linking", q, context_text(doc), doc.id, mention=span))
-        if spans:
-            out["span"].append(CosExample("span", q, spans=sorted(set(spans))))
+        add_question_links(out, q, list(dict((d.id, d) for d in supporting).values()))
     return out
 
 
