@@ -37,6 +37,9 @@ def train_cos_command(
                                                               "paragraphs)."),
     nq_questions: Optional[Path] = typer.Option(None, help="NQ questions JSONL with gold_passage (optional)."),
     nq_corpus: Optional[Path] = typer.Option(None, help="NQ corpus JSONL (with --nq-questions)."),
+    wikipedia: Optional[Path] = typer.Option(None, help="MediaWiki XML dump (.xml/.bz2) for self-supervised examples: "
+                                                        "random crops, hyperlinks, expanded queries."),
+    wikipedia_max_articles: Optional[int] = typer.Option(None, help="Read only the first N articles of --wikipedia."),
     out: Path = typer.Option(..., help="Output model directory (model, span head, cos_training.json)."),
     model: str = typer.Option("minilm", help="Start from 'minilm' (fresh experts) or a saved multi-expert model."),
     variant: str = typer.Option("attention", help="Expert variant of a fresh model: attention | ffn | none."),
@@ -60,13 +63,16 @@ def train_cos_command(
 
     if (nq_questions is None) != (nq_corpus is None):
         raise ConfigError("give both --nq-questions and --nq-corpus, or neither")
-    if hotpotqa is None and musique is None and nq_questions is None:
-        raise ConfigError("no training data: give --hotpotqa, --musique and/or --nq-questions with --nq-corpus")
+    if hotpotqa is None and musique is None and nq_questions is None and wikipedia is None:
+        raise ConfigError("no training data: give --hotpotqa, --musique, --wikipedia and/or --nq-questions with "
+                          "--nq-corpus")
+    if wikipedia_max_articles is not None and (wikipedia is None or wikipedia_max_articles < 1):
+        raise ConfigError("--wikipedia-max-articles needs --wikipedia and a number >= 1")
     for option, given in (("--hotpotqa-corpus", hotpotqa_corpus and not hotpotqa),
                           ("--musique-corpus", musique_corpus and not musique)):
         if given:
             raise ConfigError(f"{option} needs its questions file ({option.removesuffix('-corpus')})")
-    for path in (hotpotqa, hotpotqa_corpus, musique, musique_corpus, nq_questions, nq_corpus):
+    for path in (hotpotqa, hotpotqa_corpus, musique, musique_corpus, nq_questions, nq_corpus, wikipedia):
         if path is not None and not path.is_file():
             raise ConfigError(f"training data file not found: {path}")
     parts = []
@@ -78,6 +84,11 @@ def train_cos_command(
         parts.append(musique_examples(questions, paragraphs, negatives, seed))
     if nq_questions is not None and nq_corpus is not None:
         parts.append(nq_examples(nq_questions, nq_corpus, negatives, seed=seed))
+    if wikipedia is not None:
+        from sleuth.train.cos_wiki_data import load_wikipedia, wikipedia_examples
+
+        articles, redirects = load_wikipedia(wikipedia, wikipedia_max_articles)
+        parts.append(wikipedia_examples(articles, negatives, seed, redirects=redirects))
     data = merge(*parts)
     console.print(f"examples: {counts(data)}")
     if model == "minilm":

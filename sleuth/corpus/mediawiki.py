@@ -21,7 +21,7 @@ from sleuth.errors import InputError
 from sleuth.io import open_text
 
 # Comments and <ref> elements are removed before parsing: they are never shown and parsing them is the slow part.
-_HIDDEN = re.compile(r"<!--.*?(?:-->|\Z)|<ref\b[^>]*/>|<ref\b[^>]*>.*?</ref\s*>", re.S | re.I)
+HIDDEN_MARKUP = re.compile(r"<!--.*?(?:-->|\Z)|<ref\b[^>]*/>|<ref\b[^>]*>.*?</ref\s*>", re.S | re.I)
 # A heading is a line "== text ==" with the same number of '=' on both sides (MediaWiki allows 1..6).
 _HEADING = re.compile(r"^(={1,6})(.+?)\1[ \t]*$", re.M)
 _SPACES = re.compile(r"[ \t]{2,}")  # left where templates and references were taken out
@@ -106,8 +106,8 @@ def page_document(page: Page, keep_tables: bool = False) -> Document:
 def wikitext_document(title: str, wikitext: str, keep_tables: bool = False) -> Document:
     """Parse wikitext into a Document: ``text`` = plain lead, ``sections`` = heading tree (``==`` headings are the
     top level; skipped levels nest under the nearest shallower heading), ``metadata`` = categories and links."""
-    wikitext = _HIDDEN.sub("", wikitext)
-    lead, rest = _split_headings(wikitext)
+    wikitext = HIDDEN_MARKUP.sub("", wikitext)
+    lead, rest = split_headings(wikitext)
     render = _Renderer(keep_tables)
     text = render(lead)
     flat = [(level, render(heading), render(body)) for level, heading, body in rest]
@@ -180,7 +180,7 @@ def link_kind(target: str) -> tuple[str, str]:
     return "shown", ""
 
 
-def _split_headings(wikitext: str) -> tuple[str, list[tuple[int, str, str]]]:
+def split_headings(wikitext: str) -> tuple[str, list[tuple[int, str, str]]]:
     """The lead and ``(level, heading, body)`` for each heading line, in order."""
     matches = list(_HEADING.finditer(wikitext))
     if not matches:
