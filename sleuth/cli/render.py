@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Sequence
 
 from rich.markup import escape
 from rich.table import Table
@@ -66,12 +66,5 @@ def hits_table(query: str, hits: Sequence[Hit]) -> Table:
 
 def hits_json(query: str, hits: Sequence[Hit]) -> str:
     """The hits as one JSON document (stage extras included and JSON-safe: evidence-path hops as hit records)."""
-    from sleuth.service.extras import jsonable
-
-    records: list[dict[str, Any]] = []
-    for rank, hit in enumerate(hits, start=1):
-        record = hit.record(rank)
-        if hit.extras:
-            record["extras"] = jsonable(hit.extras)
-        records.append(record)
+    records = [hit.record(rank, with_extras=True) for rank, hit in enumerate(hits, start=1)]
     return json.dumps({"query": query, "hits": records}, default=str)

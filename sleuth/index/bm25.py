@@ -52,11 +52,16 @@ class BM25Index:
             model.index(tokens, show_progress=show_progress)
             manifest = Manifest(kind=cls.kind, count=len(docstore), corpus=corpus_info or {},
                                 params={"bm25": vars(params), "analyzer": analyzer.to_dict()})
+            built = cls(model, analyzer, docstore, manifest)
             if tmp is not None:
-                model.save(str(tmp / "bm25s"), show_progress=False)
-                docstore.save(tmp)
-                write_manifest(tmp, manifest)
-        return cls(model, analyzer, docstore, manifest)
+                built.save(tmp)
+        return built
+
+    def save(self, directory: Path) -> None:
+        """Write the bm25s model, the document store and (last) the manifest into the existing ``directory``."""
+        self.model.save(str(directory / "bm25s"), show_progress=False)
+        self.docstore.save(directory)
+        write_manifest(directory, self.manifest)
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = False) -> "BM25Index":

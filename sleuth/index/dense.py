@@ -59,6 +59,13 @@ def apply_search_params(index: faiss.Index, ef_search: int | None = None, nprobe
             pass
 
 
+def save_vectors(directory: Path, index: faiss.Index, docstore: DocStore, manifest: Manifest) -> None:
+    """An index directory of FAISS vectors: ``vectors.faiss``, the document store and (last) the manifest."""
+    faiss.write_index(index, str(directory / VECTORS))
+    docstore.save(directory)
+    write_manifest(directory, manifest)
+
+
 class DenseIndex:
     """A loaded dense index: FAISS vectors, the encoder spec that made them, and the document store."""
 
@@ -83,11 +90,14 @@ class DenseIndex:
             add_vectors(index, vectors)
             manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory},
                                 encoder=encoder.spec(), dimensions=encoder.dim, corpus=corpus_info or {})
+            built = cls(index, docstore, encoder.spec(), manifest)
             if tmp is not None:
-                faiss.write_index(index, str(tmp / VECTORS))
-                docstore.save(tmp)
-                write_manifest(tmp, manifest)
-        return cls(index, docstore, encoder.spec(), manifest)
+                built.save(tmp)
+        return built
+
+    def save(self, directory: Path) -> None:
+        """Write the vectors, the document store and (last) the manifest into the existing ``directory``."""
+        save_vectors(directory, self.index, self.docstore, self.manifest)
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = False) -> "DenseIndex":

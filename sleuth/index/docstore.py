@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -29,6 +29,18 @@ class DocStore:
             titles.append(p.full_title(title_separator))
             texts.append(p.text)
         return cls(ids, doc_ids, titles, texts)
+
+    @classmethod
+    def concat(cls, stores: Sequence["DocStore"]) -> "DocStore":
+        """One store of ``stores``' rows in order (shards, or an index plus added passages)."""
+        return cls(*([item for store in stores for item in getattr(store, name)]
+                     for name in ("ids", "doc_ids", "titles", "texts")))
+
+    def slice(self, offset: int, count: int) -> "DocStore":
+        """Rows ``offset`` .. ``offset + count - 1`` as a store of their own."""
+        end = offset + count
+        return DocStore(self.ids[offset:end], self.doc_ids[offset:end], self.titles[offset:end],
+                        self.texts[offset:end])
 
     def __len__(self) -> int:
         return len(self.ids)

@@ -24,7 +24,7 @@ from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
 from sleuth.index.bm25_stats import count_shard, global_stats, shard_model, shared_vocabulary
-from sleuth.index.dense import VECTORS, DenseIndex, add_vectors, apply_search_params, make_faiss_index
+from sleuth.index.dense import DenseIndex, add_vectors, apply_search_params, make_faiss_index
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import MANIFEST, Manifest, build_directory, current_generation, read_manifest
 from sleuth.index.tokenize import Analyzer
@@ -50,18 +50,6 @@ def shard_bounds(count: int, shards: int) -> list[tuple[int, int]]:
     sizes = [len(part) for part in np.array_split(np.arange(count), shards)]
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
     return list(zip(offsets, sizes))
-
-
-def slice_docstore(docstore: DocStore, offset: int, count: int) -> DocStore:
-    end = offset + count
-    return DocStore(docstore.ids[offset:end], docstore.doc_ids[offset:end], docstore.titles[offset:end],
-                    docstore.texts[offset:end])
-
-
-def concat_docstores(stores: Sequence[DocStore]) -> DocStore:
-    """One store over the shards' stores, in shard order (so positions are global)."""
-    return DocStore(*([item for store in stores for item in getattr(store, name)]
-                      for name in ("ids", "doc_ids", "titles", "texts")))
 
 
 def merge_topk(parts: Sequence[tuple[np.ndarray, np.ndarray]], offsets: Sequence[int],
@@ -157,7 +145,7 @@ class _Sharded:
         self.shards, self.manifest, self.threads = shards, manifest, threads
         self.counts = np.array([len(s) for s in shards], dtype=np.int64)
         self.offsets = np.concatenate([[0], np.cumsum(self.counts)[:-1]]).astype(np.int64)
-        self.docstore = concat_docstores([s.docstore for s in shards])
+        self.docstore = DocStore.concat([s.docstore for s in shards])
 
     def __len__(self) -> int:
         return int(self.counts.sum())
@@ -197,9 +185,9 @@ class ShardedBM25Index(_Sharded):
                 manifest = Manifest(kind=BM25Index.kind, count=count, corpus=corpus_info or {},
                                     params={"bm25": vars(params), "analyzer": analyzer.to_dict(),
                                             "global_stats": stats.summary(), "shard": [i, len(bounds)]})
-                shard = BM25Index(model, analyzer, slice_docstore(docstore, offset, count), manifest)
+                shard = BM25Index(model, analyzer, docstore.slice(offset, count), manifest)
                 if tmp is not None:
-                    _save_bm25_shard(shard, tmp / shard_name(i))
+                    write_shard(shard, tmp / shard_name(i))
                 built.append(shard)
             manifest = Manifest(kind=cls.kind, count=len(docstore), corpus=corpus_info or {},
                                 params={"bm25": vars(params), "analyzer": analyzer.to_dict(),
@@ -278,9 +266,9 @@ class ShardedDenseIndex(_Sharded):
                 manifest = Manifest(kind=DenseIndex.kind, count=count, params={"factory": factory,
                                     "shard": [i, len(bounds)]}, encoder=encoder_spec, dimensions=dim,
                                     corpus=corpus_info or {})
-                shard = DenseIndex(index, slice_docstore(docstore, offset, count), encoder_spec, manifest)
+                shard = DenseIndex(index, docstore.slice(offset, count), encoder_spec, manifest)
                 if tmp is not None:
-                    _save_dense_shard(shard, tmp / shard_name(i))
+                    write_shard(shard, tmp / shard_name(i))
                 built.append(shard)
             manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory,
                                 "shards": _listing(bounds)}, encoder=encoder_spec, dimensions=dim,
@@ -327,24 +315,10 @@ def _tokenize_here(analyzer: Analyzer, texts: list[list[str]]) -> list[Any]:
     return [analyzer.tokenize_ids(shard) for shard in texts]
 
 
-def _save_bm25_shard(shard: BM25Index, where: Path) -> None:
-    from sleuth.index.manifest import write_manifest
-
-    where.mkdir()
-    shard.model.save(str(where / "bm25s"), show_progress=False)
-    shard.docstore.save(where)
-    write_manifest(where, shard.manifest)
-
-
-def _save_dense_shard(shard: DenseIndex, where: Path) -> None:
-    import faiss
-
-    from sleuth.index.manifest import write_manifest
-
-    where.mkdir()
-    faiss.write_index(shard.index, str(where / VECTORS))
-    shard.docstore.save(where)
-    write_manifest(where, shard.manifest)
+def write_shard(shard: BM25Index | DenseIndex, directory: Path) -> None:
+    """One shard as an ordinary index directory inside the sharded build's temporary folder."""
+    directory.mkdir()
+    shard.save(directory)
 
 
 def index_kind(path: str | Path) -> str:

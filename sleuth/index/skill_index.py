@@ -18,9 +18,9 @@ import numpy as np
 from sleuth.corpus.model import Passage
 from sleuth.errors import IndexError_
 from sleuth.index.bm25 import check_unique
-from sleuth.index.dense import VECTORS, add_vectors, make_faiss_index
+from sleuth.index.dense import VECTORS, add_vectors, make_faiss_index, save_vectors
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
+from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest
 
 KIND = "cos-skill"
 
@@ -62,9 +62,7 @@ class SkillIndex:
             manifest = Manifest(kind=KIND, count=len(docstore), params={"skill": skill, "factory": factory},
                                 encoder=encoder or {}, dimensions=model.dim, corpus=corpus_info or {})
             if tmp is not None:
-                faiss.write_index(index, str(tmp / VECTORS))
-                docstore.save(tmp)
-                write_manifest(tmp, manifest)
+                save_vectors(tmp, index, docstore, manifest)
         return cls(index, docstore, skill, manifest)
 
     @classmethod

@@ -89,7 +89,7 @@ def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=No
                                   if p.id not in seen else f"duplicate passage id '{p.id}' in the documents to add")
             seen.add(p.id)
         added = DocStore.from_passages(passages)
-        docstore = _concat(current.docstore, added)
+        docstore = DocStore.concat([current.docstore, added])
         if isinstance(current, BM25Index):
             return _write_bm25(index_dir, current, docstore)
         if encoder is None:
@@ -166,10 +166,6 @@ def _current(index_dir: str | Path) -> BM25Index | DenseIndex:
     if kind == "dense":
         return DenseIndex.load(index_dir)
     raise ConfigError(f"{index_dir}: '{kind}' indexes cannot be updated (only bm25 and dense)")
-
-
-def _concat(a: DocStore, b: DocStore) -> DocStore:
-    return DocStore(a.ids + b.ids, a.doc_ids + b.doc_ids, a.titles + b.titles, a.texts + b.texts)
 
 
 def _write_bm25(index_dir: str | Path, current: BM25Index, docstore: DocStore) -> Manifest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -57,7 +57,8 @@ class Encoder(ABC):
                 "query_prefix": self.query_prefix, "passage_prefix": self.passage_prefix}
 
 
-def length_sorted_batches(texts: list[str], batch_size: int) -> list[list[int]]:
-    """Index batches of texts sorted by length (less padding), to be scattered back in input order."""
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+def length_sorted_batches(texts: Sequence[Any], batch_size: int, length: Callable[[Any], int] = len) -> list[list[int]]:
+    """Index batches of texts sorted by ``length``, longest first (less padding), to be scattered back in input
+    order."""
+    order = sorted(range(len(texts)), key=lambda i: -length(texts[i]))
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]

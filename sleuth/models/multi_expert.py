@@ -24,6 +24,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from sleuth.errors import ConfigError, SleuthError
+from sleuth.models.encoder import length_sorted_batches
 from sleuth.models.experts import VARIANTS, install_experts, set_expert
 from sleuth.models.skills import SkillRouting
 
@@ -244,9 +245,7 @@ class MultiExpertEncoder:
         import torch
 
         expert = self.expert_for(skill, side)
-        order = sorted(range(len(texts)), key=lambda i: -_length(texts[i]))
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size]
+        for rows in length_sorted_batches(texts, batch_size, length=_length):
             batch = self.tokenize([texts[i] for i in rows], offsets=offsets)
             with torch.inference_mode():
                 states = self.forward(batch["input_ids"], batch["attention_mask"], expert,

@@ -27,16 +27,45 @@ class Hit:
 
     def record(self, rank: int, with_extras: bool = False) -> dict[str, Any]:
         """The JSON form of this hit at ``rank`` (the CLI and the service print the same fields); ``with_extras``
-        adds the stage extras when there are any."""
+        adds the stage extras when there are any, made JSON-safe by :func:`jsonable`."""
         record = {"rank": rank, "id": self.id, "doc_id": self.doc_id, "score": self.score, "title": self.title,
                   "text": self.text}
         if with_extras and self.extras:
-            record["extras"] = self.extras
+            record["extras"] = jsonable(self.extras)
         return record
 
     def with_score(self, score: float, **extras: Any) -> "Hit":
         """A copy with a new score (and extra fields merged in)."""
         return Hit(self.id, float(score), self.doc_id, self.title, self.text, {**self.extras, **extras})
+
+
+MAX_DEPTH = 8
+MAX_ITEMS = 1000
+
+
+def jsonable(value: Any, depth: int = 0) -> Any:
+    """``value`` made JSON-safe: Hits -> ``{id, doc_id, score, title, text, extras?}``, numpy scalars and arrays ->
+    Python numbers and lists, NaN and infinities -> None, other objects -> their ``str``; lists are cut at
+    ``MAX_ITEMS`` items and nesting at ``MAX_DEPTH`` levels."""
+    if depth > MAX_DEPTH:
+        return None
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Hit):
+        record = {"id": value.id, "doc_id": value.doc_id, "score": jsonable(value.score), "title": value.title,
+                  "text": value.text}
+        if value.extras:
+            record["extras"] = jsonable(value.extras, depth + 1)
+        return record
+    if isinstance(value, dict):
+        return {str(key): jsonable(item, depth + 1) for key, item in list(value.items())[:MAX_ITEMS]}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [jsonable(item, depth + 1) for item in list(value)[:MAX_ITEMS]]
+    if hasattr(value, "tolist"):  # numpy scalars and arrays
+        return jsonable(value.tolist(), depth)
+    return str(value)
 
 
 class Run(dict):
