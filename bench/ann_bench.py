@@ -11,13 +11,23 @@ purpose: HNSW recall collapses on them and real embeddings are clustered. Indexe
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import faiss
 import numpy as np
 
-from bench.common import (Report, ResultTable, Timing, base_parser, bench_main, measure_interleaved, progress,
-                          ratio, time_call)
+from bench.common import (
+    Report,
+    ResultTable,
+    Timing,
+    base_parser,
+    bench_main,
+    measure_interleaved,
+    progress,
+    ratio,
+    time_call,
+)
 from sleuth.index.dense import add_vectors, apply_search_params, make_faiss_index
 
 NAME = "ann_bench"

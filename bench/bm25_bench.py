@@ -11,15 +11,26 @@ gets the same tokens (tokenised inside its timed region too) and ``BM25Okapi(k1=
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import bm25s
 import numpy as np
 import Stemmer
 from rank_bm25 import BM25Okapi
 
-from bench.common import (DATASETS, Dataset, Report, ResultTable, base_parser, bench_main, measure_interleaved,
-                          profile_diff, progress, ratio)
+from bench.common import (
+    DATASETS,
+    Dataset,
+    Report,
+    ResultTable,
+    base_parser,
+    bench_main,
+    measure_interleaved,
+    profile_diff,
+    progress,
+    ratio,
+)
 from sleuth.index.bm25 import BM25Index, BM25Params
 from sleuth.index.tokenize import Analyzer
 

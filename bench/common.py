@@ -17,10 +17,11 @@ import pstats
 import statistics
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -283,7 +284,7 @@ def machine_info() -> dict[str, Any]:
 def write_results(name: str, report: Report, args: argparse.Namespace, machine: dict[str, Any],
                   elapsed_s: float, directory: Path = RESULTS_DIR) -> tuple[Path, Path]:
     """Write ``<name>.json`` (everything) and ``<name>.md`` (tables and notes) atomically; return both paths."""
-    created = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    created = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     payload = {"name": name, "created": created, "elapsed_s": elapsed_s, "args": vars(args), "machine": machine,
                "results": report.data, "notes": report.notes}
     json_path, md_path = directory / f"{name}.json", directory / f"{name}.md"

@@ -19,7 +19,8 @@ import argparse
 import statistics
 import time
 from collections import defaultdict
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -67,11 +68,11 @@ def stats(values: Sequence[float]) -> dict[str, float]:
 
 def build_chains(model_name: str, passages, limits: dict[str, int], clock: SkillClock):
     """The retrieval-only and HotpotQA chains over one model and one pair of skill indexes, with timed skills."""
-    from sleuth.index.skill_index import SkillIndex
-    from sleuth.models.multi_expert import MultiExpertEncoder
-    from sleuth.models.span_head import SpanProposalHead, load_span_head
-    from sleuth.stages.cos import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
-    from sleuth.stages.cos_chain import ChainLimits, CosChain
+    from sleuth.systems.chain_of_skills.chain import ChainLimits, CosChain
+    from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+    from sleuth.systems.chain_of_skills.skill_index import SkillIndex
+    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
+    from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
 
     model = (MultiExpertEncoder.from_backbone("minilm") if model_name == "minilm"
              else MultiExpertEncoder.load(model_name))

@@ -9,12 +9,22 @@ between the backends after an untimed one-batch warm-up of each. The two backend
 from __future__ import annotations
 
 import argparse
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from bench.common import (Report, ResultTable, base_parser, bench_main, load_scifact, measure_interleaved,
-                          progress, ratio, time_call)
+from bench.common import (
+    Report,
+    ResultTable,
+    base_parser,
+    bench_main,
+    load_scifact,
+    measure_interleaved,
+    progress,
+    ratio,
+    time_call,
+)
 from sleuth.models.encoder import Encoder
 from sleuth.models.registry import load_encoder
 

@@ -6,7 +6,7 @@ document gets 1..19 passages (uniform, mean 10, so about 1M in all), each passag
 noise (sigma ``--noise`` per dimension), renormalised; a query = a random passage's vector + the same noise,
 renormalised. Flat search: FAISS IndexFlatIP over every passage (what sleuth's dense index does). DHR: FAISS
 IndexFlatIP (or ``--document-factory``, e.g. HNSW32) over the documents (top k1) then the passages of those k1 documents gathered from the passage matrix and
-scored with one matrix product (:func:`sleuth.stages.dhr.rank_passages_in_documents`). Both run one query at a time
+scored with one matrix product (:func:`sleuth.systems.dhr.stages.rank_passages_in_documents`). Both run one query at a time
 (the paper's per-question latency) and in a batch, alternating, after a warm-up, with ``--threads`` FAISS threads.
 
 Accuracy check: on NQ (../shared/data/nq) the untrained MiniLM hierarchical index (cached by the workspace, built on
@@ -19,7 +19,7 @@ same passage vectors, every passage scored); top-20 accuracy of both is reported
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from collections.abc import Sequence
 
 import faiss
 import numpy as np
@@ -27,8 +27,8 @@ import numpy as np
 from bench.common import Report, ResultTable, base_parser, bench_main, measure_interleaved, progress, ratio
 from sleuth.index.dense import add_vectors, apply_search_params, make_faiss_index
 from sleuth.index.docstore import DocStore
-from sleuth.index.hierarchical import HierarchicalIndex, passage_offsets
-from sleuth.stages.dhr import rank_passages_in_documents
+from sleuth.systems.dhr.index import HierarchicalIndex, passage_offsets
+from sleuth.systems.dhr.stages import rank_passages_in_documents
 
 NAME = "dhr_bench"
 DIM = 384
@@ -97,13 +97,13 @@ def agreement(a: Sequence[np.ndarray], b: Sequence[np.ndarray], k: int) -> float
 
 def nq_accuracy(k1: int, lam: float) -> dict:
     """Top-20 (and 1/5/100) answer accuracy of DHR serial vs flat passage search on the NQ dev split."""
-    from sleuth.cli.dhr_cmd import select_questions
     from sleuth.eval.answers import top_k_accuracy
     from sleuth.models.registry import load_encoder
     from sleuth.paths import shared_data_dir
-    from sleuth.pipelines.dhr_stages import hierarchical_index
     from sleuth.pipelines.workspace import CorpusSource, Workspace
-    from sleuth.stages.dhr import PassageRetrieve, dhr
+    from sleuth.systems.dhr.builders import hierarchical_index
+    from sleuth.systems.dhr.cli import select_questions
+    from sleuth.systems.dhr.stages import PassageRetrieve, dhr
 
     folder = shared_data_dir() / "nq"
     ws = Workspace(corpus=CorpusSource(folder / "corpus.jsonl"))

@@ -29,16 +29,26 @@ import math
 import os
 import tempfile
 import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import faiss
 import numpy as np
 
 from bench.ann_bench import clustered_chunks, make_centroids, recall_at_k
-from bench.common import (Report, ResultTable, base_parser, bench_main, load_average, mem_available_bytes, progress,
-                          ratio, rss_bytes)
+from bench.common import (
+    Report,
+    ResultTable,
+    base_parser,
+    bench_main,
+    load_average,
+    mem_available_bytes,
+    progress,
+    ratio,
+    rss_bytes,
+)
 from sleuth.corpus.beir import read_beir_corpus
 from sleuth.corpus.model import Passage
 from sleuth.index.bm25 import BM25Index

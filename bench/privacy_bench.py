@@ -14,19 +14,19 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before numpy/faiss load their thread pools: per-core figures
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from bench.common import (Report, ResultTable, base_parser, bench_main, measure_interleaved, progress,  # noqa: E402
-                          ratio, time_call)
+from bench.common import Report, ResultTable, base_parser, bench_main, measure_interleaved, progress, ratio, time_call  # noqa: E402
 from sleuth.corpus.questions import read_questions  # noqa: E402
 from sleuth.paths import shared_data_dir  # noqa: E402
-from sleuth.privacy.obfuscator import tokenize  # noqa: E402
-from sleuth.privacy.registry import MECHANISMS, load_vocabulary_table, make_obfuscator  # noqa: E402
+from sleuth.systems.private_search.obfuscator import tokenize  # noqa: E402
+from sleuth.systems.private_search.registry import MECHANISMS, load_vocabulary_table, make_obfuscator  # noqa: E402
 
 NAME = "privacy_bench"
 GOAL_PER_CORE = 200.0

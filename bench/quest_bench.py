@@ -5,7 +5,7 @@ set-operation-aware scoring, overall and per template; set P / R / F1, Recall@K 
 
 The corpus is the proxy built from the examples' attribution sentences (``--documents`` takes a real QUEST
 documents.jsonl instead). Only films and books have attributions, so by default only their queries are evaluated.
-Classifier systems use the thresholds ``sleuth train classifier`` tuned (training.json); a retriever alone predicts
+Classifier systems use the thresholds ``sleuth quest train`` tuned (training.json); a retriever alone predicts
 its top k, with k tuned on the same held-out training queries. The classifier systems run on a per-template sample
 of the queries (``--per-template``) because cross-encoder scoring on a shared 2-core CPU is slow.
 """
@@ -16,13 +16,21 @@ import argparse
 from pathlib import Path
 
 from bench.common import Report, ResultTable, base_parser, bench_main, progress
-from sleuth.eval.set_metrics import RECALL_KS
 from sleuth.paths import home_dir, shared_data_dir
-from sleuth.quest.systems import (RETRIEVERS, default_classifier_dir, quest_workspace, restrict, retriever,
-                                  set_operations, top_k_sets, tune_top_k)
-from sleuth.quest.task import QuestTask, evaluate, load_task, run_sets
-from sleuth.quest.templates import SYMBOLS, TEMPLATES
 from sleuth.stages.run import Run
+from sleuth.systems.quest.methods import (
+    RETRIEVERS,
+    default_classifier_dir,
+    quest_workspace,
+    restrict,
+    retriever,
+    set_operations,
+    top_k_sets,
+    tune_top_k,
+)
+from sleuth.systems.quest.set_metrics import RECALL_KS
+from sleuth.systems.quest.task import QuestTask, evaluate, load_task, run_sets
+from sleuth.systems.quest.templates import SYMBOLS, TEMPLATES
 
 NAME = "quest_bench"
 MEASURES = ("P", "R", "F1") + tuple(f"{m}@{k}" for k in RECALL_KS for m in ("Recall", "MRecall"))
@@ -73,9 +81,9 @@ def row(report: dict, group: str | None = None) -> list[float]:
 
 
 def run(args: argparse.Namespace) -> Report:
-    from sleuth.stages.classify import Classify
-    from sleuth.stages.set_ops import SetOperations
-    from sleuth.train.classifier import read_training_record
+    from sleuth.systems.quest.classifier_training import read_training_record
+    from sleuth.systems.quest.classify import Classify
+    from sleuth.systems.quest.set_ops import SetOperations
 
     folder = shared_data_dir() / "quest"
     documents = args.documents or proxy_corpus()

@@ -23,13 +23,24 @@ import logging
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from bench.common import (Report, ResultTable, base_parser, bench_main, load_average, load_scifact,
-                          measure_interleaved, progress, ratio, time_call)
+from bench.common import (
+    Report,
+    ResultTable,
+    base_parser,
+    bench_main,
+    load_average,
+    load_scifact,
+    measure_interleaved,
+    progress,
+    ratio,
+    time_call,
+)
 from sleuth.corpus.model import Passage
 from sleuth.index.bm25 import BM25Index
 from sleuth.index.dense import DenseIndex, add_vectors, make_faiss_index

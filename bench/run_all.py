@@ -10,10 +10,19 @@ bench.quest_bench needs a trained classifier and runs on its own (see README).
 from __future__ import annotations
 
 import argparse
-from typing import Sequence
+from collections.abc import Sequence
 
-from bench import (ann_bench, bm25_bench, cos_bench, dense_bench, dhr_bench, growth_bench, privacy_bench, ray_bench,
-                   service_bench)
+from bench import (
+    ann_bench,
+    bm25_bench,
+    cos_bench,
+    dense_bench,
+    dhr_bench,
+    growth_bench,
+    privacy_bench,
+    ray_bench,
+    service_bench,
+)
 from bench.common import Report, ResultTable, base_parser, bench_main, time_call
 
 NAME = "run_all"

@@ -4,12 +4,27 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from sleuth.corpus.model import Passage
 from sleuth.paths import shared_data_dir
+
+
+def run_sleuth(*args, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``python -m sleuth ARGS`` as a user runs it (wide tables, so titles never wrap), output captured."""
+    return subprocess.run([sys.executable, "-m", "sleuth", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, "COLUMNS": "250", **(env or {})})
+
+
+@pytest.fixture(scope="session")
+def sleuth():
+    """The `sleuth` command in a subprocess: ``sleuth("index", path, env={...})`` -> CompletedProcess."""
+    return run_sleuth
 
 
 @pytest.fixture(autouse=True)

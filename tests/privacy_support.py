@@ -10,7 +10,7 @@ import pytest
 @lru_cache(maxsize=1)
 def glove():
     """The packaged GloVe 6B 50-d table (400,000 words, memory-mapped)."""
-    from sleuth.privacy.embedding_readers import load_embeddings
+    from sleuth.systems.private_search.embedding_readers import load_embeddings
 
     return load_embeddings()
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from sleuth.cli.common import console, corpus_source, out, workspace
 from sleuth.corpus.bundled import bundled_dataset_dir
+from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
@@ -19,19 +19,8 @@ from sleuth.pipelines.config import load_pipeline, validate_pipeline
 DEFAULT_METRICS = ("nDCG@10", "R@100")
 
 
-def read_queries(path: Path) -> list[Query]:
-    """Queries from a BEIR queries.jsonl or TREC topics (TSV or SGML)."""
-    if ".jsonl" in path.name:
-        from sleuth.corpus.beir import read_beir_queries
-
-        return list(read_beir_queries(path))
-    from sleuth.corpus.trec import read_trec_topics
-
-    return list(read_trec_topics(path))
-
-
-def load_task(dataset: Optional[Path], split: str, corpus: Optional[Path], queries: Optional[Path],
-              qrels: Optional[Path], questions: Optional[Path]) -> tuple[Optional[Path], list[Query], Qrels | None]:
+def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None,
+              qrels: Path | None, questions: Path | None) -> tuple[Path | None, list[Query], Qrels | None]:
     """Work out corpus, queries and judgements from a BEIR folder or explicit files."""
     if questions is not None:
         from sleuth.corpus.questions import read_questions
@@ -55,28 +44,28 @@ def load_task(dataset: Optional[Path], split: str, corpus: Optional[Path], queri
 
 
 def eval_command(
-    dataset: Optional[Path] = typer.Argument(None, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
+    dataset: Path | None = typer.Argument(None, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
                                                         "default: the bundled SciFact."),
     split: str = typer.Option("train", help="Qrels split of the BEIR folder."),
-    corpus: Optional[Path] = typer.Option(None, help="Corpus file or folder (instead of a BEIR folder)."),
-    queries: Optional[Path] = typer.Option(None, help="Queries: BEIR queries.jsonl or TREC topics."),
-    qrels: Optional[Path] = typer.Option(None, help="Relevance judgements: TREC qrels or BEIR TSV."),
-    questions: Optional[Path] = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
+    corpus: Path | None = typer.Option(None, help="Corpus file or folder (instead of a BEIR folder)."),
+    queries: Path | None = typer.Option(None, help="Queries: BEIR queries.jsonl or TREC topics."),
+    qrels: Path | None = typer.Option(None, help="Relevance judgements: TREC qrels or BEIR TSV."),
+    questions: Path | None = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
                                                         "answer accuracy."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
-    field: Optional[list[str]] = typer.Option(None, "--field", help="Field mapping for jsonl corpora, e.g. text=body."),
-    pipeline: Optional[list[str]] = typer.Option(None, help="Pipeline (repeatable): built-in name or YAML file; "
+    fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    field: list[str] | None = typer.Option(None, "--field", help="Field mapping for jsonl corpora, e.g. text=body."),
+    pipeline: list[str] | None = typer.Option(None, help="Pipeline (repeatable): built-in name or YAML file; "
                                                             "the first is the baseline."),
-    metric: Optional[list[str]] = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP."),
-    top_k: Optional[list[int]] = typer.Option(None, "--top-k", help="Answer accuracy cut-offs (repeatable)."),
-    max_queries: Optional[int] = typer.Option(None, help="Evaluate only the first N queries."),
-    runs_dir: Optional[Path] = typer.Option(None, help="Write each pipeline's TREC run file here."),
+    metric: list[str] | None = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP."),
+    top_k: list[int] | None = typer.Option(None, "--top-k", help="Answer accuracy cut-offs (repeatable)."),
+    max_queries: int | None = typer.Option(None, help="Evaluate only the first N queries."),
+    runs_dir: Path | None = typer.Option(None, help="Write each pipeline's TREC run file here."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = typer.Option("cpu", help="Encoder device."),
-    index: Optional[list[Path]] = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
+    index: list[Path] | None = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
                                                           "or not), as well as any --pipeline."),
     depth: int = typer.Option(1000, help="Results per query retrieved from an --index folder."),
-    ray_address: Optional[str] = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
+    ray_address: str | None = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
                                                          "local Ray), auto or HOST:PORT. Needs sleuth[ray]."),
     ray_workers: int = typer.Option(2, help="Workers per pipeline with --ray-address (each loads it once)."),
 ) -> None:
@@ -100,7 +89,7 @@ def eval_command(
         stage = load_pipeline(name, ws)
         stages[stage.name if stage.name not in stages else name] = stage
     for path in index or []:
-        from sleuth.cli.search_cmd import stage_for_index
+        from sleuth.pipelines.index_stage import stage_for_index
 
         stages[index_stage_name(path, stages)] = stage_for_index(path, depth, device)
     report(stages, query_list, judged, questions is not None, metric, top_k, runs_dir, as_json)
@@ -112,7 +101,7 @@ def index_stage_name(path: Path, taken: dict) -> str:
 
 
 def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_answers: bool,
-           metric: Optional[list[str]], top_k: Optional[list[int]], runs_dir: Optional[Path], as_json: bool) -> None:
+           metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None, as_json: bool) -> None:
     """Run the experiment and print its table (or JSON), writing the run files when asked."""
     answers = {q.id: q.metadata["answers"] for q in query_list} if with_answers else None
     experiment = Experiment(stages, query_list, qrels=judged, answers=answers,
@@ -130,12 +119,12 @@ def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_ans
 
 def run_on_ray(address: str, workers: int, names: list[str], indexes: list[Path], depth: int, source, ws,
                device: str, query_list: list[Query], judged: Qrels | None, with_answers: bool,
-               metric: Optional[list[str]], top_k: Optional[list[int]], runs_dir: Optional[Path],
+               metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None,
                as_json: bool) -> None:
     """The experiment with every pipeline run by Ray workers (the queries split across them, runs merged)."""
     from functools import partial
 
-    from sleuth.cli.search_cmd import stage_for_index
+    from sleuth.pipelines.index_stage import stage_for_index
     from sleuth.scale.ray_eval import pipeline_builder, ray_pipelines
     from sleuth.scale.session import ray_session
 

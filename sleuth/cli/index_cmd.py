@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 import typer
 
@@ -19,14 +19,14 @@ KINDS = ("bm25", "dense", "all")
 
 
 def index(
-    corpus: Optional[Path] = typer.Argument(None, help="Corpus file or folder (default: the bundled SciFact)."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Reader: beir, jsonl, trec, mediawiki, hotpotqa, "
+    corpus: Path | None = typer.Argument(None, help="Corpus file or folder (default: the bundled SciFact)."),
+    fmt: str | None = typer.Option(None, "--format", help="Reader: beir, jsonl, trec, mediawiki, hotpotqa, "
                                                              "musique, quest, ottqa (default: detected)."),
-    field: Optional[list[str]] = typer.Option(None, "--field", help="Field mapping for jsonl, e.g. text=body."),
+    field: list[str] | None = typer.Option(None, "--field", help="Field mapping for jsonl, e.g. text=body."),
     splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR), window."),
     window_words: int = typer.Option(100, help="Words per passage for --splitter window."),
     kind: str = typer.Option("all", help="bm25, dense or all."),
-    out: Optional[Path] = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval)."),
+    out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval)."),
     encoder: str = typer.Option("minilm", help="Encoder: minilm, minilm-onnx or a model path."),
     factory: str = typer.Option("Flat", help="FAISS factory string: Flat, HNSW32, IVF1024,Flat, IVF1024,PQ48 ..."),
     method: str = typer.Option("lucene", help="BM25 variant: lucene, robertson, atire, bm25l, bm25+."),
@@ -35,9 +35,9 @@ def index(
     stemmer: str = typer.Option("english", help="Snowball stemmer language, or 'none'."),
     stopwords: str = typer.Option("en", help="Stopword list: en, or 'none'."),
     device: str = typer.Option("cpu", help="Encoder device: cpu, cuda, cuda:1, mps."),
-    shards: Optional[int] = typer.Option(None, help="Build a sharded index of N shards (global BM25 statistics, "
+    shards: int | None = typer.Option(None, help="Build a sharded index of N shards (global BM25 statistics, "
                                                     "exact merging); search/eval take its folder with --index."),
-    ray_address: Optional[str] = typer.Option(None, help="Build the shards on Ray: local (a bounded local Ray), "
+    ray_address: str | None = typer.Option(None, help="Build the shards on Ray: local (a bounded local Ray), "
                                                          "auto (the running cluster) or HOST:PORT. Needs sleuth[ray]."),
     ray_workers: int = typer.Option(2, help="Encoder actors for --ray-address (one model load each)."),
     actor_cpus: float = typer.Option(0.5, help="CPUs reserved per encoder actor (below 1 leaves CPU for reads)."),
@@ -70,16 +70,16 @@ def index(
                       f"({time.perf_counter() - start:.1f} s)")
 
 
-def selected_kinds(kind: str, out: Optional[Path]) -> Iterator[tuple[str, Optional[Path]]]:
+def selected_kinds(kind: str, out: Path | None) -> Iterator[tuple[str, Path | None]]:
     """The index kinds ``--kind`` asks for, each with its output folder (None: sleuth's cache)."""
     for what in ("bm25", "dense"):
         if kind in (what, "all"):
             yield what, None if out is None else (out / what if kind == "all" else out)
 
 
-def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Optional[Path], shards: int,
+def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | None, shards: int,
                   params: BM25Params, analyzer: Analyzer, encoder: str, factory: str, device: str,
-                  ray_address: Optional[str], ray_workers: int, actor_cpus: float) -> None:
+                  ray_address: str | None, ray_workers: int, actor_cpus: float) -> None:
     """``--shards`` / ``--ray-address``: sharded BM25 and/or dense indexes, on this machine or on Ray."""
     import contextlib
 

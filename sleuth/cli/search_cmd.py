@@ -3,35 +3,21 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from sleuth.cli.common import corpus_source, out, workspace
 from sleuth.cli.render import hits_json, hits_table
 from sleuth.pipelines.config import load_pipeline
-from sleuth.stages.base import Stage
-
-
-def stage_for_index(path: Path, k: int, device: str) -> Stage:
-    """A retrieval stage for an index folder, chosen by the kind its manifest records."""
-    from sleuth.index.sharded import SHARDED_BM25, index_kind, load_bm25, load_dense
-
-    if index_kind(path) in ("bm25", SHARDED_BM25):
-        from sleuth.stages.bm25_retrieve import BM25Retrieve
-
-        return BM25Retrieve(load_bm25(path), k=k)
-    from sleuth.stages.dense_retrieve import DenseRetrieve
-
-    return DenseRetrieve(load_dense(path), k=k, device=device)
+from sleuth.pipelines.index_stage import stage_for_index
 
 
 def search(
     query: str = typer.Argument(..., help="The query text."),
-    corpus: Optional[Path] = typer.Option(None, help="Corpus to search (default: the bundled SciFact)."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    corpus: Path | None = typer.Option(None, help="Corpus to search (default: the bundled SciFact)."),
+    fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
     pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
-    index: Optional[Path] = typer.Option(None, help="Search this index folder directly (overrides --pipeline)."),
+    index: Path | None = typer.Option(None, help="Search this index folder directly (overrides --pipeline)."),
     k: int = typer.Option(10, "-k", help="How many results to show."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = typer.Option("cpu", help="Encoder device."),

@@ -4,7 +4,6 @@ metrics, OpenAPI docs, and admin reload and document add/delete behind an API ke
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -16,27 +15,27 @@ LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def serve(
-    index: Optional[list[Path]] = typer.Option(None, help="Index folder to serve (repeatable; named by folder)."),
-    corpus: Optional[Path] = typer.Option(None, help="Corpus for --pipeline (default: the bundled SciFact)."),
-    fmt: Optional[str] = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
-    pipeline: Optional[list[str]] = typer.Option(None, help="Pipeline to serve (repeatable): built-in or YAML."),
+    index: list[Path] | None = typer.Option(None, help="Index folder to serve (repeatable; named by folder)."),
+    corpus: Path | None = typer.Option(None, help="Corpus for --pipeline (default: the bundled SciFact)."),
+    fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    pipeline: list[str] | None = typer.Option(None, help="Pipeline to serve (repeatable): built-in or YAML."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
-    query_log: Optional[Path] = typer.Option(None, help="Append every query to this JSONL file."),
+    query_log: Path | None = typer.Option(None, help="Append every query to this JSONL file."),
     max_k: int = typer.Option(1000, help="Largest k a request may ask for."),
     max_query_chars: int = typer.Option(2000, help="Longest query, in characters."),
     max_batch: int = typer.Option(64, help="Most queries in one /search/batch request."),
     max_body_bytes: int = typer.Option(1_000_000, help="Largest request body, in bytes (413 above)."),
     max_obfuscations: int = typer.Option(50, help="Largest n a /obfuscate request may ask for."),
     timeout: float = typer.Option(30.0, help="Time limit of one request, in seconds (504 above)."),
-    api_key: Optional[str] = typer.Option(None, envvar=ENV_VAR, show_default=False,
+    api_key: str | None = typer.Option(None, envvar=ENV_VAR, show_default=False,
                                           help=f"API key of the admin endpoints (or ${ENV_VAR}; none: disabled)."),
     device: str = typer.Option("cpu", help="Encoder device."),
 ) -> None:
     """Serve search over HTTP; the first pipeline or index is the default."""
-    from sleuth.cli.search_cmd import stage_for_index
     from sleuth.index.manifest import current_generation, read_manifest
     from sleuth.pipelines.config import load_pipeline, read_config
+    from sleuth.pipelines.index_stage import stage_for_index
     from sleuth.service.app import create_app
     from sleuth.service.limits import Limits
 

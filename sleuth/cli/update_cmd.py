@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -30,9 +29,9 @@ def read_records(path: Path) -> list[dict]:
 
 def update(
     index: Path = typer.Argument(..., help="Index folder (bm25 or dense) to update."),
-    add: Optional[Path] = typer.Option(None, "--add", help="JSONL file of documents to add: id, title, text."),
-    delete: Optional[str] = typer.Option(None, "--delete", help="Comma-separated passage ids to delete."),
-    encoder: Optional[str] = typer.Option(None, help="Encoder of new dense documents (default: the index's)."),
+    add: Path | None = typer.Option(None, "--add", help="JSONL file of documents to add: id, title, text."),
+    delete: str | None = typer.Option(None, "--delete", help="Comma-separated passage ids to delete."),
+    encoder: str | None = typer.Option(None, help="Encoder of new dense documents (default: the index's)."),
     device: str = typer.Option("cpu", help="Encoder device."),
 ) -> None:
     """Add (--add) or delete (--delete) documents; searches see the old or the new index, never half."""

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require
 from sleuth.corpus.model import Document, Qrels, Query

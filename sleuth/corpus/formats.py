@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
 
 from sleuth.corpus.beir import COMPRESSION_SUFFIXES, read_beir_corpus
 from sleuth.corpus.hotpotqa import read_hotpotqa_corpus
 from sleuth.corpus.jsonl import read_jsonl_documents
 from sleuth.corpus.mediawiki import read_mediawiki
-from sleuth.corpus.model import Document
+from sleuth.corpus.model import Document, Query
 from sleuth.corpus.musique import read_musique_corpus
 from sleuth.corpus.ottqa import read_ottqa_tables
 from sleuth.corpus.quest import read_quest_documents
@@ -84,3 +84,14 @@ def _head(path: Path, chars: int = 2048) -> str:
             return handle.read(chars).lstrip()
     except (OSError, EOFError, UnicodeDecodeError):
         return ""
+
+
+def read_queries(path: Path) -> list[Query]:
+    """Queries from a BEIR queries.jsonl or TREC topics (TSV or SGML)."""
+    if ".jsonl" in path.name:
+        from sleuth.corpus.beir import read_beir_queries
+
+        return list(read_beir_queries(path))
+    from sleuth.corpus.trec import read_trec_topics
+
+    return list(read_trec_topics(path))

@@ -6,8 +6,9 @@ Paragraph documents use the Wikipedia title as id (supporting facts refer to tit
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from sleuth.corpus.jsonfile import iter_json_records, load_json_object
 from sleuth.corpus.jsonl import require

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 
 @dataclass
@@ -12,10 +13,10 @@ class Section:
 
     heading: str
     text: str = ""
-    children: list["Section"] = field(default_factory=list)
+    children: list[Section] = field(default_factory=list)
     level: int = 1
 
-    def walk(self, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], "Section"]]:
+    def walk(self, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Section]]:
         """Yield ``(heading_path, section)`` for this section and all descendants, in pre-order."""
         here = path + (self.heading,)
         yield here, self
@@ -71,7 +72,7 @@ class Passage:
         return separator.join(t for t in self.title_path if t)
 
     @classmethod
-    def from_document(cls, doc: Document) -> "Passage":
+    def from_document(cls, doc: Document) -> Passage:
         """A flat document as one passage with the same id (BEIR-style corpora)."""
         return cls(id=doc.id, doc_id=doc.id, text=doc.full_text(), title_path=(doc.title,) if doc.title else (),
                    metadata=dict(doc.metadata))

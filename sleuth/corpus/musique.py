@@ -8,8 +8,9 @@ its text}"`` (:func:`paragraph_id`): stable, and the same for a question's parag
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from sleuth.corpus.jsonfile import iter_json_records
 from sleuth.corpus.jsonl import require

@@ -7,8 +7,9 @@ their link (``/wiki/Some_Page``), which is the Document id. Whole-file JSON: err
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 from urllib.parse import unquote
 
 from sleuth.corpus.jsonfile import iter_json_records, load_json_object

@@ -9,8 +9,9 @@ They are stable for a given file, and they let predictions be joined to gold by 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require
 from sleuth.corpus.model import Document, Query

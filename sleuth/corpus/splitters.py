@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from sleuth.corpus.model import Document, Passage
 from sleuth.errors import ConfigError

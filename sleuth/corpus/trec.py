@@ -6,9 +6,9 @@ TREC qrels are read by :func:`sleuth.corpus.qrels.read_qrels`.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
-from typing import Iterator
 
 from sleuth.corpus.model import Document, Query
 from sleuth.errors import InputError
@@ -114,14 +114,14 @@ def _read_tsv_topics(path: Path) -> Iterator[Query]:
             yield Query(id=topic_id.strip(), text=query.strip())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tag_patterns(tag: str) -> tuple[re.Pattern[str], re.Pattern[str]]:
     """Compiled opening and closing patterns of ``tag`` (case-insensitive, attributes allowed)."""
     name = re.escape(tag)
     return re.compile(rf"<{name}(?:\s[^>]*)?>", re.I), re.compile(rf"</{name}\s*>", re.I)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _element_pattern(tag: str) -> re.Pattern[str]:
     """Compiled pattern of a whole ``<tag>...</tag>`` element, content in group 1."""
     name = re.escape(tag)

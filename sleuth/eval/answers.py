@@ -9,7 +9,7 @@ Regex mode searches each answer as a case-insensitive regular expression in the 
 from __future__ import annotations
 
 import unicodedata
-from typing import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import regex
 

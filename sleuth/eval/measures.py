@@ -7,7 +7,7 @@ are never re-broken by the evaluator.
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 import ir_measures
 from ir_measures import Measure

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import bm25s
 import numpy as np
@@ -42,7 +42,7 @@ class BM25Index:
 
     @classmethod
     def build(cls, passages: Iterable[Passage], path: str | Path | None = None, params: BM25Params = BM25Params(),
-              analyzer: Analyzer = Analyzer(), corpus_info: dict | None = None, show_progress: bool = True) -> "BM25Index":
+              analyzer: Analyzer = Analyzer(), corpus_info: dict | None = None, show_progress: bool = True) -> BM25Index:
         """Index passages; with ``path`` the index is written atomically there (an old index stays until done)."""
         with build_directory(path) as tmp:
             docstore = DocStore.from_passages(passages)
@@ -64,12 +64,12 @@ class BM25Index:
         write_manifest(directory, self.manifest)
 
     @classmethod
-    def load(cls, path: str | Path, mmap: bool = False) -> "BM25Index":
+    def load(cls, path: str | Path, mmap: bool = False) -> BM25Index:
         """Load and validate an index directory (of an updated one: the generation ``CURRENT`` names)."""
         return load_generation(path, lambda generation: cls._load(generation, mmap))
 
     @classmethod
-    def _load(cls, path: Path, mmap: bool) -> "BM25Index":
+    def _load(cls, path: Path, mmap: bool) -> BM25Index:
         manifest = read_manifest(path, kind=cls.kind)
         model = bm25s.BM25.load(str(path / "bm25s"), mmap=mmap, show_progress=False)
         analyzer = Analyzer(**manifest.params["analyzer"])

@@ -7,8 +7,8 @@ over *all* shards: every (document, term) weight is then the one the unsharded i
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import bm25s
 import numpy as np

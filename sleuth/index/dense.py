@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import faiss
 import numpy as np
@@ -80,7 +80,7 @@ class DenseIndex:
 
     @classmethod
     def build(cls, passages: Iterable[Passage], encoder: Encoder, path: str | Path | None = None,
-              factory: str = "Flat", corpus_info: dict | None = None, show_progress: bool = True) -> "DenseIndex":
+              factory: str = "Flat", corpus_info: dict | None = None, show_progress: bool = True) -> DenseIndex:
         """Encode passages and index their vectors; with ``path`` the index is written atomically there."""
         with build_directory(path) as tmp:
             docstore = DocStore.from_passages(passages)
@@ -100,13 +100,13 @@ class DenseIndex:
         save_vectors(directory, self.index, self.docstore, self.manifest)
 
     @classmethod
-    def load(cls, path: str | Path, mmap: bool = False) -> "DenseIndex":
+    def load(cls, path: str | Path, mmap: bool = False) -> DenseIndex:
         """Load and validate an index directory (``mmap`` maps the vectors instead of reading them; of an updated
         directory: the generation ``CURRENT`` names)."""
         return load_generation(path, lambda generation: cls._load(generation, mmap))
 
     @classmethod
-    def _load(cls, path: Path, mmap: bool) -> "DenseIndex":
+    def _load(cls, path: Path, mmap: bool) -> DenseIndex:
         manifest = read_manifest(path, kind=cls.kind)
         flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY if mmap else 0
         try:

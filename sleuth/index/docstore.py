@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -21,7 +21,7 @@ class DocStore:
         self._position: dict[str, int] | None = None
 
     @classmethod
-    def from_passages(cls, passages: Iterable[Passage], title_separator: str = ", ") -> "DocStore":
+    def from_passages(cls, passages: Iterable[Passage], title_separator: str = ", ") -> DocStore:
         ids, doc_ids, titles, texts = [], [], [], []
         for p in passages:
             ids.append(p.id)
@@ -31,12 +31,12 @@ class DocStore:
         return cls(ids, doc_ids, titles, texts)
 
     @classmethod
-    def concat(cls, stores: Sequence["DocStore"]) -> "DocStore":
+    def concat(cls, stores: Sequence[DocStore]) -> DocStore:
         """One store of ``stores``' rows in order (shards, or an index plus added passages)."""
         return cls(*([item for store in stores for item in getattr(store, name)]
                      for name in ("ids", "doc_ids", "titles", "texts")))
 
-    def slice(self, offset: int, count: int) -> "DocStore":
+    def slice(self, offset: int, count: int) -> DocStore:
         """Rows ``offset`` .. ``offset + count - 1`` as a store of their own."""
         end = offset + count
         return DocStore(self.ids[offset:end], self.doc_ids[offset:end], self.titles[offset:end],
@@ -60,6 +60,6 @@ class DocStore:
         pq.write_table(table, directory / DOCSTORE)
 
     @classmethod
-    def load(cls, directory: Path) -> "DocStore":
+    def load(cls, directory: Path) -> DocStore:
         table = pq.read_table(directory / DOCSTORE)
         return cls(*(table.column(name).to_pylist() for name in ("id", "doc_id", "title", "text")))

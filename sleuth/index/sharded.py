@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -166,7 +167,7 @@ class ShardedBM25Index(_Sharded):
     @classmethod
     def build(cls, passages: Iterable[Passage], path: str | Path | None = None, shards: int = 2,
               params: BM25Params = BM25Params(), analyzer: Analyzer = Analyzer(), corpus_info: dict | None = None,
-              show_progress: bool = True, tokenize: Tokenizer | None = None) -> "ShardedBM25Index":
+              show_progress: bool = True, tokenize: Tokenizer | None = None) -> ShardedBM25Index:
         """Index passages as ``shards`` contiguous shards (atomically at ``path`` when given). ``tokenize`` maps the
         analyser over the shards' texts (default: in this process; :mod:`sleuth.scale.ray_build` uses Ray tasks)."""
         with build_directory(path) as tmp:
@@ -197,7 +198,7 @@ class ShardedBM25Index(_Sharded):
         return cls(built, manifest)
 
     @classmethod
-    def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> "ShardedBM25Index":
+    def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> ShardedBM25Index:
         """Load and validate a sharded BM25 directory; a missing or corrupt shard is an IndexError_ naming it."""
         path = Path(path)
         manifest = read_root_manifest(path, cls.kind)
@@ -242,7 +243,7 @@ class ShardedDenseIndex(_Sharded):
     @classmethod
     def build(cls, passages: Iterable[Passage], encoder: Encoder | None = None, path: str | Path | None = None,
               factory: str = "Flat", shards: int = 2, corpus_info: dict | None = None, show_progress: bool = True,
-              vectors: np.ndarray | None = None, encoder_spec: dict | None = None) -> "ShardedDenseIndex":
+              vectors: np.ndarray | None = None, encoder_spec: dict | None = None) -> ShardedDenseIndex:
         """Encode passages (or take ``vectors`` already encoded, e.g. by Ray workers, with their ``encoder_spec``)
         and index them as ``shards`` contiguous FAISS shards, atomically at ``path`` when given."""
         with build_directory(path) as tmp:
@@ -278,7 +279,7 @@ class ShardedDenseIndex(_Sharded):
         return cls(built, manifest)
 
     @classmethod
-    def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> "ShardedDenseIndex":
+    def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> ShardedDenseIndex:
         """Load and validate a sharded dense directory; a missing or corrupt shard is an IndexError_ naming it."""
         path = Path(path)
         manifest = read_root_manifest(path, cls.kind)

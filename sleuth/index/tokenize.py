@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
 import bm25s
 

@@ -36,8 +36,9 @@ import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any
 
 import bm25s
 import faiss

@@ -9,8 +9,8 @@ T5). A saved classifier is an ordinary model directory (``config.json``, weights
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -64,7 +64,7 @@ class CrossEncoderClassifier:
         if int8:
             self.quantize()
 
-    def quantize(self) -> "CrossEncoderClassifier":
+    def quantize(self) -> CrossEncoderClassifier:
         """Switch to int8 dynamic quantisation of the linear layers (CPU inference only, about 2x faster; do not
         train or save afterwards)."""
         import warnings

@@ -22,16 +22,17 @@ import yaml
 from sleuth.errors import ConfigError
 from sleuth.pipelines.registry import STAGES, check_params, load_stage_modules
 from sleuth.pipelines.workspace import Workspace
-from sleuth.stages.base import Stage
-from sleuth.stages.compose import Sequential
+from sleuth.plugins import systems
+from sleuth.stages.base import Sequential, Stage
 
 TOP_LEVEL_KEYS = ("name", "description", "stages")
 
 
 def builtin_pipelines() -> dict[str, Path]:
-    """Names and files of the pipelines shipped with sleuth."""
-    folder = resources.files("sleuth.pipelines") / "builtin"
-    return {Path(str(f)).stem: Path(str(f)) for f in folder.iterdir() if str(f).endswith(".yaml")}
+    """Names and files of the pipelines shipped with sleuth: the core's and every registered system's."""
+    folders = [Path(str(resources.files("sleuth.pipelines") / "builtin"))]
+    folders += [system.pipelines_dir for system in systems() if system.pipelines_dir.is_dir()]
+    return {f.stem: f for folder in folders for f in sorted(folder.glob("*.yaml"))}
 
 
 def read_config(source: str | Path) -> dict[str, Any]:

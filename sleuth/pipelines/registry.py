@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sleuth.errors import ConfigError
 
@@ -22,15 +23,13 @@ def register_stage(name: str) -> Callable[[Builder], Builder]:
 
 
 def load_stage_modules() -> None:
-    """Import every ``sleuth/pipelines/*_stages.py`` module once, so that their stages register themselves."""
-    import importlib
-    import pkgutil
+    """Import the core stage builders and every registered system's, so that their stages register themselves."""
+    import sleuth.pipelines.builders  # noqa: F401  (registers bm25, dense, fuse, cutoff)
+    from sleuth.plugins import systems
 
-    import sleuth.pipelines
-
-    for module in pkgutil.iter_modules(sleuth.pipelines.__path__):
-        if module.name.endswith("_stages"):
-            importlib.import_module(f"sleuth.pipelines.{module.name}")
+    for system in systems():
+        if system.stages is not None:
+            system.module(system.stages)
 
 
 def stage_keys(name: str) -> list[str]:

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, TypeVar
 
 from sleuth.corpus.model import Document, Passage
 from sleuth.index.bm25 import BM25Index, BM25Params
 from sleuth.index.dense import DenseIndex
 from sleuth.index.tokenize import Analyzer
 from sleuth.paths import home_dir
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -71,12 +74,21 @@ class Workspace:
             raise ConfigError("this pipeline needs an index: give a corpus, or an 'index:' path in the stage")
         return self.home / "indexes" / self.corpus.fingerprint() / key
 
+    def memo(self, key: str, factory: Callable[[], T]) -> T:
+        """The object remembered under ``key``, made by ``factory()`` on first use: one loaded model or index per
+        workspace, shared by every stage built in it."""
+        if key not in self._loaded:
+            self._loaded[key] = factory()
+        return self._loaded[key]
+
     def cached_index(self, key: str, load: Callable[[Path], Any], build: Callable[[Path], Any]) -> Any:
         """Load the index cached under ``key``, or build it there first (for stage modules with their own kinds)."""
-        if key not in self._loaded:
+
+        def load_or_build() -> Any:
             path = self.index_dir(key)
-            self._loaded[key] = load(path) if (path / "manifest.json").is_file() else build(path)
-        return self._loaded[key]
+            return load(path) if (path / "manifest.json").is_file() else build(path)
+
+        return self.memo(key, load_or_build)
 
     @staticmethod
     def bm25_key(params: BM25Params = BM25Params(), analyzer: Analyzer = Analyzer()) -> str:
@@ -102,7 +114,4 @@ class Workspace:
         """A loaded encoder, shared by every stage of this workspace."""
         from sleuth.models.registry import load_encoder
 
-        key = f"encoder:{name}"
-        if key not in self._loaded:
-            self._loaded[key] = load_encoder(name, device=self.device)
-        return self._loaded[key]
+        return self.memo(f"encoder:{name}", lambda: load_encoder(name, device=self.device))

@@ -7,9 +7,9 @@ its chunks of queries, and the driver merges the chunks' runs into one run in th
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Callable, Sequence
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from sleuth.scale.session import quiet_ray_logs, ray_session, require_ray
 
@@ -34,8 +35,8 @@ class ServeSettings:
 
 def load_stages(settings: ServeSettings) -> dict[str, Any]:
     """The served stages, as ``sleuth serve`` loads them (index folders first, else pipelines)."""
-    from sleuth.cli.search_cmd import stage_for_index
     from sleuth.index.sharded import index_kind
+    from sleuth.pipelines.index_stage import stage_for_index
 
     stages: dict[str, Any] = {}
     for folder in settings.index:
@@ -44,9 +45,9 @@ def load_stages(settings: ServeSettings) -> dict[str, Any]:
         stage.description = f"{index_kind(path)} index {path.name}"
         stages[path.name] = stage
     if not settings.index:
-        from sleuth.cli.common import corpus_source
-        from sleuth.scale.ray_eval import named_pipeline
         from sleuth.paths import home_dir
+        from sleuth.pipelines.sources import corpus_source
+        from sleuth.scale.ray_eval import named_pipeline
 
         source = corpus_source(Path(settings.corpus) if settings.corpus else None)
         for name in settings.pipelines or ["bm25"]:

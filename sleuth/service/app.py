@@ -1,5 +1,6 @@
-"""The search service: ``create_app(pipelines)`` serves search, batch search, obfuscation, health, readiness,
-metrics and admin endpoints with FastAPI (OpenAPI docs at ``/docs`` and ``/openapi.json``).
+"""The search service: ``create_app(pipelines)`` serves search, batch search, health, readiness, metrics and
+admin endpoints, plus each registered system's own (private search adds ``/obfuscate``), with FastAPI (OpenAPI
+docs at ``/docs`` and ``/openapi.json``).
 
 ``/search`` takes ``query``, ``k`` and ``pipeline`` (or ``index``: the name a served index was registered under;
 default: the first one) and answers ``{"query", "pipeline", "hits": [{rank, id, doc_id, score, title, text}]}``;
@@ -12,17 +13,15 @@ request passes the time limit). Every search is written to the query log when on
 
 from __future__ import annotations
 
-import math
 import threading
 import time
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, TypeVar
 
 from sleuth.errors import ConfigError, MissingExtraError, SleuthError
-from sleuth.privacy.obfuscator import QueryObfuscator
-from sleuth.privacy.registry import MECHANISMS, make_obfuscator
 from sleuth.service.admin import HEADER, check_api_key
 from sleuth.service.extras import hit_records
 from sleuth.service.limits import BodySizeLimit, Limits, RequestError, check_unicode, safe_name
@@ -33,9 +32,10 @@ from sleuth.stages.base import Stage
 
 DEFAULT_K = 10
 MAX_K = 1000
-DEFAULT_OBFUSCATIONS = 10
 SEARCH_FIELDS = {"query", "k", "pipeline", "index", "extras"}
 T = TypeVar("T")
+#: a system's service endpoints: ``extension(app, service)`` adds routes to the FastAPI app
+Extension = Callable[[Any, "SearchService"], None]
 
 
 def check_flag(value: Any, field: str) -> bool:
@@ -58,19 +58,16 @@ def check_fields(body: Any, known: set[str]) -> dict[str, Any]:
 
 class SearchService:
     """The service's logic, independent of the web framework: check limits, pick the pipeline, search, log,
-    obfuscate, and reload pipelines through ``loader``."""
+    and reload pipelines through ``loader``."""
 
     def __init__(self, pipelines: Mapping[str, Stage], query_log: QueryLog, max_k: int = MAX_K,
                  limits: Limits | None = None, loader: Callable[[], Mapping[str, Stage]] | None = None,
-                 obfuscator_factory: Callable[[str], QueryObfuscator] = make_obfuscator,
-                 obfuscators: tuple[str, ...] = MECHANISMS, index_dirs: Mapping[str, str | Path] | None = None):
+                 index_dirs: Mapping[str, str | Path] | None = None):
         if not pipelines:
             raise ConfigError("the service needs at least one pipeline or index to serve")
         self.limits = limits or Limits(max_k=max_k)
         self.pipelines, self.query_log, self.loader = dict(pipelines), query_log, loader
         self.default = next(iter(self.pipelines))
-        self.obfuscator_names, self._make_obfuscator = obfuscators, obfuscator_factory
-        self._obfuscators: dict[str, QueryObfuscator] = {}
         self._lock = threading.Lock()
         self._update_lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="sleuth-request")
@@ -86,7 +83,7 @@ class SearchService:
         """Whether pipelines are loaded and requests can be answered."""
         return bool(self.pipelines)
 
-    def _timed(self, work: Callable[[], T]) -> T:
+    def timed(self, work: Callable[[], T]) -> T:
         """``work()`` run within the per-request time limit (504 when it takes longer; the work is not killed)."""
         future = self._executor.submit(work)
         try:
@@ -122,7 +119,7 @@ class SearchService:
         """One search: ``{"query", "pipeline", "hits"}`` (hits with ``extras`` when asked, see the module doc)."""
         name, stage = self.pipeline(pipeline)
         query, k, extras = self.limits.query(query), self.limits.k(k), check_flag(extras, "extras")
-        found = self._timed(lambda: self._search(name, stage, query, k, extras))
+        found = self.timed(lambda: self._search(name, stage, query, k, extras))
         return {"query": query, "pipeline": name, **found}
 
     def search_batch(self, queries: Any, k: Any = DEFAULT_K, pipeline: str | None = None,
@@ -130,37 +127,8 @@ class SearchService:
         """Several searches in one request: ``{"pipeline", "results": [{"query", "hits"}]}``."""
         name, stage = self.pipeline(pipeline)
         queries, k, extras = self.limits.batch(queries), self.limits.k(k), check_flag(extras, "extras")
-        results = self._timed(lambda: [{"query": q, **self._search(name, stage, q, k, extras)} for q in queries])
+        results = self.timed(lambda: [{"query": q, **self._search(name, stage, q, k, extras)} for q in queries])
         return {"pipeline": name, "results": results}
-
-    def obfuscator(self, name: Any) -> QueryObfuscator:
-        """The obfuscator called ``name``, made on first use."""
-        name = safe_name(name, "obfuscator")
-        if name not in self.obfuscator_names:
-            raise RequestError(f"unknown obfuscator '{name}' (served: {', '.join(self.obfuscator_names)})")
-        with self._lock:
-            if name not in self._obfuscators:
-                self._obfuscators[name] = self._make_obfuscator(name)
-            return self._obfuscators[name]
-
-    def obfuscate(self, query: Any, obfuscator: Any = None, n: Any = None, epsilon: Any = None,
-                  seed: Any = None) -> dict[str, Any]:
-        """``n`` obfuscated versions of ``query`` (default: 10 or the limit): ``{"query", "obfuscator", "epsilon",
-        "obfuscated"}``."""
-        query = self.limits.query(query)
-        limit = self.limits.max_obfuscations
-        n = self.limits.count(min(DEFAULT_OBFUSCATIONS, limit) if n is None else n, "n", limit)
-        if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
-                                    or not math.isfinite(epsilon) or epsilon <= 0):
-            raise RequestError(f"'epsilon' must be a positive number, got {epsilon!r}"[:200])
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
-            raise RequestError(f"'seed' must be a non-negative integer, got {seed!r}"[:200])
-        name = obfuscator or self.obfuscator_names[0]
-        model = self.obfuscator(name)
-        if model.uses_epsilon and epsilon is None:
-            raise RequestError(f"obfuscator '{name}' needs 'epsilon'")
-        texts = self._timed(lambda: model.obfuscate_one(query, n=n, epsilon=epsilon, seed=seed))
-        return {"query": query, "obfuscator": name, "epsilon": epsilon, "obfuscated": texts}
 
     def reload(self) -> dict[str, Any]:
         """Load the pipelines again through ``loader`` and swap them in whole (searches see old or new, not a mix)."""
@@ -211,12 +179,12 @@ class SearchService:
 def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = None, max_k: int = MAX_K,
                limits: Limits | None = None, api_key: str | None = None,
                loader: Callable[[], Mapping[str, Stage]] | None = None,
-               obfuscator_factory: Callable[[str], QueryObfuscator] = make_obfuscator,
-               obfuscators: tuple[str, ...] = MECHANISMS, index_dirs: Mapping[str, str | Path] | None = None):
+               index_dirs: Mapping[str, str | Path] | None = None, extensions: Sequence[Extension] | None = None):
     """A FastAPI app serving ``pipelines`` (name -> Stage); ``query_log`` is a JSONL file or None; ``limits``
     caps requests (default: :class:`Limits` with ``max_k``); ``api_key`` enables the admin endpoints, and
     ``loader`` (a function giving the pipelines anew) is what ``POST /admin/reload`` calls; ``index_dirs`` (served
-    name -> bm25 or dense index folder) are the indexes ``POST``/``DELETE /admin/documents`` update (then reload)."""
+    name -> bm25 or dense index folder) are the indexes ``POST``/``DELETE /admin/documents`` update (then reload);
+    ``extensions`` add a system's own endpoints (default: those of every registered system, e.g. ``/obfuscate``)."""
     try:
         from fastapi import Body, FastAPI, Header, Query, Request
         from fastapi.exceptions import RequestValidationError
@@ -225,8 +193,7 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
     except ImportError:
         raise MissingExtraError("fastapi", "service", "the HTTP service") from None
 
-    service = SearchService(pipelines, QueryLog(query_log), max_k, limits, loader, obfuscator_factory, obfuscators,
-                            index_dirs)
+    service = SearchService(pipelines, QueryLog(query_log), max_k, limits, loader, index_dirs)
     metrics = Metrics()
     app = FastAPI(title="sleuth", description="Search service of sleuth.")
     app.state.service, app.state.metrics = service, metrics
@@ -309,13 +276,6 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
         return service.search_batch(body.get("queries"), body.get("k", DEFAULT_K),
                                     body.get("pipeline") or body.get("index"), body.get("extras", False))
 
-    @app.post("/obfuscate")
-    def obfuscate(body: Any = Body(...)) -> dict[str, Any]:
-        """Obfuscated versions of a query: ``{"query", "obfuscator"?, "n"?, "epsilon"?, "seed"?}``."""
-        body = check_fields(body, {"query", "obfuscator", "n", "epsilon", "seed"})
-        return service.obfuscate(body.get("query"), body.get("obfuscator"), body.get("n"),
-                                 body.get("epsilon"), body.get("seed"))
-
     @app.post("/admin/reload")
     def admin_reload(x_api_key: str | None = Header(None, alias=HEADER)) -> dict[str, Any]:
         """Reload the pipelines from their configs (needs the API key)."""
@@ -328,7 +288,7 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
         """Add documents to a served index folder: ``{"documents": [{id, title?, text}], "index"?}`` (API key)."""
         check_api_key(api_key, x_api_key)
         body = check_fields(body, {"documents", "index"})
-        return service._timed(lambda: service.update_documents(body.get("index"), documents=body.get("documents")))
+        return service.timed(lambda: service.update_documents(body.get("index"), documents=body.get("documents")))
 
     @app.delete("/admin/documents")
     def admin_delete_documents(body: Any = Body(...),
@@ -339,6 +299,16 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
         ids = body.get("ids")
         if ids is None:
             raise RequestError("'ids' is required")
-        return service._timed(lambda: service.update_documents(body.get("index"), ids=ids))
+        return service.timed(lambda: service.update_documents(body.get("index"), ids=ids))
 
+    for extend in default_extensions() if extensions is None else extensions:
+        extend(app, service)
     return app
+
+
+def default_extensions() -> list[Extension]:
+    """The service endpoints of every registered system (:attr:`sleuth.plugins.System.service`)."""
+    from sleuth.plugins import systems
+
+    return [endpoint for system in systems() if system.service
+            for endpoint in system.module(system.service).endpoints()]

@@ -8,7 +8,8 @@ for every hit of a query) are lifted to the response instead of being repeated i
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from sleuth.stages.run import Hit, jsonable
 

@@ -1,4 +1,5 @@
-"""The one core abstraction: a Stage takes queries (and optionally candidates) and returns scored candidates.
+"""The one core abstraction: a Stage takes queries (and optionally candidates) and returns scored candidates;
+its operators are here too: ``Sequential`` (``a >> b``) and ``Cutoff`` (``a % k``).
 
 Stages compose like PyTerrier transformers::
 
@@ -9,10 +10,10 @@ Stages compose like PyTerrier transformers::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from sleuth.corpus.model import Query
-from sleuth.errors import QueryError
+from sleuth.errors import ConfigError, QueryError
 from sleuth.stages.run import Hit, Run
 
 MAX_QUERY_CHARS = 4096
@@ -59,15 +60,40 @@ class Stage(ABC):
         check_query(query_obj)
         return self.transform([query_obj]).get("q1", [])[:k]
 
-    def __rshift__(self, other: "Stage") -> "Stage":
-        from sleuth.stages.compose import Sequential
-
+    def __rshift__(self, other: Stage) -> Stage:
         return Sequential([self, other])
 
-    def __mod__(self, k: int) -> "Stage":
-        from sleuth.stages.cutoff import Cutoff
-
+    def __mod__(self, k: int) -> Stage:
         return self >> Cutoff(k)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+class Sequential(Stage):
+    """Runs stages in order, each receiving the previous stage's candidates."""
+
+    def __init__(self, stages: Sequence[Stage], name: str | None = None):
+        flat: list[Stage] = []
+        for stage in stages:
+            flat.extend(stage.stages if isinstance(stage, Sequential) else [stage])
+        self.stages = flat
+        self.name = name or " >> ".join(s.name for s in flat)
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        for stage in self.stages:
+            candidates = stage.transform(queries, candidates)
+        return candidates if candidates is not None else Run()
+
+
+class Cutoff(Stage):
+    """Keeps the first ``k`` candidates per query (input must be ranked, as every stage's output is)."""
+
+    def __init__(self, k: int):
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ConfigError(f"cutoff: k must be a positive integer, got {k!r}")
+        self.k = k
+        self.name = f"cutoff({k})"
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        return (candidates or Run()).cut(self.k)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from sleuth.errors import InputError
 
@@ -34,7 +35,7 @@ class Hit:
             record["extras"] = jsonable(self.extras)
         return record
 
-    def with_score(self, score: float, **extras: Any) -> "Hit":
+    def with_score(self, score: float, **extras: Any) -> Hit:
         """A copy with a new score (and extra fields merged in)."""
         return Hit(self.id, float(score), self.doc_id, self.title, self.text, {**self.extras, **extras})
 
@@ -72,15 +73,15 @@ class Run(dict):
     """Query id -> list of Hits, best first. The value passed between stages and written as a TREC run."""
 
     @classmethod
-    def from_scores(cls, scores: Mapping[str, Mapping[str, float]]) -> "Run":
+    def from_scores(cls, scores: Mapping[str, Mapping[str, float]]) -> Run:
         """Build from ``{qid: {doc_id: score}}``, sorting each ranking by score (ties by id)."""
         return cls({qid: [Hit(d, float(s)) for d, s in docs.items()] for qid, docs in scores.items()}).sorted()
 
-    def sorted(self) -> "Run":
+    def sorted(self) -> Run:
         """A copy whose rankings are sorted by descending score, ties broken by id for determinism."""
         return Run({qid: sorted(hits, key=lambda h: (-h.score, h.id)) for qid, hits in self.items()})
 
-    def cut(self, k: int) -> "Run":
+    def cut(self, k: int) -> Run:
         """A copy keeping the first ``k`` hits of each ranking."""
         return Run({qid: hits[:k] for qid, hits in self.items()})
 
@@ -104,7 +105,7 @@ class Run(dict):
         atomic_write_text(path, "".join(lines))
 
     @classmethod
-    def read_trec(cls, path: str | Path) -> "Run":
+    def read_trec(cls, path: str | Path) -> Run:
         """Read a TREC run file; a malformed line raises an InputError naming file and line."""
         scores: dict[str, dict[str, float]] = {}
         with open(path, encoding="utf-8") as handle:
@@ -125,7 +126,7 @@ class Run(dict):
         return cls.from_scores(scores)
 
     @classmethod
-    def concat(cls, runs: Iterable["Run"]) -> "Run":
+    def concat(cls, runs: Iterable[Run]) -> Run:
         """Merge runs over disjoint query sets (e.g. from sharded evaluation)."""
         merged = cls()
         for run in runs:

@@ -15,9 +15,10 @@ import json
 import math
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.io import atomic_write_text
@@ -52,7 +53,7 @@ class TrainConfig:
     device: str = "cpu"
     show_progress: bool = True
 
-    def check(self) -> "TrainConfig":
+    def check(self) -> TrainConfig:
         if self.lr <= 0 or self.batch_size < 1 or self.epochs < 1 or (self.max_steps is not None and self.max_steps < 1):
             raise ConfigError("training needs lr > 0, batch_size >= 1, epochs >= 1 and max_steps >= 1 when given")
         return self

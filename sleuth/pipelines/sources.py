@@ -1,0 +1,48 @@
+"""Where a pipeline's corpus comes from: a path (or the bundled SciFact), its reader, field mapping and splitter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sleuth.corpus.bundled import bundled_dataset_dir
+from sleuth.errors import ConfigError
+from sleuth.pipelines.workspace import CorpusSource
+
+SPLITTERS = ("none", "sections", "window")
+
+
+def parse_fields(pairs: list[str] | None) -> dict[str, str] | None:
+    """``["id=docid", "text=body"]`` -> ``{"id": "docid", "text": "body"}``."""
+    if not pairs:
+        return None
+    fields = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise ConfigError(f"--field expects NAME=KEY (e.g. text=body), got '{pair}'")
+        name, key = pair.split("=", 1)
+        fields[name.strip()] = key.strip()
+    return fields
+
+
+def make_splitter(name: str, words: int = 100):
+    """The passage splitter called ``name`` (none keeps one passage per document)."""
+    if name == "none":
+        return None
+    from sleuth.corpus.splitters import SectionSplitter, WindowSplitter
+
+    if name == "sections":
+        return SectionSplitter().split
+    if name == "window":
+        return WindowSplitter(words=words).split
+    raise ConfigError(f"unknown splitter '{name}' (known: {', '.join(SPLITTERS)})")
+
+
+def corpus_source(corpus: Path | None, fmt: str | None = None, fields: list[str] | None = None,
+                  splitter: str = "none", window_words: int = 100) -> CorpusSource:
+    """The corpus to work on: the given path, or the bundled SciFact when none is given."""
+    if corpus is None:
+        corpus, fmt = bundled_dataset_dir(), "beir"
+    if not corpus.exists():
+        raise ConfigError(f"corpus not found: {corpus}")
+    name = splitter if splitter != "window" else f"window{window_words}"
+    return CorpusSource(corpus, fmt, parse_fields(fields), make_splitter(splitter, window_words), name)

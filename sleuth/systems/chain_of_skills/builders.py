@@ -1,0 +1,102 @@
+"""Config builders of the Chain-of-Skills stages: cos_retrieve, cos_rerank and cos_chain.
+
+``model`` is "minilm" (an untrained multi-expert encoder initialised from the shipped MiniLM) or a saved
+multi-expert model directory. Skill indexes are built over the workspace corpus once and saved in the workspace's
+index cache (``sleuth.systems.chain_of_skills.skill_index``), so a later process (``sleuth serve``, another search) loads them.
+The span head is the one saved in the model directory (``sleuth cos train``), else untrained (seeded with
+``span_seed``).
+"""
+
+from __future__ import annotations
+
+from sleuth.errors import ConfigError
+from sleuth.pipelines.registry import register_stage
+from sleuth.pipelines.workspace import Workspace
+from sleuth.systems.chain_of_skills.chain import CHAINS, EXPANDING, NO_RERANK, ChainLimits, CosChain
+from sleuth.systems.chain_of_skills.chain_scores import HOP1_RERANK_WEIGHT, NQ_RERANK_BETA, PROMOTION_ALPHA
+from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
+
+
+def cos_model(ws: Workspace, model: str):
+    """The workspace's multi-expert encoder (loaded once per name or path)."""
+    from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+
+    return ws.memo(f"cos-model:{model}", lambda: MultiExpertEncoder.from_backbone("minilm", device=ws.device)
+                   if model == "minilm" else MultiExpertEncoder.load(model, device=ws.device))
+
+
+def skill_index(ws: Workspace, model: str, skill: str, factory: str):
+    """The corpus passages encoded for ``skill`` (context side): built once and saved in the workspace's index
+    cache (keyed by the model, its weights' size and time, the skill and the factory), loaded from there after."""
+    from sleuth.pipelines.workspace import params_key
+    from sleuth.systems.chain_of_skills.skill_index import KIND, SkillIndex, model_info
+
+    if ws.corpus is None:
+        raise ConfigError("cos: this pipeline needs a corpus to index")
+    corpus, encoder = ws.corpus, model_info(model)
+    key = params_key(KIND, {"encoder": encoder, "skill": skill, "factory": factory})
+    return ws.cached_index(key, SkillIndex.load, lambda path: SkillIndex.build(
+        corpus.passages(), cos_model(ws, model), skill, factory, path=path, encoder=encoder,
+        corpus_info=corpus.info()))
+
+
+def span_head(ws: Workspace, model: str, seed: int):
+    """The span head saved with the model directory, else an untrained one seeded with ``seed``."""
+    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
+
+    def make() -> SpanProposalHead:
+        dim = cos_model(ws, model).dim
+        saved = load_span_head(model, dim, ws.device) if model != "minilm" else None
+        return saved if saved is not None else SpanProposalHead(dim, seed=seed).to(ws.device)
+
+    return ws.memo(f"cos-span:{model}:{seed}", make)
+
+
+def positive(name: str, value: object) -> int:
+    """An integer >= 1, else a ConfigError naming the key."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"cos_chain: key '{name}' must be an integer >= 1, got {value!r}")
+    return value
+
+
+def number(name: str, value: object) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise ConfigError(f"cos_chain: key '{name}' must be a number, got {value!r}")
+    return float(value)
+
+
+@register_stage("cos_retrieve")
+def cos_retrieve_stage(ws: Workspace, *, model: str = "minilm", k: int = 1000, factory: str = "Flat",
+                       name: str = "cos_retrieve") -> SingleRetrieve:
+    """Single retrieval (skill "retrieval") over the workspace corpus."""
+    return SingleRetrieve(cos_model(ws, model), skill_index(ws, model, "retrieval", factory), k=positive("k", k),
+                          name=name)
+
+
+@register_stage("cos_rerank")
+def cos_rerank_stage(ws: Workspace, *, model: str = "minilm", name: str = "cos_rerank") -> Rerank:
+    """Reranking (skill "reranking") of the candidates: dot(h_CLS, h_first_SEP)."""
+    return Rerank(cos_model(ws, model), name=name)
+
+
+@register_stage("cos_chain")
+def cos_chain_stage(ws: Workspace, *, chain: str, model: str = "minilm", k_retrieval: int = 200, k_link: int = 5,
+                    k_hop1: int = 30, k_expanded: int = 50, k_hop2_link: int = 2, k: int = 100,
+                    alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
+                    beta: float = NQ_RERANK_BETA, factory: str = "Flat", span_seed: int = 0,
+                    name: str | None = None) -> CosChain:
+    """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval | retrieval-2hop); see
+    ``sleuth.systems.chain_of_skills.chain``."""
+    if chain not in CHAINS:
+        raise ConfigError(f"cos_chain: key 'chain' must be one of {', '.join(CHAINS)}, got {chain!r}")
+    limits = ChainLimits(**{key: positive(key, value) for key, value in (
+        ("k_retrieval", k_retrieval), ("k_link", k_link), ("k_hop1", k_hop1), ("k_expanded", k_expanded),
+        ("k_hop2_link", k_hop2_link), ("k", k))})
+    alpha, rerank_weight, beta = number("alpha", alpha), number("rerank_weight", rerank_weight), number("beta", beta)
+    encoder = cos_model(ws, model)
+    passages = skill_index(ws, model, "retrieval", factory)
+    link = EntityLink(encoder, span_head(ws, model, span_seed), skill_index(ws, model, "linking", factory))
+    return CosChain(chain, SingleRetrieve(encoder, passages), link,
+                    rerank=None if chain in NO_RERANK else Rerank(encoder),
+                    expanded=ExpandedRetrieve(encoder, passages) if chain in EXPANDING else None,
+                    limits=limits, alpha=alpha, rerank_weight=rerank_weight, beta=beta, name=name)

@@ -1,0 +1,164 @@
+"""Chain-of-Skills inference chains (paper 002 Appendix A, ALGORITHMS.md) built from the skill stages.
+
+* ``retrieval-2hop``: the paper's retrieval-only baseline (§5.2, Table 6: "two rounds of retrieval-only
+  inference"): hop 1 = top ``k_hop1`` by single retrieval, hop 2 = top ``k_expanded`` by expanded retrieval per
+  hop-1 passage; no linking, no reranking; path score = retrieval + expanded score; paths as for ``hotpotqa``.
+* ``retrieval``: top ``k_retrieval`` by single retrieval + top ``k_link`` linked passages per question mention,
+  link scores aligned to the retrieval scale, a passage found by both promoted (``alpha``).
+* ``nq``: the same candidates reranked; final = ``beta * rerank + score``.
+* ``hotpotqa``: hop 1 as ``retrieval``, reranked, ordered by ``rerank_weight * rerank + score``, keep ``k_hop1``;
+  hop 2 per hop-1 passage = expanded retrieval top ``k_expanded`` + top ``k_hop2_link`` links per passage mention
+  (aligned, promoted), reranked over "question [SEP] hop-1 passage"; path score = hop1 + rerank_weight *
+  hop1_rerank + hop2 + hop2_rerank; paths of two same-title passages and duplicate unordered pairs dropped.
+  A path is one hit: id "id1||id2", ``extras["path"]`` = [hop-1 hit, hop-2 hit] with their per-hop scores
+  (``merged`` = aligned and promoted skill score, ``retrieval``/``expanded``, ``link``, ``rerank``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError
+from sleuth.stages.base import Stage
+from sleuth.stages.run import Hit, Run
+from sleuth.systems.chain_of_skills.chain_scores import (
+    HOP1_RERANK_WEIGHT,
+    NQ_RERANK_BETA,
+    PROMOTION_ALPHA,
+    aligned_merge,
+    distinct_paths,
+    hop1_score,
+    nq_score,
+    path_score,
+)
+from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve, passage_text
+
+CHAINS = ("hotpotqa", "nq", "retrieval", "retrieval-2hop")
+NO_RERANK = ("retrieval", "retrieval-2hop")
+EXPANDING = ("hotpotqa", "retrieval-2hop")
+PATH_SEPARATOR = "||"
+
+
+@dataclass(frozen=True)
+class ChainLimits:
+    """Hop limits (paper 002 Appendix A, HotpotQA): 200 retrieved + 5 links per mention at hop 1, keep 30;
+    50 expanded + 2 links per mention at hop 2; ``k`` results returned."""
+
+    k_retrieval: int = 200
+    k_link: int = 5
+    k_hop1: int = 30
+    k_expanded: int = 50
+    k_hop2_link: int = 2
+    k: int = 100
+
+
+def merged_hits(scored: Sequence[Sequence[Hit]], alpha: float) -> list[Hit]:
+    """Retrieval-like hits (first list) merged with link hits (second list): aligned, promoted, best first."""
+    found, links = scored
+    link_by_id = {h.id: h for h in links}
+    by_id = {**link_by_id, **{h.id: h for h in found}}
+    scores = aligned_merge({h.id: h.score for h in found}, {h.id: h.score for h in links}, alpha)
+    out = []
+    for hit_id, score in scores.items():
+        hit = by_id[hit_id]
+        link = link_by_id.get(hit_id)
+        extras = {"link": link.score} if link is not None else {}
+        if link is not None and "mention" in link.extras:
+            extras["mention"] = link.extras["mention"]
+        out.append(hit.with_score(score, merged=score, **extras))
+    return sorted(out, key=lambda h: (-h.score, h.id))
+
+
+class CosChain(Stage):
+    """One of :data:`CHAINS` over the four skill stages (which share one model)."""
+
+    def __init__(self, chain: str, retrieve: SingleRetrieve, link: EntityLink, rerank: Rerank | None = None,
+                 expanded: ExpandedRetrieve | None = None, limits: ChainLimits = ChainLimits(),
+                 alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
+                 beta: float = NQ_RERANK_BETA, name: str | None = None):
+        if chain not in CHAINS:
+            raise ConfigError(f"cos_chain: unknown chain '{chain}' for key 'chain' (use one of {', '.join(CHAINS)})")
+        if chain not in NO_RERANK and rerank is None:
+            raise ConfigError(f"cos_chain: the '{chain}' chain needs a reranker")
+        if chain in EXPANDING and expanded is None:
+            raise ConfigError(f"cos_chain: the '{chain}' chain needs expanded retrieval")
+        self.chain, self.retrieve, self.link, self.rerank, self.expanded = chain, retrieve, link, rerank, expanded
+        self.limits, self.alpha, self.rerank_weight, self.beta = limits, alpha, rerank_weight, beta
+        self.name = name or f"cos-{chain}"
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        if candidates is not None:
+            raise ConfigError(f"{self.name}: a chain is a first stage; it takes no candidates")
+        texts = [q.text for q in queries]
+        if self.chain == "retrieval-2hop":
+            found = self.retrieve.retrieve(texts, self.limits.k_hop1)
+            return Run({q.id: self.retrieval_paths(q, hop1)[:self.limits.k] for q, hop1 in zip(queries, found)})
+        found = self.retrieve.retrieve(texts, self.limits.k_retrieval)
+        linked = self.link.link(texts, self.limits.k_link)
+        run = Run()
+        for query, retrieved, links in zip(queries, found, linked):
+            hop1 = merged_hits([retrieved, links], self.alpha)
+            if self.chain == "retrieval":
+                run[query.id] = hop1[:self.limits.k]
+            elif self.chain == "nq":
+                run[query.id] = self.nq(query, hop1)[:self.limits.k]
+            else:
+                run[query.id] = self.paths(query, hop1)[:self.limits.k]
+        return run
+
+    def retrieval_paths(self, query: Query, hop1: list[Hit]) -> list[Hit]:
+        """Two rounds of retrieval only: path score = hop-1 retrieval score + hop-2 expanded-retrieval score."""
+        assert self.expanded is not None
+        hop1 = [h.with_score(h.score, merged=h.score) for h in hop1]
+        expanded = self.expanded.retrieve(query.text, hop1, self.limits.k_expanded)
+        scored, pairs = [], {}
+        for first, found in zip(hop1, expanded):
+            for second in found:
+                second = second.with_score(second.score, merged=second.score)
+                pairs[(first.id, second.id)] = (first, second)
+                scored.append((first.id, first.title or first.id, second.id, second.title or second.id,
+                               first.score + second.score))
+        return self.path_hits(scored, pairs)
+
+    def path_hits(self, scored: list[tuple[str, str, str, str, float]],
+                  pairs: dict[tuple[str, str], tuple[Hit, Hit]]) -> list[Hit]:
+        """Distinct paths (``distinct_paths``) as hits "id1||id2" with ``extras["path"]``."""
+        out = []
+        for id1, _, id2, _, score in distinct_paths(scored):
+            first, second = pairs[(id1, id2)]
+            out.append(Hit(f"{id1}{PATH_SEPARATOR}{id2}", score, None, f"{first.title} / {second.title}", None,
+                           {"path": [first, second]}))
+        return out
+
+    def reranked(self, firsts: Sequence[str], hits: Sequence[Hit]) -> list[Hit]:
+        assert self.rerank is not None
+        values = self.rerank.scores(firsts, hits)
+        return [h.with_score(h.score, rerank=v) for h, v in zip(hits, values)]
+
+    def nq(self, query: Query, hop1: list[Hit]) -> list[Hit]:
+        hits = self.reranked([query.text] * len(hop1), hop1)
+        out = [h.with_score(nq_score(h.extras["rerank"], h.extras["merged"], self.beta)) for h in hits]
+        return sorted(out, key=lambda h: (-h.score, h.id))
+
+    def paths(self, query: Query, hop1: list[Hit]) -> list[Hit]:
+        assert self.expanded is not None
+        hits = self.reranked([query.text] * len(hop1), hop1)
+        hits = [h.with_score(hop1_score(h.extras["rerank"], h.extras["merged"], self.rerank_weight)) for h in hits]
+        kept = sorted(hits, key=lambda h: (-h.score, h.id))[:self.limits.k_hop1]
+        expanded = self.expanded.retrieve(query.text, kept, self.limits.k_expanded)
+        linked = self.link.link([h.text or "" for h in kept], self.limits.k_hop2_link, exclude=[h.id for h in kept])
+        candidates: list[tuple[Hit, Hit]] = []
+        for first, found, links in zip(kept, expanded, linked):
+            candidates.extend((first, second) for second in merged_hits([found, links], self.alpha))
+        firsts = [f"{query.text} [SEP] {passage_text(first)}" for first, _ in candidates]
+        values = self.rerank.scores(firsts, [second for _, second in candidates]) if candidates else []
+        scored, pairs = [], {}
+        for (first, second), value in zip(candidates, values):
+            second = second.with_score(second.score, rerank=value)
+            score = path_score(first.extras["merged"], first.extras["rerank"], second.extras["merged"], value,
+                               self.rerank_weight)
+            pairs[(first.id, second.id)] = (first, second)
+            scored.append((first.id, first.title or first.id, second.id, second.title or second.id, score))
+        return self.path_hits(scored, pairs)

@@ -1,0 +1,104 @@
+"""Chain-of-Skills evaluation on HotpotQA dev questions: path recall@k and passage EM per chain (paper 002 Table 2).
+
+The corpus is the evaluated questions' own context paragraphs (as ``hotpotqa_context_documents``, id = title); the gold path is
+a question's supporting titles. A ``hotpotqa`` chain hit is a path "id1||id2"; a ``retrieval`` chain ranks single
+passages, so its top-k "path" is the set of its top k passages (recall@k: both gold passages among them) and its
+top path for EM is its first two passages.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sleuth.corpus.hotpotqa import read_hotpotqa_questions
+from sleuth.corpus.model import Passage
+from sleuth.errors import ConfigError
+from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits
+from sleuth.systems.chain_of_skills.path_metrics import mean, passage_em, path_recall_at_k
+
+EVAL_CHAINS = ("hotpotqa", "retrieval", "retrieval-2hop")
+EVAL_KS = (1, 5, 10, 20)
+
+
+@dataclass
+class ChainScores:
+    chain: str
+    questions: int
+    recall: dict[int, float]
+    em: float
+    seconds: float
+
+    def row(self) -> dict:
+        return {"chain": self.chain, "questions": self.questions,
+                **{f"path_recall@{k}": round(v, 4) for k, v in self.recall.items()},
+                "passage_em": round(self.em, 4), "seconds": round(self.seconds, 1)}
+
+
+def ranked_paths(chain: str, hits, ks: Sequence[int]) -> tuple[dict[int, list[set[str]]], set[str] | None]:
+    """Per k the paths recall@k looks at, and the top path for EM."""
+    if chain != "retrieval":  # chains of evidence paths
+        paths = [set(h.id.split(PATH_SEPARATOR)) for h in hits]
+        return {k: paths for k in ks}, (paths[0] if paths else None)
+    ids = [h.id for h in hits]
+    return {k: [set(ids[:k])] for k in ks}, (set(ids[:2]) if ids else None)
+
+
+def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence[str] = EVAL_CHAINS,
+                    limit: int | None = None, limits: ChainLimits = ChainLimits(), ks: Sequence[int] = EVAL_KS,
+                    device: str = "cpu", span_seed: int = 0) -> list[ChainScores]:
+    """Scores of each chain over the first ``limit`` questions with supporting facts (``model_dir``: a saved
+    multi-expert model directory or "minilm")."""
+    from sleuth.corpus.model import Query
+    from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
+    from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+    from sleuth.systems.chain_of_skills.skill_index import SkillIndex
+    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
+    from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
+
+    for chain in chains:
+        if chain not in EVAL_CHAINS:
+            raise ConfigError(f"unknown chain '{chain}': use one of {', '.join(EVAL_CHAINS)}")
+    questions = [q for q in read_hotpotqa_questions(questions_path) if q.metadata.get("supporting_titles")]
+    questions = questions[:limit] if limit else questions
+    if not questions:
+        raise ConfigError(f"{questions_path}: no questions with supporting facts")
+    keep = {q.id for q in questions}
+    # the corpus: context paragraphs of the evaluated questions only
+    from sleuth.corpus.jsonfile import iter_json_records
+
+    subset = [record for _, record in iter_json_records(questions_path) if record.get("_id") in keep]
+    seen, passages = set(), []
+    for record in subset:
+        for title, sentences in record.get("context", []):
+            if title not in seen:
+                seen.add(title)
+                passages.append(Passage(id=title, doc_id=title, text="".join(sentences).strip(), title_path=(title,)))
+
+    model = (MultiExpertEncoder.from_backbone("minilm", device=device) if model_dir == "minilm"
+             else MultiExpertEncoder.load(model_dir, device=device))
+    head = (load_span_head(model_dir, model.dim, device) if model_dir != "minilm" else None) \
+        or SpanProposalHead(model.dim, seed=span_seed).to(device)
+    retrieval_index = SkillIndex.build(passages, model, "retrieval")
+    link = EntityLink(model, head, SkillIndex.build(passages, model, "linking"))
+    results = []
+    for chain in chains:
+        stage = CosChain(chain, SingleRetrieve(model, retrieval_index), link,
+                         rerank=Rerank(model) if chain not in NO_RERANK else None,
+                         expanded=ExpandedRetrieve(model, retrieval_index) if chain in EXPANDING else None,
+                         limits=limits)
+        start = time.perf_counter()
+        run = stage.transform([Query(id=q.id, text=q.text) for q in questions])
+        recall = {k: [] for k in ks}
+        ems = []
+        for q in questions:
+            gold = q.metadata["supporting_titles"]
+            per_k, top = ranked_paths(chain, run.get(q.id, []), ks)
+            for k in ks:
+                recall[k].append(path_recall_at_k(per_k[k], gold, k))
+            ems.append(passage_em(top, gold))
+        results.append(ChainScores(chain, len(questions), {k: mean(v) for k, v in recall.items()}, mean(ems),
+                                   time.perf_counter() - start))
+    return results

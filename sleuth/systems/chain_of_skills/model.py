@@ -1,0 +1,279 @@
+"""The Chain-of-Skills multi-expert encoder (paper 002): one BERT-style encoder shared by all skills and sides.
+
+Selected layers (default every second one: 0-based layers 1, 3, 5, ... i.e. the 2nd, 4th, 6th) hold K expert
+copies of the self-attention (own Q/K/V; see ``sleuth.systems.chain_of_skills.experts``), picked per batch by the routing table
+(``sleuth.systems.chain_of_skills.skills``); all other weights are shared. Variants for the ablation: "ffn" (FFN experts instead)
+and "none" (one fully shared encoder, K = 1). The backbone's pooler is not used.
+
+Pooling: the paper represents questions, passages and entity descriptions by the [CLS] vector (§3.1), so
+``pooling="cls"`` is the default; ``"mean"`` (mean of the non-padding token states, the pooling MiniLM was
+trained with) is an option. Vectors are not normalised: the paper scores with the dot product.
+
+A saved model is a directory: ``cos_config.json`` (variant, K, expert layers, routing, pooling, max length),
+``cos_model.safetensors`` (all weights, expert copies included), the backbone's HF ``config.json`` and its
+tokenizer files. Forward calls are not thread-safe: the chosen expert is module state set per call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sleuth.errors import ConfigError, SleuthError
+from sleuth.models.encoder import length_sorted_batches
+from sleuth.systems.chain_of_skills.experts import VARIANTS, install_experts, set_expert
+from sleuth.systems.chain_of_skills.skills import SkillRouting
+
+CONFIG_FILE = "cos_config.json"
+WEIGHTS_FILE = "cos_model.safetensors"
+FORMAT = "sleuth-cos-encoder/1"
+POOLINGS = ("cls", "mean")
+DEFAULT_MAX_LENGTH = 256  # paper 002, appendix: max sequence length 256
+
+Text = str | tuple[str, str]  # one text, or a pair encoded as "a [SEP] b" (expanded queries, reranking)
+
+
+@dataclass(frozen=True)
+class MultiExpertConfig:
+    """Architecture and routing of a multi-expert encoder; ``expert_layers=None`` means every second layer."""
+
+    variant: str = "attention"
+    num_experts: int = 6
+    expert_layers: tuple[int, ...] | None = None
+    routing: SkillRouting = field(default_factory=SkillRouting)
+    pooling: str = "cls"
+    max_length: int = DEFAULT_MAX_LENGTH
+
+    @classmethod
+    def no_expert(cls, **options: Any) -> MultiExpertConfig:
+        """The fully shared ablation model: one encoder, every skill and side through the same weights."""
+        return cls(variant="none", num_experts=1, expert_layers=(), **options)
+
+    def resolved(self, num_layers: int) -> MultiExpertConfig:
+        """This config with the expert layers filled in for a backbone of ``num_layers`` layers, validated."""
+        layers = self.expert_layers if self.expert_layers is not None else tuple(range(1, num_layers, 2))
+        config = replace(self, expert_layers=tuple(layers))
+        config.check(num_layers)
+        return config
+
+    def check(self, num_layers: int) -> None:
+        """Raise a one-line ConfigError naming the first problem."""
+        if self.variant not in VARIANTS:
+            raise ConfigError(f"unknown expert variant '{self.variant}': use one of {', '.join(VARIANTS)}")
+        if not isinstance(self.num_experts, int) or isinstance(self.num_experts, bool) or self.num_experts < 1:
+            raise ConfigError(f"num_experts must be an integer >= 1, got {self.num_experts!r}")
+        if self.pooling not in POOLINGS:
+            raise ConfigError(f"unknown pooling '{self.pooling}': use one of {', '.join(POOLINGS)}")
+        if not isinstance(self.max_length, int) or isinstance(self.max_length, bool) or self.max_length < 2:
+            raise ConfigError(f"max_length must be an integer >= 2, got {self.max_length!r}")
+        layers = self.expert_layers or ()
+        for index in layers:
+            if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < num_layers:
+                raise ConfigError(f"expert layer {index!r} is out of range: the backbone has {num_layers} layers")
+        if len(set(layers)) != len(layers):
+            raise ConfigError(f"expert layers repeat a layer: {list(layers)}")
+        if self.variant == "none":
+            if self.num_experts != 1 or layers:
+                raise ConfigError("the 'none' (no-expert) variant needs num_experts 1 and no expert layers")
+        else:
+            self.routing.check(self.num_experts)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["expert_layers"] = None if self.expert_layers is None else list(self.expert_layers)
+        data["routing"] = self.routing.to_dict()
+        return {"format": FORMAT, **data}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MultiExpertConfig:
+        """Inverse of :meth:`to_dict`; unknown or missing keys raise a one-line ConfigError."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"{CONFIG_FILE}: expected a JSON object")
+        if data.get("format") != FORMAT:
+            raise ConfigError(f"{CONFIG_FILE}: format is {data.get('format')!r}, expected '{FORMAT}'")
+        keys = {"variant", "num_experts", "expert_layers", "routing", "pooling", "max_length"}
+        body = {k: v for k, v in data.items() if k != "format"}
+        if set(body) - keys:
+            raise ConfigError(f"{CONFIG_FILE}: unknown keys {sorted(set(body) - keys)}")
+        if keys - set(body):
+            raise ConfigError(f"{CONFIG_FILE}: missing keys {sorted(keys - set(body))}")
+        layers = body["expert_layers"]
+        if layers is not None and not isinstance(layers, list):
+            raise ConfigError(f"{CONFIG_FILE}: expert_layers must be a list of layer indexes or null")
+        return cls(variant=body["variant"], num_experts=body["num_experts"],
+                   expert_layers=None if layers is None else tuple(layers),
+                   routing=SkillRouting.from_dict(body["routing"]), pooling=body["pooling"],
+                   max_length=body["max_length"])
+
+
+@dataclass
+class TokenStates:
+    """Per-token output of one text: wordpiece tokens, character offsets (n, 2) and hidden states (n, d)."""
+
+    tokens: list[str]
+    offsets: np.ndarray
+    states: np.ndarray
+
+
+def _length(text: Text) -> int:
+    return len(text[0]) + len(text[1]) if isinstance(text, tuple) else len(text)
+
+
+def _backbone_path(backbone: str | Path) -> str:
+    if str(backbone) == "minilm":
+        from sleuth.models.registry import minilm_path
+
+        return str(minilm_path())
+    return str(backbone)
+
+
+class MultiExpertEncoder:
+    """A HF BertModel with expert sub-layers, its tokenizer, routing table and encoding API."""
+
+    def __init__(self, bert: Any, tokenizer: Any, config: MultiExpertConfig = MultiExpertConfig(),
+                 device: str = "cpu"):
+        for attribute in ("encoder", "config"):
+            if not hasattr(bert, attribute) or (attribute == "encoder" and not hasattr(bert.encoder, "layer")):
+                raise SleuthError(f"the backbone {type(bert).__name__} is not a BERT-style encoder")
+        self.config = config.resolved(bert.config.num_hidden_layers)
+        self.switches = install_experts(bert, self.config.variant, self.config.num_experts,
+                                        list(self.config.expert_layers or ()))
+        self.bert, self.tokenizer, self.device = bert.to(device).eval(), tokenizer, device
+        self.dim: int = bert.config.hidden_size
+
+    # construction, persistence
+
+    @classmethod
+    def from_backbone(cls, backbone: str | Path = "minilm", config: MultiExpertConfig = MultiExpertConfig(),
+                      device: str = "cpu") -> MultiExpertEncoder:
+        """Experts initialised from a pretrained encoder ("minilm" = the shipped all-MiniLM-L6-v2, or a path)."""
+        from transformers import AutoModel, AutoTokenizer
+
+        path = _backbone_path(backbone)
+        if not Path(path).is_dir():
+            raise SleuthError(f"backbone model directory not found: {path}")
+        bert = AutoModel.from_pretrained(path, add_pooling_layer=False)
+        return cls(bert, AutoTokenizer.from_pretrained(path), config, device)
+
+    def save(self, directory: str | Path) -> Path:
+        """Write the model directory (see the module docstring); returns it."""
+        from safetensors.torch import save_file
+
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / CONFIG_FILE).write_text(json.dumps(self.config.to_dict(), indent=2) + "\n", encoding="utf-8")
+        save_file({k: v.detach().contiguous().cpu() for k, v in self.bert.state_dict().items()},
+                  str(directory / WEIGHTS_FILE))
+        self.bert.config.save_pretrained(directory)
+        self.tokenizer.save_pretrained(directory)
+        return directory
+
+    @classmethod
+    def load(cls, directory: str | Path, device: str = "cpu") -> MultiExpertEncoder:
+        """Load a saved model directory; any problem is one SleuthError line naming it."""
+        from safetensors.torch import load_file
+        from transformers import AutoConfig, AutoModel, AutoTokenizer
+
+        directory = Path(directory)
+        for name in (CONFIG_FILE, WEIGHTS_FILE, "config.json"):
+            if not (directory / name).is_file():
+                raise SleuthError(f"{directory} is not a multi-expert model directory: {name} is missing")
+        try:
+            data = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as error:
+            raise ConfigError(f"{directory / CONFIG_FILE}: not valid JSON ({error})") from None
+        config = MultiExpertConfig.from_dict(data)
+        try:
+            bert = AutoModel.from_config(AutoConfig.from_pretrained(directory), add_pooling_layer=False)
+            tokenizer = AutoTokenizer.from_pretrained(directory)
+        except (OSError, ValueError) as error:
+            raise SleuthError(f"{directory}: cannot read the backbone config or tokenizer "
+                              f"({str(error).splitlines()[0]})") from None
+        model = cls(bert, tokenizer, config, device="cpu")
+        try:
+            state = load_file(str(directory / WEIGHTS_FILE))
+        except Exception as error:  # safetensors raises its own error types for corrupt files
+            raise SleuthError(f"{directory / WEIGHTS_FILE}: unreadable weights "
+                              f"({str(error).splitlines()[0] if str(error) else type(error).__name__})") from None
+        expected = model.bert.state_dict()
+        missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+        if missing or unexpected:
+            raise SleuthError(f"{directory / WEIGHTS_FILE} does not match {CONFIG_FILE}: "
+                              f"{len(missing)} missing tensors (first: {missing[:1]}), "
+                              f"{len(unexpected)} unexpected (first: {unexpected[:1]})")
+        for key, tensor in state.items():
+            if tuple(tensor.shape) != tuple(expected[key].shape):
+                raise SleuthError(f"{directory / WEIGHTS_FILE}: tensor {key} has shape {tuple(tensor.shape)}, "
+                                  f"expected {tuple(expected[key].shape)}")
+        model.bert.load_state_dict(state, strict=True)
+        model.bert.to(device)
+        model.device = device
+        return model
+
+    # routing and forward
+
+    def expert_for(self, skill: str, side: str = "query") -> int:
+        """The expert an input of ``skill`` on ``side`` goes through (always 0 for the no-expert variant)."""
+        expert = self.config.routing.expert(skill, side)
+        return 0 if self.config.variant == "none" else expert
+
+    def forward(self, input_ids: Any, attention_mask: Any, expert: int, token_type_ids: Any = None) -> Any:
+        """Last hidden states (batch, length, dim) with every expert layer routed to ``expert``; keeps gradients."""
+        set_expert(self.switches, expert)
+        output = self.bert(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        return output.last_hidden_state
+
+    def tokenize(self, texts: Sequence[Text], offsets: bool = False) -> Any:
+        """Padded, truncated tensors on the model's device; pairs become ``[CLS] a [SEP] b [SEP]``."""
+        pairs = [isinstance(t, tuple) for t in texts]
+        if any(pairs) and not all(pairs):
+            raise SleuthError("a batch must hold either all single texts or all (text, text) pairs")
+        first = [t[0] if isinstance(t, tuple) else t for t in texts]
+        second = [t[1] for t in texts] if all(pairs) else None  # type: ignore[index]
+        batch = self.tokenizer(first, second, padding=True, truncation=True, max_length=self.config.max_length,
+                               return_tensors="pt", return_offsets_mapping=offsets)
+        return batch.to(self.device)
+
+    def _batches(self, texts: Sequence[Text], skill: str, side: str, batch_size: int,
+                 offsets: bool) -> Iterator[tuple[list[int], Any, Any]]:
+        """(positions in ``texts``, tokenised batch, states) per batch. Texts are batched in order of character
+        length so that a batch pads to similar lengths (padding is masked: the states do not depend on it)."""
+        import torch
+
+        expert = self.expert_for(skill, side)
+        for rows in length_sorted_batches(texts, batch_size, length=_length):
+            batch = self.tokenize([texts[i] for i in rows], offsets=offsets)
+            with torch.inference_mode():
+                states = self.forward(batch["input_ids"], batch["attention_mask"], expert,
+                                      batch.get("token_type_ids"))
+            yield rows, batch, states
+
+    def encode(self, texts: Sequence[Text], skill: str, side: str = "query", batch_size: int = 32) -> np.ndarray:
+        """One float32 vector per text (shape (n, dim)), pooled as configured ([CLS] by default)."""
+        result = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for rows, batch, states in self._batches(texts, skill, side, batch_size, offsets=False):
+            if self.config.pooling == "cls":
+                pooled = states[:, 0]
+            else:
+                mask = batch["attention_mask"].unsqueeze(-1).to(states.dtype)
+                pooled = (states * mask).sum(1) / mask.sum(1).clamp(min=1)
+            result[rows] = pooled.float().cpu().numpy()
+        return result
+
+    def token_states(self, texts: Sequence[Text], skill: str, side: str = "query",
+                     batch_size: int = 32) -> list[TokenStates]:
+        """Per-token states of each text, special tokens included (offsets (0, 0)), padding removed."""
+        result: list[TokenStates | None] = [None] * len(texts)
+        for rows, batch, states in self._batches(texts, skill, side, batch_size, offsets=True):
+            lengths = batch["attention_mask"].sum(1).tolist()
+            for row, (position, length) in enumerate(zip(rows, lengths)):
+                ids = batch["input_ids"][row, :length].tolist()
+                result[position] = TokenStates(self.tokenizer.convert_ids_to_tokens(ids),
+                                               batch["offset_mapping"][row, :length].cpu().numpy(),
+                                               states[row, :length].float().cpu().numpy())
+        return result  # type: ignore[return-value]

@@ -1,0 +1,233 @@
+"""`sleuth dhr train|tune|compare`: DHR's lambda search and its comparison table on QA questions.
+
+Rows of the comparison (the paper's Tables 2-5; passage-level "P Top-k" and document-level "D Top-k" accuracy):
+
+- BM25: sleuth's BM25 over the passages.
+- flat dense: sleuth's dense retrieval over the passages ("title text", the DPR-style baseline) with --flat-encoder.
+- DHR-D: the document stage alone (document level only; Table 3).
+- DHR-P: exhaustive passage search with hierarchical passage titles, no document stage (Table 4).
+- DHR w/o rerank: passages of the top-k1 documents ranked by passage score only (lambda = 0; Table 5).
+- DHR serial: passages of the top-k1 documents ranked by passage + lambda * document score (Table 5 "w rerank").
+- DHR parallel: every passage and document scored, passage + lambda * document score (Table 5 "para rerank").
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import typer
+
+from sleuth.cli.common import console, corpus_source, out, workspace
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError
+from sleuth.eval.answers import DEFAULT_KS
+from sleuth.stages.run import Run
+
+dhr_app = typer.Typer(help="Dense hierarchical retrieval (DHR): train, tune lambda, compare with flat retrieval.",
+                      no_args_is_help=True)
+SPLITS = ("dev", "train", "all")
+
+
+def select_questions(path: Path, split: str, dev_fraction: float, seed: int) -> list[Query]:
+    """The questions of one side of the seeded train/dev split (the same split ``sleuth dhr train`` uses)."""
+    from sleuth.corpus.questions import read_questions
+    from sleuth.systems.dhr.training_data import split_questions
+
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split '{split}' (known: {', '.join(SPLITS)})")
+    questions = list(read_questions(path))
+    if split == "all":
+        return questions
+    train, dev = split_questions(questions, dev_fraction, seed)
+    return dev if split == "dev" else train
+
+
+class Setup:
+    """The corpus workspace, the hierarchical index and its two encoders, shared by the rows of one command."""
+
+    def __init__(self, corpus: Path, fmt: str | None, splitter: str, grouping: str, index: Path | None,
+                 document_encoder: str, passage_encoder: str, factory: str, separator: str, device: str):
+        from sleuth.models.registry import encoder_from_spec
+        from sleuth.systems.dhr.builders import hierarchical_index
+
+        self.source = corpus_source(corpus, fmt, None, splitter)
+        self.ws = workspace(self.source, device)
+        self.index = hierarchical_index(self.ws, str(index) if index else None, document_encoder, passage_encoder,
+                                        factory, separator, grouping)
+        specs = self.index.document_encoder_spec, self.index.passage_encoder_spec
+        self.document_encoder = encoder_from_spec(specs[0], device=device)
+        self.passage_encoder = (self.document_encoder if specs[0]["name"] == specs[1]["name"]
+                                else encoder_from_spec(specs[1], device=device))
+
+    def document_texts(self) -> dict[str, str]:
+        """Every document's passages joined: what document-level accuracy checks for an answer."""
+        texts: dict[str, list[str]] = {}
+        for doc_id, text in zip(self.index.passages.doc_ids, self.index.passages.texts):
+            texts.setdefault(doc_id, []).append(text)
+        return {doc_id: "\n".join(parts) for doc_id, parts in texts.items()}
+
+    def with_documents(self, run: Run) -> Run:
+        """Hits whose ``doc_id`` is the hierarchical index's document of that passage (flat indexes give each
+        passage its own document id)."""
+        store = self.index.passages
+        for hits in run.values():
+            for hit in hits:
+                row = store.position(hit.id)
+                if row is not None:
+                    hit.doc_id = store.doc_ids[row]
+        return run
+
+
+def accuracy_row(name: str, run: Run, seconds: float, setup: Setup, questions: list[Query], ks: list[int],
+                 passages: bool = True) -> dict:
+    from sleuth.systems.dhr.accuracy import hierarchical_accuracy
+
+    answers = {q.id: q.metadata["answers"] for q in questions}
+    values = hierarchical_accuracy(setup.with_documents(run), answers, setup.document_texts(), ks, passages)
+    return {"name": name, "measures": values, "seconds": seconds, "queries_per_second": len(questions) / seconds}
+
+
+def timed(stage, questions: list[Query]) -> tuple[Run, float]:
+    start = time.perf_counter()
+    run = stage.transform(questions)
+    return run, max(time.perf_counter() - start, 1e-9)
+
+
+def comparison_rows(setup: Setup, questions: list[Query], k1: int, lam: float, ks: list[int],
+                    flat_encoder: str) -> list[dict]:
+    """Run every row of the comparison on ``questions``."""
+    from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
+    from sleuth.systems.dhr.stages import DocumentRetrieve, PassageRetrieve, dhr
+
+    depth = max(ks)
+    index, doc_enc, psg_enc = setup.index, setup.document_encoder, setup.passage_encoder
+    rows = []
+    stages = [
+        ("BM25", lambda: BM25Retrieve(setup.ws.bm25(), k=depth), True),
+        (f"flat dense ({flat_encoder})", lambda: DenseRetrieve(setup.ws.dense(flat_encoder),
+                                                               setup.ws.encoder(flat_encoder), k=depth), True),
+        ("DHR-D (documents)", lambda: DocumentRetrieve(index, doc_enc, k=depth), False),
+        ("DHR-P", lambda: PassageRetrieve(index, psg_enc, k=depth), True),
+        (f"DHR w/o rerank (k1={k1})", lambda: dhr(index, k1=k1, k2=depth, lam=0.0, document_encoder=doc_enc,
+                                                   passage_encoder=psg_enc), True),
+        (f"DHR serial (k1={k1}, lambda={lam:g})", lambda: dhr(index, k1=k1, k2=depth, lam=lam,
+                                                              document_encoder=doc_enc, passage_encoder=psg_enc), True),
+        (f"DHR parallel (lambda={lam:g})", lambda: dhr(index, mode="parallel", k2=depth, lam=lam,
+                                                       document_encoder=doc_enc, passage_encoder=psg_enc), True),
+    ]
+    for name, make, passages in stages:
+        console.print(f"[dim]{name} ...[/dim]")
+        run, seconds = timed(make(), questions)
+        rows.append(accuracy_row(name, run, seconds, setup, questions, ks, passages))
+    return rows
+
+
+def rows_table(rows: list[dict], ks: list[int], title: str):
+    from rich.table import Table
+
+    table = Table(title=title)
+    table.add_column("retriever")
+    for level in ("P", "D"):
+        for k in ks:
+            table.add_column(f"{level} Top-{k}", justify="right")
+    table.add_column("q/s", justify="right")
+    for row in rows:
+        cells = [row["name"]]
+        for level in ("P", "D"):
+            cells += [f"{100 * row['measures'][f'{level} Top-{k}']:.1f}" if f"{level} Top-{k}" in row["measures"]
+                      else "-" for k in ks]
+        table.add_row(*cells, f"{row['queries_per_second']:.1f}")
+    return table
+
+
+# ---------------------------------------------------------------------------------------------------- options
+CORPUS = typer.Option(..., help="Corpus file or folder (e.g. ../shared/data/nq/corpus.jsonl).")
+QUESTIONS = typer.Option(..., help="Questions JSONL (id, question, answers).")
+INDEX = typer.Option(None, help="A hierarchical index directory (e.g. <train out>/round2/index); default: build "
+                                "one for the corpus with --document-encoder/--passage-encoder (cached).")
+
+
+def compare_command(
+    corpus: Path = CORPUS, questions: Path = QUESTIONS, index: Path | None = INDEX,
+    fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    splitter: str = typer.Option("none", help="none | sections."),
+    grouping: str = typer.Option("auto", help="auto | title | document."),
+    document_encoder: str = typer.Option("minilm", help="Document encoder (name or path) when building the index."),
+    passage_encoder: str = typer.Option("minilm", help="Passage encoder (name or path) when building the index."),
+    flat_encoder: str = typer.Option("minilm", help="Encoder of the flat dense baseline row."),
+    factory: str = typer.Option("Flat", help="FAISS factory string of the document index."),
+    separator: str = typer.Option(", ", help="Separator of hierarchical titles and document representations."),
+    split: str = typer.Option("dev", help="dev | train | all: which questions (seeded split as in training)."),
+    dev_fraction: float = typer.Option(0.2), seed: int = typer.Option(13),
+    k1: int = typer.Option(100, help="Documents passed to the passage stage."),
+    lam: float = typer.Option(1.0, "--lambda", help="Weight of the document score."),
+    top_k: list[int] | None = typer.Option(None, "--top-k", help="Accuracy cut-offs (default 1 5 20 100)."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
+    device: str = typer.Option("cpu"),
+) -> None:
+    """Passage- and document-level top-k answer accuracy of BM25, flat dense, DHR-D, DHR-P and DHR (w/o rerank,
+    serial, parallel) on the same questions."""
+    ks = sorted(set(top_k or DEFAULT_KS))
+    chosen = select_questions(questions, split, dev_fraction, seed)
+    setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
+                  device)
+    rows = comparison_rows(setup, chosen, k1, lam, ks, flat_encoder)
+    title = (f"{len(chosen)} {split} questions; document encoder {setup.index.document_encoder_spec['name']}, "
+             f"passage encoder {setup.index.passage_encoder_spec['name']}")
+    out.print(rows_table(rows, ks, title))
+    if json_out is not None:
+        from sleuth.io import atomic_write_text
+
+        payload = {"questions": len(chosen), "split": split, "k1": k1, "lambda": lam, "ks": ks,
+                   "document_encoder": setup.index.document_encoder_spec, "index_documents": setup.index.num_documents,
+                   "passage_encoder": setup.index.passage_encoder_spec, "index_passages": len(setup.index),
+                   "rows": rows}
+        atomic_write_text(json_out, json.dumps(payload, indent=1) + "\n")
+
+
+def tune_command(
+    corpus: Path = CORPUS, questions: Path = QUESTIONS, index: Path | None = INDEX,
+    fmt: str | None = typer.Option(None, "--format"), splitter: str = typer.Option("none"),
+    grouping: str = typer.Option("auto"), document_encoder: str = typer.Option("minilm"),
+    passage_encoder: str = typer.Option("minilm"), factory: str = typer.Option("Flat"),
+    separator: str = typer.Option(", "),
+    split: str = typer.Option("dev", help="Questions to tune on (dev by default)."),
+    dev_fraction: float = typer.Option(0.2), seed: int = typer.Option(13),
+    k1: int = typer.Option(100, help="Documents passed to the passage stage."),
+    metric_k: int = typer.Option(20, "--metric-k", help="Maximise passage-level Top-k accuracy (the paper: 20)."),
+    device: str = typer.Option("cpu"),
+) -> None:
+    """Grid-search lambda (0..2 step 0.1, then step 0.01 around the best) for serial DHR's Top-k accuracy."""
+    from sleuth.eval.answers import top_k_accuracy
+    from sleuth.systems.dhr.lambda_search import rerank_with_lambda, search_lambda
+    from sleuth.systems.dhr.stages import DocumentRetrieve, PassageInDocuments
+
+    chosen = select_questions(questions, split, dev_fraction, seed)
+    setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
+                  device)
+    documents = DocumentRetrieve(setup.index, setup.document_encoder, k=k1).transform(chosen)
+    every = PassageInDocuments(setup.index, setup.passage_encoder, lam=0.0, k=len(setup.index))
+    scored = every.transform(chosen, documents)  # every candidate passage with its two scores, searched once
+    answers = {q.id: q.metadata["answers"] for q in chosen}
+    name = f"Top-{metric_k}"
+    search = search_lambda(lambda lam: top_k_accuracy(rerank_with_lambda(scored, lam, metric_k), None, answers,
+                                                      [metric_k])[name])
+    coarse = "  ".join(f"{lam:g}:{100 * v:.1f}" for lam, v in search.coarse.items())
+    console.print(f"coarse grid ({name} %): {coarse}")
+    fine = "  ".join(f"{lam:g}:{100 * v:.1f}" for lam, v in search.fine.items())
+    console.print(f"fine grid ({name} %): {fine}")
+    print(json.dumps({"lambda": search.best, name: search.best_value, "questions": len(chosen), "k1": k1,
+                      "coarse": search.coarse, "fine": search.fine}))
+
+
+def register(app: typer.Typer, train_app: typer.Typer) -> None:
+    """``sleuth dhr train|compare|tune``, and the old ``sleuth dhr train`` as a hidden alias."""
+    from sleuth.systems.dhr.train_cli import train_dhr_command
+
+    dhr_app.command("train")(train_dhr_command)
+    dhr_app.command("compare")(compare_command)
+    dhr_app.command("tune")(tune_command)
+    app.add_typer(dhr_app, name="dhr")
+    train_app.command("dhr", hidden=True)(train_dhr_command)

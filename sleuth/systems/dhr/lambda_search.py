@@ -1,0 +1,72 @@
+"""Tuning DHR's lambda (paper section 5.3): grid search over [0, 2] in steps of 0.1, then steps of 0.01 within
++-0.05 of the best coarse value, maximising a dev-set metric (the paper: Top-20 accuracy).
+
+The stage-1 documents and stage-2 passage scores do not depend on lambda, so a run scored once with every candidate
+passage (carrying ``passage_score`` and ``document_score`` extras) is re-ranked for each lambda without new searches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from sleuth.errors import ConfigError
+from sleuth.stages.run import Run
+
+COARSE = (0.0, 2.0, 0.1)  # range and step of the first grid
+FINE_STEP, FINE_RADIUS = 0.01, 0.05  # second grid: this step within this distance of the best coarse value
+PREFERRED = 1.0  # among equally good lambdas, the one closest to the recipe's value wins
+
+
+def rerank_with_lambda(run: Run, lam: float, k: int | None = None) -> Run:
+    """Each ranking re-scored as ``passage_score + lam * document_score`` (from the hits' extras), best first."""
+    reranked = Run()
+    for qid, hits in run.items():
+        try:
+            scores = [h.extras["passage_score"] + lam * h.extras["document_score"] for h in hits]
+        except KeyError:
+            raise ConfigError("re-ranking by lambda needs hits with passage_score and document_score extras "
+                              "(the output of PassageInDocuments)") from None
+        rescored = [h.with_score(s) for h, s in zip(hits, scores)]
+        rescored.sort(key=lambda h: (-h.score, h.id))
+        reranked[qid] = rescored[:k] if k is not None else rescored
+    return reranked
+
+
+def grid(start: float, stop: float, step: float) -> list[float]:
+    """``start, start+step, ..., stop`` (inclusive, rounded to avoid float drift)."""
+    count = int(round((stop - start) / step))
+    return [round(start + i * step, 6) for i in range(count + 1)]
+
+
+@dataclass
+class LambdaSearch:
+    """The chosen lambda and every value tried with its metric."""
+
+    best: float
+    best_value: float
+    coarse: dict[float, float]
+    fine: dict[float, float]
+
+
+def pick(values: dict[float, float]) -> float:
+    """The lambda with the highest metric (ties: closest to PREFERRED, then the smaller)."""
+    top = max(values.values())
+    return min((lam for lam, v in values.items() if np.isclose(v, top)), key=lambda lam: (abs(lam - PREFERRED), lam))
+
+
+def search_lambda(metric: Callable[[float], float], coarse: tuple[float, float, float] = COARSE,
+                  fine_step: float = FINE_STEP, fine_radius: float = FINE_RADIUS) -> LambdaSearch:
+    """Two-level grid search maximising ``metric(lambda)``; the fine grid stays inside the coarse range."""
+    start, stop, step = coarse
+    if step <= 0 or stop < start or fine_step <= 0:
+        raise ConfigError("lambda grid: need start <= stop and positive steps")
+    coarse_values = {lam: metric(lam) for lam in grid(start, stop, step)}
+    centre = pick(coarse_values)
+    low, high = max(start, centre - fine_radius), min(stop, centre + fine_radius)
+    fine_values = {lam: coarse_values[lam] if lam in coarse_values else metric(lam)
+                   for lam in grid(low, high, fine_step)}
+    best = pick(fine_values)
+    return LambdaSearch(best, fine_values[best], coarse_values, fine_values)

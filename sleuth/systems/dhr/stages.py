@@ -1,0 +1,212 @@
+"""Dense Hierarchical Retrieval (DHR, paper 004) as stages over a :class:`HierarchicalIndex`.
+
+- :class:`DocumentRetrieve`: stage 1, the top-k1 documents (dense over document representations; BM25 as an option).
+- :class:`PassageInDocuments`: stage 2, the passages of the candidate documents scored with one matrix product;
+  final score = passage score + lambda * document score (Eq. 3), top k2. ``lam=0`` is "DHR w/o rerank".
+- :class:`ParallelDHR`: the paper's parallel variant: every passage and every document is scored exactly and the two
+  scores are added (no passage is left out, so no stand-in score is needed for passages of unretrieved documents).
+- :class:`PassageRetrieve`: DHR-P alone, exhaustive passage search with hierarchical passage titles.
+
+``DocumentRetrieve(index, k=100) >> PassageInDocuments(index, lam=1.0, k=100)`` is the serial DHR of the paper; with
+k1 covering every document it ranks exactly as :class:`ParallelDHR`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError
+from sleuth.index.bm25 import BM25Index
+from sleuth.models.encoder import Encoder
+from sleuth.models.registry import encoder_from_spec
+from sleuth.stages.base import Stage
+from sleuth.stages.run import Hit, Run
+from sleuth.systems.dhr.index import HierarchicalIndex, top_k
+
+DEFAULT_K1 = 100  # documents passed to stage 2 (the paper's best k1 on NQ)
+DEFAULT_LAMBDA = 1.0  # weight of the document score in Eq. 3 (the recipe's value; the paper finds 0.5..1 robust)
+MODES = ("serial", "parallel")
+
+
+def combine_scores(passage_scores: np.ndarray, document_scores: np.ndarray, lam: float) -> np.ndarray:
+    """Eq. 3 of the paper: ``f(q, p) = f_psi(q, p) + lambda * f_phi(q, d_p)``, element-wise."""
+    return np.asarray(passage_scores, dtype=np.float32) + np.float32(lam) * np.asarray(document_scores,
+                                                                                        dtype=np.float32)
+
+
+def check_encoder(encoder: Encoder, dim: int, what: str) -> Encoder:
+    """The encoder itself when its vectors have the index's dimension, else a ConfigError."""
+    if encoder.dim != dim:
+        raise ConfigError(f"dhr: {what} encoder '{encoder.name}' gives {encoder.dim}-d vectors, the index holds "
+                          f"{dim}-d {what} vectors")
+    return encoder
+
+
+def resolve_document_encoder(index: HierarchicalIndex, encoder: Encoder | None, device: str) -> Encoder:
+    """The given document encoder (checked against the index), or the one the index was built with."""
+    encoder = encoder or encoder_from_spec(index.document_encoder_spec, device=device)
+    return check_encoder(encoder, index.document_vectors.shape[1], "document")
+
+
+def resolve_passage_encoder(index: HierarchicalIndex, encoder: Encoder | None, device: str) -> Encoder:
+    """The given passage encoder (checked against the index), or the one the index was built with."""
+    encoder = encoder or encoder_from_spec(index.passage_encoder_spec, device=device)
+    return check_encoder(encoder, index.passage_vectors.shape[1], "passage")
+
+
+def passage_hit(index: HierarchicalIndex, row: int, score: float, **extras) -> Hit:
+    """A Hit for a passage row, carrying its document id and hierarchical title."""
+    store = index.passages
+    return Hit(store.ids[row], float(score), store.doc_ids[row], store.titles[row], store.texts[row], dict(extras))
+
+
+class DocumentRetrieve(Stage):
+    """Stage 1: the top-``k`` documents of each query (hits: id = doc_id = document id, text = representation).
+
+    Dense by default (the index's FAISS document index, exact inner product unless built with HNSW/IVF); with
+    ``bm25`` (a BM25Index built over the same documents' representations) documents are ranked by BM25 instead.
+    """
+
+    def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, k: int = DEFAULT_K1,
+                 name: str = "dhr_documents", device: str = "cpu", bm25: BM25Index | None = None):
+        if k < 1:
+            raise ConfigError(f"{name}: k must be at least 1, got {k}")
+        self.index, self.k, self.name, self.bm25 = index, k, name, bm25
+        self.encoder = None if bm25 is not None else resolve_document_encoder(index, encoder, device)
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        if candidates is not None:
+            raise ConfigError(f"{self.name} retrieves documents itself: put it first in the pipeline")
+        if self.bm25 is not None:
+            rows, scores = self.bm25.search([q.text for q in queries], k=self.k)
+            rows = [[self.index.documents.position(self.bm25.docstore.ids[r]) for r, s in zip(rr, ss) if s > 0]
+                    for rr, ss in zip(rows, scores)]
+            scores = [[s for s in ss if s > 0] for ss in scores]
+        else:
+            rows, scores = self.index.search_documents(self.encoder.encode_queries([q.text for q in queries]), self.k)
+        run = Run()
+        for query, query_rows, query_scores in zip(queries, rows, scores):
+            hits = []
+            for rank, (row, score) in enumerate(zip(np.asarray(query_rows).tolist(), np.asarray(query_scores).tolist()),
+                                                start=1):
+                if row is None or row < 0:
+                    continue
+                store = self.index.documents
+                hits.append(Hit(store.ids[row], float(score), store.ids[row], store.titles[row], store.texts[row],
+                                {"document_row": row, "document_rank": rank}))
+            run[query.id] = hits
+        return run
+
+
+class PassageInDocuments(Stage):
+    """Stage 2: score the passages of each query's candidate documents and rank them by Eq. 3.
+
+    Candidates are document hits (their id, or else doc_id, names a document of the index; their score is the
+    document score). Each query's passages are gathered by the index's offsets and scored with one matrix product.
+    Final hits carry ``passage_score``, ``document_score`` and ``document_rank`` in extras.
+    """
+
+    def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA,
+                 k: int = 100, name: str = "dhr_passages", device: str = "cpu"):
+        if k < 1:
+            raise ConfigError(f"{name}: k must be at least 1, got {k}")
+        self.index, self.lam, self.k, self.name = index, float(lam), k, name
+        self.encoder = resolve_passage_encoder(index, encoder, device)
+
+    def document_rows(self, hits: Sequence[Hit]) -> tuple[np.ndarray, np.ndarray]:
+        """Rows and scores of the candidate documents this index holds (unknown ones are left out)."""
+        rows, scores = [], []
+        for hit in hits:
+            row = self.index.documents.position(hit.id)
+            if row is None and hit.doc_id is not None:
+                row = self.index.documents.position(hit.doc_id)
+            if row is not None:
+                rows.append(row)
+                scores.append(hit.score)
+        return np.asarray(rows, dtype=np.int64), np.asarray(scores, dtype=np.float32)
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        if candidates is None:
+            raise ConfigError(f"{self.name} needs candidate documents: put a document stage before it "
+                              "(dhr_documents, or use the dhr stage)")
+        vectors = self.encoder.encode_queries([q.text for q in queries])
+        run = Run()
+        for query, vector in zip(queries, vectors):
+            doc_rows, doc_scores = self.document_rows(candidates.get(query.id, []))
+            ranked = rank_passages_in_documents(self.index, vector, doc_rows, doc_scores, self.lam, self.k)
+            run[query.id] = [passage_hit(self.index, row, final, passage_score=p, document_score=d, document_rank=r)
+                             for row, final, p, d, r in zip(*(a.tolist() for a in ranked))]
+        return run
+
+
+def rank_passages_in_documents(index: HierarchicalIndex, query_vector: np.ndarray, document_rows: np.ndarray,
+                               document_scores: np.ndarray, lam: float, k: int) -> tuple[np.ndarray, ...]:
+    """Stage 2 for one query: gather the passages of the given documents, score them with one matrix product,
+    combine by Eq. 3 and keep the top ``k``. Returns passage rows, final scores, passage scores, document scores and
+    1-based document ranks (the documents' order as given), best first."""
+    counts = index.offsets[document_rows + 1] - index.offsets[document_rows]
+    rows = index.passage_rows(document_rows)
+    passage_scores = index.score_passages(query_vector, rows)
+    per_passage = np.repeat(np.asarray(document_scores, dtype=np.float32), counts)
+    final = combine_scores(passage_scores, per_passage, lam)
+    best = top_k(final, k)
+    ranks = np.repeat(np.arange(1, len(document_rows) + 1), counts)
+    return rows[best], final[best], passage_scores[best], per_passage[best], ranks[best]
+
+
+class ParallelDHR(Stage):
+    """DHR's parallel variant: all passages and all documents scored exactly, added by Eq. 3, top ``k``."""
+
+    def __init__(self, index: HierarchicalIndex, document_encoder: Encoder | None = None,
+                 passage_encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA, k: int = 100,
+                 name: str = "dhr_parallel", device: str = "cpu"):
+        self.index, self.lam, self.k, self.name = index, float(lam), k, name
+        self.document_encoder = resolve_document_encoder(index, document_encoder, device)
+        self.passage_encoder = resolve_passage_encoder(index, passage_encoder, device)
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        texts = [q.text for q in queries]
+        document_scores = self.index.document_scores(self.document_encoder.encode_queries(texts))
+        rows, scores = self.index.scan_passages(self.passage_encoder.encode_queries(texts), self.k,
+                                                document_weight=self.lam, document_scores=document_scores)
+        run = Run()
+        for i, query in enumerate(queries):
+            doc_of = self.index.passage_document[rows[i]]
+            doc_scores = document_scores[i, doc_of]
+            run[query.id] = [passage_hit(self.index, row, score, passage_score=float(score - self.lam * d),
+                                         document_score=float(d))
+                             for row, score, d in zip(rows[i].tolist(), scores[i].tolist(), doc_scores.tolist())]
+        return run
+
+
+class PassageRetrieve(Stage):
+    """DHR-P alone: exhaustive inner-product search over every passage (hierarchical titles), no document stage."""
+
+    def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, k: int = 100, name: str = "dhr_p",
+                 device: str = "cpu"):
+        self.index, self.k, self.name = index, k, name
+        self.encoder = resolve_passage_encoder(index, encoder, device)
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        rows, scores = self.index.scan_passages(self.encoder.encode_queries([q.text for q in queries]), self.k)
+        return Run({q.id: [passage_hit(self.index, r, s, passage_score=float(s))
+                           for r, s in zip(rows[i].tolist(), scores[i].tolist())] for i, q in enumerate(queries)})
+
+
+def dhr(index: HierarchicalIndex, *, mode: str = "serial", k1: int = DEFAULT_K1, k2: int = 100,
+        lam: float = DEFAULT_LAMBDA, document_encoder: Encoder | None = None, passage_encoder: Encoder | None = None,
+        bm25: BM25Index | None = None, device: str = "cpu", name: str = "dhr") -> Stage:
+    """The DHR pipeline: serial ``DocumentRetrieve(k1) >> PassageInDocuments(lam, k2)`` or :class:`ParallelDHR`."""
+    if mode not in MODES:
+        raise ConfigError(f"dhr: unknown mode '{mode}' (known: {', '.join(MODES)})")
+    if mode == "parallel":
+        if bm25 is not None:
+            raise ConfigError("dhr: the parallel mode scores documents densely; BM25 documents need mode serial")
+        return ParallelDHR(index, document_encoder, passage_encoder, lam=lam, k=k2, name=name, device=device)
+    documents = DocumentRetrieve(index, document_encoder, k=k1, device=device, bm25=bm25)
+    stage = documents >> PassageInDocuments(index, passage_encoder, lam=lam, k=k2, device=device)
+    stage.name = name
+    return stage

@@ -1,0 +1,70 @@
+"""`sleuth dhr train`: fine-tune DHR's document and passage encoders on QA questions (two rounds by default)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from sleuth.cli.common import console, corpus_source
+from sleuth.errors import ConfigError
+
+
+def parse_counts(pairs: list[str], what: str) -> dict[str, int]:
+    """``["bm25=1", "in-doc=1"]`` -> ``{"bm25": 1, "in-doc": 1}``."""
+    counts = {}
+    for pair in pairs:
+        name, _, count = pair.partition("=")
+        if not count.strip().isdigit():
+            raise ConfigError(f"--{what} expects KIND=COUNT (e.g. bm25=1), got '{pair}'")
+        counts[name.strip()] = int(count)
+    return counts
+
+
+def train_dhr_command(
+    corpus: Path = typer.Option(..., help="Corpus file or folder (e.g. ../shared/data/nq/corpus.jsonl)."),
+    questions: Path = typer.Option(..., help="Questions JSONL with id, question, answers (and gold_passage)."),
+    out: Path = typer.Option(..., help="Output folder: round<r>/{document,passage}-encoder, index, report.json."),
+    fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    splitter: str = typer.Option("none", help="none | sections (DHR's section-aware split for structured corpora)."),
+    grouping: str = typer.Option("auto", help="auto | title | document: how passages form documents."),
+    document_model: str = typer.Option("minilm", help="Base model of the document encoder (name or path)."),
+    passage_model: str = typer.Option("minilm", help="Base model of the passage encoder (name or path)."),
+    rounds: int = typer.Option(2, help="Training rounds; round r > 1 adds negatives mined by round r-1."),
+    epochs: int = typer.Option(1, help="Epochs per round and encoder."),
+    steps: int | None = typer.Option(None, help="Stop each training after this many steps."),
+    batch_size: int = typer.Option(16, help="Questions per batch (in-batch negatives come from the batch)."),
+    lr: float = typer.Option(2e-5, help="Learning rate (AdamW, linear warm-up and decay)."),
+    max_length: int | None = typer.Option(None, help="Token limit while training (default: the model's)."),
+    document_negatives: list[str] = typer.Option(["abstract=1"], help="KIND=COUNT, kinds: abstract, all-text."),
+    passage_negatives: list[str] = typer.Option(["bm25=1", "in-doc=1"], help="KIND=COUNT, kinds: bm25, in-doc, "
+                                                                                "in-sec."),
+    mined: int = typer.Option(1, help="Mined negatives per question from round 2 on."),
+    dev_fraction: float = typer.Option(0.2, help="Share of questions held out as dev (seeded hash split)."),
+    seed: int = typer.Option(13, help="Seed of the split, the shuffling and the model initialisation."),
+    evaluate_base: bool = typer.Option(False, help="Also index and evaluate the untrained base models."),
+    shared_encoder: bool = typer.Option(False, help="Train one model for both roles on document and passage examples "
+                                                    "together (half the indexing cost; the paper trains two)."),
+    device: str = typer.Option("cpu", help="torch device: cpu or cuda."),
+) -> None:
+    """Contrastive fine-tuning of the document encoder (in-batch, BM25 abstract/all-text negatives) and the passage
+    encoder (in-batch, BM25, In-Doc, In-Sec negatives), then ANCE-style rounds with mined negatives."""
+    from sleuth.corpus.questions import read_questions
+    from sleuth.systems.dhr.structure import documents_to_groups
+    from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
+    from sleuth.train.contrastive import TrainConfig
+
+    source = corpus_source(corpus, fmt, None, splitter)
+    groups = documents_to_groups(source.documents(), source.splitter, grouping)
+    settings = DHRTrainingSettings(document_model=document_model, passage_model=passage_model, rounds=rounds,
+                                   document_negatives=parse_counts(document_negatives, "document-negatives"),
+                                   passage_negatives=parse_counts(passage_negatives, "passage-negatives"),
+                                   mined_negatives=mined, dev_fraction=dev_fraction, split_seed=seed,
+                                   evaluate_base=evaluate_base, shared_encoder=shared_encoder)
+    config = TrainConfig(lr=lr, batch_size=batch_size, epochs=epochs, max_steps=steps, max_length=max_length,
+                         seed=seed, device=device)
+    report = train_dhr(groups, list(read_questions(questions)), out, settings, config, log=console.print)
+    console.print(f"wrote {out / 'report.json'}")
+    print(json.dumps({r["round"]: r["dev"] for r in report["rounds"]}))
+

@@ -1,0 +1,27 @@
+"""Config builder of the private-search stage (paper 001): ``private``.
+
+    stages:
+      - private: {engine: "http://127.0.0.1:8000", mechanism: vickrey-mahalanobis, epsilon: 12.5, n: 20}
+"""
+
+from __future__ import annotations
+
+from sleuth.pipelines.registry import register_stage
+from sleuth.pipelines.workspace import Workspace
+
+
+@register_stage("private")
+def private_stage(ws: Workspace, *, engine: str, mechanism: str = "vickrey-mahalanobis", epsilon: float = 12.5,
+                  n: int = 20, depth: int = 100, pipeline: str | None = None, encoder: str = "minilm",
+                  embeddings: str = "glove-6b-50d", oov: str = "drop", seed: int | None = None,
+                  withhold_original: bool = True, name: str = "private"):
+    """Private search against the sleuth service at ``engine`` (its ``pipeline``), reranked locally by ``encoder``."""
+    from sleuth.systems.private_search.client import PrivateSearch
+    from sleuth.systems.private_search.registry import load_vocabulary_table, make_obfuscator
+    from sleuth.systems.private_search.remote import RemoteEngine
+    from sleuth.systems.private_search.rescore import TextRescore
+
+    table = load_vocabulary_table(embeddings) if mechanism not in ("aed", "fsh") else None
+    obfuscator = make_obfuscator(mechanism, embeddings=table, oov=oov)
+    return PrivateSearch(obfuscator, RemoteEngine.sleuth(engine, pipeline), TextRescore(ws.encoder(encoder)),
+                         n=n, epsilon=epsilon, depth=depth, seed=seed, withhold_original=withhold_original, name=name)

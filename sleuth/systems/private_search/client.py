@@ -1,0 +1,81 @@
+"""The private-search client (paper 001's setting): the original query never leaves the user's machine.
+
+For each query: obfuscate it ``n`` times, send only the obfuscated queries to the (untrusted) engine, pool the top
+``depth`` hits of every response, and rerank the pool locally with the ORIGINAL query using a local model that
+differs from the engine's (e.g. engine BM25, local MiniLM). Hits carry the obfuscated queries that were sent
+(``extras["obfuscated_queries"]``) and how many of them retrieved the hit (``extras["found_by"]``).
+
+Safety rule (``withhold_original=True``, the default): an obfuscated query whose words equal the original query's
+words is not sent (at a large epsilon a mechanism may return the query unchanged). This conditions on the original
+query, so experiments that reproduce the paper's measures turn it off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sleuth.corpus.model import Query
+from sleuth.stages.base import Stage
+from sleuth.stages.run import Hit, Run
+from sleuth.systems.private_search.obfuscator import QueryObfuscator, Seed, check_count, make_rng, tokenize
+from sleuth.systems.private_search.remote import SearchEngine
+
+DEFAULT_N = 20
+POOL_DEPTH = 100
+
+
+def queries_to_send(original: str, obfuscated: Sequence[str], withhold_original: bool = True) -> list[str]:
+    """The distinct non-empty obfuscated queries, in order; without those equal to the original when withheld."""
+    words = tokenize(original)
+    sent: dict[str, None] = {}
+    for text in obfuscated:
+        if not text.strip() or (withhold_original and tokenize(text) == words):
+            continue
+        sent.setdefault(text, None)
+    return list(sent)
+
+
+def pool_hits(responses: Sequence[Sequence[Hit]], depth: int = POOL_DEPTH) -> list[Hit]:
+    """The union of the top ``depth`` hits of every response (first occurrence kept), with ``found_by`` counts."""
+    pooled: dict[str, Hit] = {}
+    for hits in responses:
+        for hit in hits[:depth]:
+            if hit.id in pooled:
+                pooled[hit.id].extras["found_by"] += 1
+            else:
+                pooled[hit.id] = Hit(hit.id, hit.score, hit.doc_id, hit.title, hit.text, {"found_by": 1})
+    return list(pooled.values())
+
+
+class PrivateSearch(Stage):
+    """Obfuscate, query the engine with obfuscated queries only, pool, rerank locally with the original query."""
+
+    def __init__(self, obfuscator: QueryObfuscator, engine: SearchEngine, reranker: Stage, n: int = DEFAULT_N,
+                 epsilon: float | None = None, depth: int = POOL_DEPTH, seed: Seed = None,
+                 withhold_original: bool = True, name: str = "private"):
+        self.obfuscator, self.engine, self.reranker = obfuscator, engine, reranker
+        self.n, self.epsilon, self.depth = check_count(n), epsilon, check_count(depth)
+        self.seed, self.withhold_original, self.name = seed, withhold_original, name
+
+    def obfuscations(self, queries: Sequence[Query]) -> list[list[str]]:
+        """``n`` obfuscated queries per query (nothing is sent yet)."""
+        return self.obfuscator.obfuscate([q.text for q in queries], self.n, self.epsilon, make_rng(self.seed))
+
+    def pools(self, queries: Sequence[Query], obfuscated: Sequence[Sequence[str]]) -> tuple[Run, dict[str, list[str]]]:
+        """Send the obfuscated queries; the pooled candidates of each query and the queries sent for it."""
+        pools, sent = Run(), {}
+        for query, candidates in zip(queries, obfuscated):
+            sent[query.id] = queries_to_send(query.text, candidates, self.withhold_original)
+            pools[query.id] = pool_hits(self.engine.search_many(sent[query.id], self.depth), self.depth)
+        return pools, sent
+
+    def rerank(self, queries: Sequence[Query], pools: Run, sent: dict[str, list[str]]) -> Run:
+        """The pools reranked locally with the original queries; hits carry what was sent."""
+        reranked = self.reranker.transform(queries, pools)
+        found_by = {qid: {h.id: h.extras["found_by"] for h in hits} for qid, hits in pools.items()}
+        return Run({qid: [h.with_score(h.score, obfuscated_queries=sent[qid], found_by=found_by[qid].get(h.id, 0))
+                          for h in hits] for qid, hits in reranked.items()})
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        pools, sent = self.pools(queries, self.obfuscations(queries))
+        return self.rerank(queries, pools, sent)

@@ -1,0 +1,151 @@
+"""Metric-DP word mechanisms of paper 001 (Faggioli & Ferro): CMP and Mahalanobis, as in ../shared/papers/ALGORITHMS.md.
+
+Pure, vectorised noise functions first; then the small :class:`Mechanism` interface that turns vocabulary rows into
+obfuscated rows: ``noisy = vectors[rows] + noise``, then the word nearest to each noisy point.
+
+- CMP (Feyisetan et al., WSDM 2020): N ~ Normal(0, I_m), direction X = N / |N|, radius Y ~ Gamma(shape=m,
+  scale=1/epsilon), noise Z = Y X.
+- Mahalanobis (Xu et al., PrivateNLP 2020): Sigma = population covariance of the embedding matrix divided by the
+  mean per-dimension variance; Sigma_loc = sqrtm(lambda Sigma + (1 - lambda) I); X = Sigma_loc N / |N| renormalised
+  to unit length; Z = Y X with Y as in CMP.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+import numpy as np
+
+from sleuth.errors import ConfigError
+from sleuth.systems.private_search.embeddings import WordEmbeddings
+
+#: lambda of the Mahalanobis mechanism: weight of the embedding covariance against the identity (authors' code: 1)
+DEFAULT_LAMBDA = 1.0
+
+
+def check_epsilon(epsilon: float) -> float:
+    """The privacy budget as a float; it must be a finite positive number."""
+    try:
+        value = float(epsilon)
+    except (TypeError, ValueError):
+        raise ConfigError(f"epsilon must be a number, got {epsilon!r}") from None
+    if not np.isfinite(value) or value <= 0:
+        raise ConfigError(f"epsilon must be a positive number, got {epsilon!r}")
+    return value
+
+
+def unit_directions(rng: np.random.Generator, n: int, dim: int) -> np.ndarray:
+    """``n`` directions uniform on the unit sphere of R^dim: N / |N| with N ~ Normal(0, I)."""
+    normal = rng.standard_normal((n, dim))
+    return normal / np.linalg.norm(normal, axis=1, keepdims=True)
+
+
+def gamma_radii(rng: np.random.Generator, n: int, dim: int, epsilon: float) -> np.ndarray:
+    """``n`` noise radii Y ~ Gamma(shape=dim, scale=1/epsilon)."""
+    return rng.gamma(shape=dim, scale=1.0 / check_epsilon(epsilon), size=n)
+
+
+def cmp_noise(rng: np.random.Generator, n: int, dim: int, epsilon: float) -> np.ndarray:
+    """``n`` CMP noise vectors Z = Y X (density proportional to exp(-epsilon |z|))."""
+    return unit_directions(rng, n, dim) * gamma_radii(rng, n, dim, epsilon)[:, None]
+
+
+def normalised_covariance(vectors: np.ndarray) -> np.ndarray:
+    """Sigma: the population covariance (ddof=0) of the rows, divided by the mean per-dimension variance."""
+    vectors = np.asarray(vectors, dtype=np.float64)
+    covariance = np.cov(vectors, rowvar=False, ddof=0)
+    return covariance / np.mean(np.diag(covariance))
+
+
+def sigma_loc(vectors: np.ndarray, lam: float = DEFAULT_LAMBDA) -> np.ndarray:
+    """Sigma_loc of an embedding matrix: :func:`regularised_root` of its :func:`normalised_covariance`."""
+    return regularised_root(normalised_covariance(vectors), lam)
+
+
+def regularised_root(sigma: np.ndarray, lam: float = DEFAULT_LAMBDA) -> np.ndarray:
+    """sqrtm(lambda Sigma + (1 - lambda) I), the symmetric square root (by eigendecomposition)."""
+    if not 0.0 <= lam <= 1.0:
+        raise ConfigError(f"mahalanobis: lambda must be in [0, 1], got {lam!r}")
+    regularised = lam * sigma + (1.0 - lam) * np.eye(sigma.shape[0])
+    values, vectors = np.linalg.eigh(regularised)
+    return (vectors * np.sqrt(np.clip(values, 0.0, None))) @ vectors.T
+
+
+def mahalanobis_noise(rng: np.random.Generator, n: int, loc: np.ndarray, epsilon: float) -> np.ndarray:
+    """``n`` Mahalanobis noise vectors: direction Sigma_loc N/|N| renormalised to unit length, radius as in CMP."""
+    dim = loc.shape[0]
+    directions = unit_directions(rng, n, dim) @ loc.T
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    return directions * gamma_radii(rng, n, dim, epsilon)[:, None]
+
+
+class Mechanism(ABC):
+    """A word-level metric-DP mechanism over one embedding table.
+
+    :meth:`noise` draws noise vectors; :meth:`choose` maps noisy points to vocabulary rows (nearest word by
+    default); :meth:`obfuscate_rows` does both for a batch of word rows. Epsilon is given per call.
+    """
+
+    name: str = "mechanism"
+
+    def __init__(self, embeddings: WordEmbeddings):
+        self.embeddings = embeddings
+
+    @abstractmethod
+    def noise(self, rng: np.random.Generator, n: int, epsilon: float) -> np.ndarray:
+        """``n`` noise vectors of the table's dimension."""
+
+    def perturb(self, rows: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+        """Noisy points: the vectors of ``rows`` plus fresh noise each (float32)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        base = self.embeddings.matrix()[rows]
+        return (base + self.noise(rng, len(rows), epsilon)).astype(np.float32)
+
+    def choose(self, noisy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The vocabulary row published for each noisy point: the nearest word."""
+        return self.embeddings.nearest(noisy, k=1)[1][:, 0]
+
+    def obfuscate_rows(self, rows: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
+        """One obfuscated row per input row (every input row gets independent noise)."""
+        if len(rows) == 0:
+            return np.zeros(0, dtype=np.int64)
+        return self.choose(self.perturb(rows, check_epsilon(epsilon), rng), rng)
+
+    def describe(self) -> dict:
+        """Name and parameters, for reports."""
+        return {"mechanism": self.name}
+
+
+class CMP(Mechanism):
+    """Calibrated Multivariate Perturbation (Feyisetan et al. 2020): isotropic noise, Gamma(m, 1/epsilon) radius."""
+
+    name = "cmp"
+
+    def noise(self, rng: np.random.Generator, n: int, epsilon: float) -> np.ndarray:
+        return cmp_noise(rng, n, self.embeddings.dim, epsilon)
+
+
+class Mahalanobis(Mechanism):
+    """Mahalanobis mechanism (Xu et al. 2020): noise direction stretched by Sigma_loc towards populated regions.
+
+    ``lam`` is lambda of Sigma_loc = sqrtm(lambda Sigma + (1 - lambda) I); 1 (the default, as in the authors' code)
+    uses the embedding covariance alone, 0 reduces to CMP.
+    """
+
+    name = "mahalanobis"
+
+    def __init__(self, embeddings: WordEmbeddings, lam: float = DEFAULT_LAMBDA):
+        if not 0.0 <= lam <= 1.0:
+            raise ConfigError(f"mahalanobis: lambda must be in [0, 1], got {lam!r}")
+        super().__init__(embeddings)
+        self.lam = float(lam)
+        key = ("sigma_loc", self.lam)
+        if key not in embeddings.derived:
+            embeddings.derived[key] = sigma_loc(embeddings.matrix(), self.lam)
+        self.loc = embeddings.derived[key]
+
+    def noise(self, rng: np.random.Generator, n: int, epsilon: float) -> np.ndarray:
+        return mahalanobis_noise(rng, n, self.loc, epsilon)
+
+    def describe(self) -> dict:
+        return {"mechanism": self.name, "lambda": self.lam}

@@ -1,0 +1,146 @@
+"""Query obfuscation: a query in, ``n`` obfuscated queries out.
+
+:class:`QueryObfuscator` is the interface shared by the DP mechanisms and the non-DP baselines (AED, FSH).
+:class:`DPObfuscator` tokenises the queries, maps words to vocabulary rows, obfuscates every word of every copy of
+every query in one vectorised batch (one FAISS search), and joins the published words back into queries.
+
+Out-of-vocabulary words (numbers, rare words, words outside a restricted vocabulary) follow ``oov``:
+
+- ``drop`` (default, as the authors' code): the word is left out of every obfuscated query;
+- ``random``: each copy gets a uniformly random vocabulary word instead (keeps the query length);
+- ``error``: raise a QueryError naming the word;
+- ``keep``: send the word unchanged. This leaks it to the search engine and must be asked for explicitly.
+
+Only ``keep`` ever sends an out-of-vocabulary word. (An in-vocabulary word may come back as itself: that is the
+mechanism's own randomness, whose likelihood epsilon controls.)
+
+Randomness: by default a fresh generator seeded from the operating system's entropy on every call; pass ``seed``
+(an int or a numpy Generator) for reproducible experiments.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+
+import numpy as np
+
+from sleuth.errors import ConfigError, QueryError
+from sleuth.systems.private_search.mechanisms import Mechanism, check_epsilon
+
+OOV_POLICIES = ("drop", "random", "error", "keep")
+DEFAULT_OOV = "drop"
+WORD = re.compile(r"[^\W_]+")
+
+Seed = int | np.random.Generator | None
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased runs of letters and digits (punctuation splits words: "what's" -> what, s)."""
+    return WORD.findall(text.lower())
+
+
+def make_rng(seed: Seed = None) -> np.random.Generator:
+    """A Generator: the one given, one seeded with the given int, or (None) a new one seeded from OS entropy."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool)):
+        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    return np.random.Generator(np.random.PCG64DXSM(np.random.SeedSequence(seed)))
+
+
+def check_count(n: int) -> int:
+    """The number of obfuscated queries per query: a positive integer."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ConfigError(f"the number of obfuscated queries must be a positive integer, got {n!r}")
+    return int(n)
+
+
+class QueryObfuscator(ABC):
+    """Turns each query into ``n`` obfuscated queries that may be sent to an untrusted search engine."""
+
+    name: str = "obfuscator"
+    #: whether :meth:`obfuscate` takes a privacy budget
+    uses_epsilon: bool = False
+
+    @abstractmethod
+    def obfuscate(self, queries: Sequence[str], n: int = 20, epsilon: float | None = None,
+                  seed: Seed = None) -> list[list[str]]:
+        """``n`` obfuscated queries for each query (a list per query, in input order)."""
+
+    def obfuscate_one(self, query: str, n: int = 20, epsilon: float | None = None, seed: Seed = None) -> list[str]:
+        """``n`` obfuscated queries of one query."""
+        return self.obfuscate([query], n, epsilon, seed)[0]
+
+    def describe(self) -> dict:
+        return {"obfuscator": self.name}
+
+
+class DPObfuscator(QueryObfuscator):
+    """Word-by-word DP obfuscation with a :class:`Mechanism`; epsilon is required per call."""
+
+    uses_epsilon = True
+
+    def __init__(self, mechanism: Mechanism, oov: str = DEFAULT_OOV):
+        if oov not in OOV_POLICIES:
+            raise ConfigError(f"unknown out-of-vocabulary policy '{oov}' (known: {', '.join(OOV_POLICIES)})")
+        self.mechanism, self.oov = mechanism, oov
+        self.name = mechanism.name
+
+    @property
+    def embeddings(self):
+        return self.mechanism.embeddings
+
+    def word_rows(self, queries: Sequence[str]) -> list[list[int | str]]:
+        """Per query, its words as vocabulary rows; out-of-vocabulary words stay strings (for the OOV policy)."""
+        result = []
+        for i, query in enumerate(queries):
+            if not isinstance(query, str) or not query.strip():
+                raise QueryError(f"query {i + 1} is empty")
+            items: list[int | str] = []
+            for word in tokenize(query):
+                row = self.embeddings.row(word)
+                if row is None and self.oov == "error":
+                    raise QueryError(f"query {i + 1}: '{word}' is not in the vocabulary of {self.embeddings.source}")
+                items.append(word if row is None else row)
+            result.append(items)
+        return result
+
+    def obfuscate(self, queries: Sequence[str], n: int = 20, epsilon: float | None = None,
+                  seed: Seed = None) -> list[list[str]]:
+        if epsilon is None:
+            raise ConfigError(f"{self.name}: epsilon (the privacy budget) is required")
+        epsilon, n = check_epsilon(epsilon), check_count(n)
+        if not queries:
+            return []
+        rng = make_rng(seed)
+        parsed = self.word_rows(queries)
+        in_vocabulary = [np.array([r for r in items if not isinstance(r, str)], dtype=np.int64) for items in parsed]
+        # every in-vocabulary word of every query, n times (copy-major within each query), in one batch
+        batch = np.concatenate([np.tile(rows, n) for rows in in_vocabulary])
+        published = self.mechanism.obfuscate_rows(batch, epsilon, rng)
+        words = self.embeddings.words
+        out, position = [], 0
+        for items, rows in zip(parsed, in_vocabulary):
+            chosen = published[position:position + n * len(rows)].reshape(n, len(rows))
+            position += n * len(rows)
+            out.append([self._assemble(items, chosen[copy], rng, words) for copy in range(n)])
+        return out
+
+    def _assemble(self, items: list[int | str], chosen: np.ndarray, rng: np.random.Generator,
+                  words: list[str]) -> str:
+        """One obfuscated query: published words in query order, OOV words per the policy."""
+        parts, next_word = [], iter(chosen.tolist())
+        for item in items:
+            if not isinstance(item, str):
+                parts.append(words[next(next_word)])
+            elif self.oov == "keep":
+                parts.append(item)
+            elif self.oov == "random":
+                parts.append(words[int(rng.integers(len(words)))])
+        return " ".join(parts)
+
+    def describe(self) -> dict:
+        return {**self.mechanism.describe(), "oov": self.oov, "vocabulary": len(self.embeddings),
+                "embeddings": self.embeddings.source}

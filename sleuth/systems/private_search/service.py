@@ -1,0 +1,72 @@
+"""Private search's endpoint in the search service: ``POST /obfuscate`` gives obfuscated versions of a query
+(``{"query", "obfuscator"?, "n"?, "epsilon"?, "seed"?}`` -> ``{"query", "obfuscator", "epsilon", "obfuscated"}``),
+so that a client can see what a private search would send to an engine."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from sleuth.service.limits import RequestError, safe_name
+from sleuth.systems.private_search.obfuscator import QueryObfuscator
+from sleuth.systems.private_search.registry import MECHANISMS, make_obfuscator
+
+DEFAULT_OBFUSCATIONS = 10
+FIELDS = {"query", "obfuscator", "n", "epsilon", "seed"}
+
+
+class ObfuscateEndpoint:
+    """Adds ``POST /obfuscate`` to a service app; obfuscators (``names``, made by ``factory``) load on first use."""
+
+    def __init__(self, factory: Callable[[str], QueryObfuscator] = make_obfuscator,
+                 names: tuple[str, ...] = MECHANISMS):
+        self.factory, self.names = factory, names
+        self._made: dict[str, QueryObfuscator] = {}
+        self._lock = threading.Lock()
+
+    def obfuscator(self, name: Any) -> QueryObfuscator:
+        """The obfuscator called ``name``, made on first use."""
+        name = safe_name(name, "obfuscator")
+        if name not in self.names:
+            raise RequestError(f"unknown obfuscator '{name}' (served: {', '.join(self.names)})")
+        with self._lock:
+            if name not in self._made:
+                self._made[name] = self.factory(name)
+            return self._made[name]
+
+    def obfuscate(self, service, query: Any, obfuscator: Any = None, n: Any = None, epsilon: Any = None,
+                  seed: Any = None) -> dict[str, Any]:
+        """``n`` obfuscated versions of ``query`` (default: 10 or the service's limit), within its time limit."""
+        query = service.limits.query(query)
+        limit = service.limits.max_obfuscations
+        n = service.limits.count(min(DEFAULT_OBFUSCATIONS, limit) if n is None else n, "n", limit)
+        if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
+                                    or not math.isfinite(epsilon) or epsilon <= 0):
+            raise RequestError(f"'epsilon' must be a positive number, got {epsilon!r}"[:200])
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
+            raise RequestError(f"'seed' must be a non-negative integer, got {seed!r}"[:200])
+        name = obfuscator or self.names[0]
+        model = self.obfuscator(name)
+        if model.uses_epsilon and epsilon is None:
+            raise RequestError(f"obfuscator '{name}' needs 'epsilon'")
+        texts = service.timed(lambda: model.obfuscate_one(query, n=n, epsilon=epsilon, seed=seed))
+        return {"query": query, "obfuscator": name, "epsilon": epsilon, "obfuscated": texts}
+
+    def __call__(self, app, service) -> None:
+        from fastapi import Body
+
+        from sleuth.service.app import check_fields
+
+        @app.post("/obfuscate")
+        def obfuscate(body: Any = Body(...)) -> dict[str, Any]:
+            """Obfuscated versions of a query: ``{"query", "obfuscator"?, "n"?, "epsilon"?, "seed"?}``."""
+            body = check_fields(body, FIELDS)
+            return self.obfuscate(service, body.get("query"), body.get("obfuscator"), body.get("n"),
+                                  body.get("epsilon"), body.get("seed"))
+
+
+def endpoints() -> list[ObfuscateEndpoint]:
+    """What private search adds to the service (:attr:`sleuth.plugins.System.service`)."""
+    return [ObfuscateEndpoint()]

@@ -1,0 +1,205 @@
+"""Fine-tuning QUEST's relevance classifier (paper 003, Appendix A; ALGORITHMS.md) on a MiniLM cross-encoder.
+
+Training data per query: every gold document repeated ``positive_repeats`` times (50 in the paper), plus
+``retriever_negatives`` non-gold documents sampled from the retriever's top ``retriever_depth`` (250 of BM25's top
+1000) and ``random_negatives`` non-gold documents sampled from the whole corpus (250). The loss is binary
+cross-entropy on the logit of the input "query: {query}, doc: {title} {text}" (384 tokens at most). The decision
+threshold is then chosen on validation queries by sweeping 0.00, 0.05, ..., 0.95 for the best average F1.
+
+Every count is a named parameter so that CPU runs and tests can shrink them (and say so).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError
+from sleuth.index.manifest import atomic_directory
+from sleuth.io import atomic_write_text
+from sleuth.models.cross_encoder import DEFAULT_BACKBONE, MAX_LENGTH, CrossEncoderClassifier, pair_text
+from sleuth.stages.run import Run
+from sleuth.systems.quest.set_metrics import average, set_per_query
+from sleuth.train.optimisation import Optimisation
+
+THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 .. 0.95, the paper's sweep
+TRAINING_FILE = "training.json"
+
+
+@dataclass(frozen=True)
+class ExampleBudget:
+    """How many training examples each query contributes (defaults: the paper's)."""
+
+    positive_repeats: int = 50
+    retriever_negatives: int = 250
+    random_negatives: int = 250
+    retriever_depth: int = 1000
+    max_queries: int | None = None  # train on the first N usable queries only (CPU budgets)
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("positive_repeats", "retriever_negatives", "random_negatives", "retriever_depth"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"classifier training: {name} must not be negative")
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """Optimisation settings (AdamW, linear warm-up and decay, gradient clipping at 1)."""
+
+    epochs: int = 1
+    batch_size: int = 16
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_length: int = MAX_LENGTH
+    max_steps: int | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Documents:
+    """Document titles and texts by id (what the classifier reads)."""
+
+    titles: Mapping[str, str]
+    texts: Mapping[str, str]
+
+    def input(self, query: str, doc_id: str) -> str:
+        return pair_text(query, self.titles.get(doc_id, doc_id), self.texts[doc_id])
+
+
+def training_pairs(queries: Sequence[Query], gold: Mapping[str, Sequence[str]], documents: Documents,
+                   retrieved: Run, budget: ExampleBudget = ExampleBudget()) -> list[tuple[str, float]]:
+    """Shuffled ``(classifier input, label)`` pairs. Queries whose gold documents are all missing from
+    ``documents`` are skipped (nothing to learn relevance from); gold documents missing from it are left out."""
+    rng = random.Random(budget.seed)
+    all_ids = sorted(documents.texts)
+    pairs: list[tuple[str, float]] = []
+    used = 0
+    for query in queries:
+        positives = [d for d in dict.fromkeys(gold.get(query.id, ())) if d in documents.texts]
+        if not positives:
+            continue
+        if budget.max_queries is not None and used >= budget.max_queries:
+            break
+        used += 1
+        excluded = set(gold.get(query.id, ()))
+        for doc_id in positives:
+            pairs.extend([(documents.input(query.text, doc_id), 1.0)] * budget.positive_repeats)
+        ranked = [h.id for h in retrieved.get(query.id, [])[:budget.retriever_depth]
+                  if h.id not in excluded and h.id in documents.texts]
+        for doc_id in rng.sample(ranked, min(budget.retriever_negatives, len(ranked))):
+            pairs.append((documents.input(query.text, doc_id), 0.0))
+        for doc_id in random_negatives(all_ids, excluded, budget.random_negatives, rng):
+            pairs.append((documents.input(query.text, doc_id), 0.0))
+    rng.shuffle(pairs)
+    return pairs
+
+
+def random_negatives(ids: Sequence[str], excluded: set[str], count: int, rng: random.Random) -> list[str]:
+    """``count`` distinct ids not in ``excluded`` (fewer when the corpus is smaller)."""
+    available = len(ids) - len(excluded & set(ids))
+    count = min(count, available)
+    chosen: dict[str, None] = {}
+    while len(chosen) < count:
+        doc_id = ids[rng.randrange(len(ids))]
+        if doc_id not in excluded:
+            chosen[doc_id] = None
+    return list(chosen)
+
+
+def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig = TrainingConfig(),
+                     backbone: str = DEFAULT_BACKBONE, device: str = "cpu",
+                     show_progress: bool = True) -> tuple[CrossEncoderClassifier, list[float]]:
+    """Fine-tune a cross-encoder with binary cross-entropy; returns it and the loss of every step."""
+    import torch
+
+    if not pairs:
+        raise ConfigError("classifier training: no training pairs (do the gold documents appear in the corpus?)")
+    torch.manual_seed(config.seed)
+    classifier = CrossEncoderClassifier(backbone, device=device, max_length=config.max_length,
+                                        batch_size=config.batch_size)
+    model = classifier.model
+    steps_per_epoch = -(-len(pairs) // config.batch_size)
+    total = steps_per_epoch * config.epochs if config.max_steps is None else min(config.max_steps,
+                                                                                steps_per_epoch * config.epochs)
+    optimisation = Optimisation(model, config.learning_rate, total, config.warmup_ratio, config.weight_decay,
+                                max_grad_norm=1.0)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    rng = random.Random(config.seed)
+    losses: list[float] = []
+    model.train()
+    with tqdm(total=total, desc="training classifier", unit="step", disable=not show_progress) as bar:
+        for _ in range(config.epochs):
+            for indices in length_grouped_batches([text for text, _ in pairs], config.batch_size, rng):
+                if len(losses) >= total:
+                    break
+                batch = [pairs[i] for i in indices]
+                inputs = classifier.tokenize([text for text, _ in batch])
+                labels = torch.tensor([label for _, label in batch], dtype=torch.float32, device=device)
+                losses.append(optimisation.step(loss_fn(model(**inputs).logits.reshape(-1), labels)))
+                bar.update(1)
+                bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+    model.eval()
+    return classifier, losses
+
+
+def length_grouped_batches(texts: Sequence[str], batch_size: int, rng: random.Random,
+                           group: int = 50) -> list[list[int]]:
+    """Shuffled batches of similar-length texts (less padding): shuffle, sort each window of ``group`` batches
+    by length, cut it into batches, shuffle the batch order."""
+    order = list(range(len(texts)))
+    rng.shuffle(order)
+    window = batch_size * group
+    batches = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start:start + window], key=lambda i: len(texts[i]))
+        batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))
+    rng.shuffle(batches)
+    return batches
+
+
+def predicted_sets(run: Run, threshold: float) -> dict[str, list[str]]:
+    """Each query's candidates whose score (a probability) is above ``threshold``."""
+    return {qid: [h.id for h in hits if h.score > threshold] for qid, hits in run.items()}
+
+
+def threshold_sweep(run: Run, gold: Mapping[str, Sequence[str]],
+                    thresholds: Sequence[float] = THRESHOLDS) -> list[dict[str, float]]:
+    """Average P / R / F1 over ``gold``'s queries for each threshold applied to a classified ``run``."""
+    return [{"threshold": t, **average(set_per_query(predicted_sets(run, t), gold))} for t in thresholds]
+
+
+def best_threshold(sweep: Sequence[Mapping[str, float]]) -> float:
+    """The threshold of the best average F1 (the lowest one on ties)."""
+    return max(sweep, key=lambda row: (row["F1"], -row["threshold"]))["threshold"]
+
+
+def save_classifier(classifier: CrossEncoderClassifier, path: str | Path, record: Mapping) -> Path:
+    """Write the model directory atomically, with ``training.json`` (budgets, counts, losses, threshold)."""
+    with atomic_directory(path) as tmp:
+        classifier.save(tmp)
+        write_training_record(tmp, record)
+    return Path(path)
+
+
+def write_training_record(path: str | Path, record: Mapping) -> None:
+    """Replace the ``training.json`` of a saved classifier."""
+    atomic_write_text(Path(path) / TRAINING_FILE, json.dumps(record, indent=2, default=str) + "\n")
+
+
+def read_training_record(path: str | Path) -> dict:
+    """The ``training.json`` of a saved classifier ({} when absent)."""
+    file = Path(path) / TRAINING_FILE
+    return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+
+
+def budget_record(budget: ExampleBudget, config: TrainingConfig) -> dict:
+    """JSON-ready description of a training run's settings."""
+    return {"budget": asdict(budget), "config": asdict(config)}

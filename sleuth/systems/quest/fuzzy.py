@@ -1,0 +1,52 @@
+"""Fuzzy set operations on membership degrees in [0, 1]: a parsed query's constraint scores -> one score.
+
+``t_norm="min"`` (Gödel): AND = min, OR = max. ``t_norm="product"``: AND = product, OR = probabilistic sum
+1 - prod(1 - x). NOT = 1 - x in both. A template's expression follows :mod:`sleuth.systems.quest.templates`: unions OR all
+constraints; the others AND the positive constraints with the negation of the subtracted one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from sleuth.errors import ConfigError
+from sleuth.systems.quest.templates import ParsedQuery
+
+T_NORMS = ("min", "product")
+
+
+def check_t_norm(t_norm: str) -> str:
+    """``t_norm`` itself when known, else a ConfigError listing the known ones."""
+    if t_norm not in T_NORMS:
+        raise ConfigError(f"unknown t-norm '{t_norm}' (known: {', '.join(T_NORMS)})")
+    return t_norm
+
+
+def fuzzy_and(values: Sequence[np.ndarray], t_norm: str = "min") -> np.ndarray:
+    """Conjunction of membership arrays (elementwise)."""
+    stacked = np.stack([np.asarray(v, dtype=np.float64) for v in values])
+    return stacked.min(axis=0) if check_t_norm(t_norm) == "min" else stacked.prod(axis=0)
+
+
+def fuzzy_or(values: Sequence[np.ndarray], t_norm: str = "min") -> np.ndarray:
+    """Disjunction of membership arrays: the t-conorm dual to ``t_norm``."""
+    stacked = np.stack([np.asarray(v, dtype=np.float64) for v in values])
+    return stacked.max(axis=0) if check_t_norm(t_norm) == "min" else 1.0 - (1.0 - stacked).prod(axis=0)
+
+
+def fuzzy_not(values: np.ndarray) -> np.ndarray:
+    """Standard negation 1 - x."""
+    return 1.0 - np.asarray(values, dtype=np.float64)
+
+
+def combine(parsed: ParsedQuery, memberships: Sequence[np.ndarray], t_norm: str = "min") -> np.ndarray:
+    """One membership per candidate from per-constraint memberships (``memberships[i]`` for constraint i)."""
+    if len(memberships) != len(parsed.constraints):
+        raise ConfigError(f"{len(parsed.constraints)} constraints but {len(memberships)} score arrays")
+    if parsed.is_union:
+        return fuzzy_or(memberships, t_norm)
+    terms = [fuzzy_not(m) if negated else np.asarray(m, dtype=np.float64)
+             for m, negated in zip(memberships, parsed.negated)]
+    return fuzzy_and(terms, t_norm)

@@ -1,0 +1,81 @@
+"""The QUEST systems built from sleuth's stages: a retriever (BM25 or dense) alone, followed by the relevance
+classifier, or followed by set-operation-aware scoring with the classifier; and their threshold tuning."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError
+from sleuth.paths import home_dir
+from sleuth.pipelines.workspace import CorpusSource, Workspace
+from sleuth.stages.base import Stage
+from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
+from sleuth.stages.run import Run
+from sleuth.systems.quest.classifier_training import THRESHOLDS, Documents, best_threshold, threshold_sweep
+from sleuth.systems.quest.classify import Classify
+from sleuth.systems.quest.set_ops import SetOperations
+
+RETRIEVERS = ("bm25", "dense")
+CANDIDATES = 100  # the classifier reads the retriever's top 100 (paper 003, section 4.3)
+TOP_K_GRID = (1, 2, 3, 5, 10, 15, 20, 30, 50, 100)  # predicted-set sizes tried for a retriever alone
+
+
+def default_classifier_dir() -> Path:
+    """Where ``sleuth quest train`` writes and the QUEST pipelines read the classifier by default."""
+    return home_dir() / "models" / "quest-classifier"
+
+
+def quest_workspace(documents: str | Path, device: str = "cpu", show_progress: bool = True) -> Workspace:
+    """A workspace over a QUEST documents.jsonl (``{title, text}``; the title is the document id)."""
+    path = Path(documents)
+    if not path.exists():
+        raise ConfigError(f"QUEST corpus not found: {path}")
+    return Workspace(corpus=CorpusSource(path, "quest"), device=device, show_progress=show_progress)
+
+
+def retriever(ws: Workspace, kind: str, k: int) -> Stage:
+    """BM25 (sleuth's defaults) or MiniLM dense retrieval over the workspace corpus."""
+    if kind == "bm25":
+        return BM25Retrieve(ws.bm25(), k=k, name="bm25")
+    if kind == "dense":
+        return DenseRetrieve(ws.dense("minilm"), encoder=ws.encoder("minilm"), k=k, name="dense")
+    raise ConfigError(f"unknown QUEST retriever '{kind}' (known: {', '.join(RETRIEVERS)})")
+
+
+def corpus_documents(ws: Workspace) -> Documents:
+    """Titles and texts of the workspace corpus by id (from the BM25 index's document store)."""
+    store = ws.bm25().docstore
+    return Documents(dict(zip(store.ids, store.titles)), dict(zip(store.ids, store.texts)))
+
+
+def set_operations(classify: Classify, t_norm: str = "min", threshold: float | None = None) -> SetOperations:
+    """Set-operation-aware scoring of candidates with the classifier as constraint scorer."""
+    return SetOperations(classify, t_norm=t_norm, normalise="none", threshold=threshold, name="setops")
+
+
+def tune_threshold(run: Run, gold: Mapping[str, Sequence[str]],
+                   thresholds: Sequence[float] = THRESHOLDS) -> tuple[float, list[dict[str, float]]]:
+    """The best-F1 threshold of a probability-scored run, and the whole sweep."""
+    sweep = threshold_sweep(run, gold, thresholds)
+    return best_threshold(sweep), sweep
+
+
+def top_k_sets(run: Run, k: int) -> dict[str, list[str]]:
+    """A retriever alone: each query's first ``k`` hits are its predicted set."""
+    return {qid: [h.id for h in hits[:k]] for qid, hits in run.items()}
+
+
+def tune_top_k(run: Run, gold: Mapping[str, Sequence[str]], grid: Sequence[int] = TOP_K_GRID) -> tuple[int, list]:
+    """The predicted-set size of best average F1 for a retriever alone, and the whole sweep."""
+    from sleuth.systems.quest.set_metrics import average, set_per_query
+
+    sweep = [{"k": k, **average(set_per_query(top_k_sets(run, k), gold))} for k in grid]
+    best = max(sweep, key=lambda row: (row["F1"], -row["k"]))
+    return int(best["k"]), sweep
+
+
+def restrict(run: Run, queries: Sequence[Query]) -> Run:
+    """The rankings of ``queries`` only."""
+    return Run({q.id: run.get(q.id, []) for q in queries})

@@ -1,0 +1,108 @@
+"""Set-operation-aware scoring (beyond QUEST, as its conclusion asks): parse each query into a template over atomic
+constraints, score every candidate against every constraint, and combine the scores with fuzzy set operations.
+
+The constraint scorer is any stage that rescores given candidates: the relevance classifier (probabilities, used as
+they are) or a retriever (BM25 / dense scores, min-max normalised per constraint over the candidate pool). With an
+``expand`` retriever, the top ``expand_depth`` documents of every positive constraint join the candidate pool first
+(a union query's second disjunct may be missing from the whole query's top 100).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError
+from sleuth.stages.base import Stage
+from sleuth.stages.run import Hit, Run
+from sleuth.systems.quest.fuzzy import check_t_norm, combine
+from sleuth.systems.quest.query_parser import parse_query
+from sleuth.systems.quest.templates import ParsedQuery
+
+NORMALISATIONS = ("none", "minmax")
+SEPARATOR = "\x1f"  # joins a query id and a constraint number into a sub-query id
+
+
+class SetOperations(Stage):
+    """Ranks candidates by the fuzzy combination of their constraint scores; keeps those above ``threshold``."""
+
+    def __init__(self, scorer: Stage, parser: Callable[[str], ParsedQuery] = parse_query, t_norm: str = "min",
+                 normalise: str = "none", expand: Stage | None = None, expand_depth: int = 0,
+                 threshold: float | None = None, name: str = "setops"):
+        if normalise not in NORMALISATIONS:
+            raise ConfigError(f"setops: unknown normalise '{normalise}' (known: {', '.join(NORMALISATIONS)})")
+        if expand_depth < 0 or (expand_depth and expand is None):
+            raise ConfigError("setops: expand_depth needs an expand retriever and must not be negative")
+        self.scorer, self.parser, self.t_norm = scorer, parser, check_t_norm(t_norm)
+        self.normalise, self.expand, self.expand_depth = normalise, expand, expand_depth
+        self.threshold, self.name = threshold, name
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        if candidates is None:
+            raise ConfigError("setops: needs candidates from a retriever before it")
+        parsed = {q.id: self.parser(q.text) for q in queries}
+        pools = self.expanded(queries, parsed, candidates)
+        sub_queries, sub_candidates = [], Run()
+        for query in queries:
+            constraints = parsed[query.id].constraints
+            for i, constraint in enumerate(constraints if len(constraints) > 1 else (query.text,)):
+                sub = Query(f"{query.id}{SEPARATOR}{i}", constraint)  # an atomic query is scored as written
+                sub_queries.append(sub)
+                sub_candidates[sub.id] = pools[query.id]
+        scored = self.scorer.transform(sub_queries, sub_candidates) if sub_queries else Run()
+        run = Run()
+        for query in queries:
+            structure, pool = parsed[query.id], pools[query.id]
+            memberships = [self.memberships(scored.get(f"{query.id}{SEPARATOR}{i}", []), pool)
+                           for i in range(len(structure.constraints))]
+            run[query.id] = self.ranked(pool, structure, memberships)
+        return run
+
+    def expanded(self, queries: Sequence[Query], parsed: dict[str, ParsedQuery], candidates: Run) -> Run:
+        """Each query's candidates, followed by the new documents of its positive constraints' top results."""
+        pools = Run({q.id: list(candidates.get(q.id, [])) for q in queries})
+        if not self.expand_depth:
+            return pools
+        subs = [Query(f"{q.id}{SEPARATOR}{i}", c) for q in queries
+                for i, (c, neg) in enumerate(zip(parsed[q.id].constraints, parsed[q.id].negated)) if not neg]
+        found = self.expand.transform(subs, None)
+        for sub in subs:
+            qid = sub.id.split(SEPARATOR)[0]
+            seen = {h.id for h in pools[qid]}
+            for hit in found.get(sub.id, [])[:self.expand_depth]:
+                if hit.id not in seen:
+                    seen.add(hit.id)
+                    pools[qid].append(hit)
+        return pools
+
+    def memberships(self, scored: list[Hit], pool: list[Hit]) -> np.ndarray:
+        """Constraint membership of every pool candidate (in pool order); unscored candidates get the minimum."""
+        by_id = {h.id: h.score for h in scored}
+        raw = np.array([by_id.get(h.id, np.nan) for h in pool], dtype=np.float64)
+        floor = np.nanmin(raw) if np.isfinite(raw).any() else 0.0
+        raw = np.where(np.isnan(raw), floor, raw)
+        if self.normalise == "minmax":
+            return minmax(raw)
+        return np.clip(raw, 0.0, 1.0)
+
+    def ranked(self, pool: list[Hit], structure: ParsedQuery, memberships: list[np.ndarray]) -> list[Hit]:
+        """Pool hits with the combined score, best first (ties keep pool order), above the threshold if any."""
+        combined = combine(structure, memberships, self.t_norm) if pool else np.zeros(0)
+        hits = []
+        for position, hit in enumerate(pool):
+            constraint_scores = [float(m[position]) for m in memberships]
+            hits.append((-combined[position], position, hit.with_score(
+                combined[position], template=structure.template, constraints=list(structure.constraints),
+                constraint_scores=constraint_scores, **{f"{self.name}_input_score": hit.score})))
+        hits.sort(key=lambda item: (item[0], item[1]))
+        return [h for _, _, h in hits if self.threshold is None or h.score > self.threshold]
+
+
+def minmax(values: np.ndarray) -> np.ndarray:
+    """Scale to [0, 1] by the minimum and maximum (all equal -> all 0)."""
+    if values.size == 0:
+        return values
+    low, high = float(values.min()), float(values.max())
+    return (values - low) / (high - low) if high > low else np.zeros_like(values)

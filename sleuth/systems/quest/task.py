@@ -1,0 +1,72 @@
+"""A QUEST evaluation task: examples with their gold sets, templates and domains, and the evaluation of a Run
+(predicted sets plus rankings) or of a predictions file against them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from sleuth.corpus.model import Query
+from sleuth.corpus.quest import read_quest_examples
+from sleuth.stages.run import Run
+from sleuth.systems.quest.set_metrics import RECALL_KS, average, grouped, recall_per_query, set_per_query
+
+
+@dataclass
+class QuestTask:
+    """Queries with non-empty gold sets; ``gold``, ``templates`` and ``domains`` are keyed by query id."""
+
+    queries: list[Query]
+
+    @property
+    def gold(self) -> dict[str, list[str]]:
+        return {q.id: list(q.metadata.get("docs") or []) for q in self.queries}
+
+    @property
+    def templates(self) -> dict[str, str]:
+        return {q.id: q.metadata.get("template") or "?" for q in self.queries}
+
+    @property
+    def domains(self) -> dict[str, str]:
+        return {q.id: q.metadata.get("domain") or "?" for q in self.queries}
+
+    def subset(self, ids: Iterable[str]) -> QuestTask:
+        keep = set(ids)
+        return QuestTask([q for q in self.queries if q.id in keep])
+
+
+def load_task(paths: str | Path | Sequence[str | Path], domains: Sequence[str] | None = None,
+              skip_empty: bool = False) -> QuestTask:
+    """Examples of one or more files, optionally only some domains. An example with an empty gold set stays (the
+    metrics then raise an error naming it) unless ``skip_empty``, which drops it (QUEST's train split has ten)."""
+    paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
+    queries = [q for path in paths for q in read_quest_examples(path)]
+    if domains:
+        queries = [q for q in queries if q.metadata.get("domain") in set(domains)]
+    if skip_empty:
+        queries = [q for q in queries if q.metadata.get("docs")]
+    return QuestTask(queries)
+
+
+def run_sets(run: Run) -> dict[str, list[str]]:
+    """The predicted set of every query of a run: its hits' ids."""
+    return {qid: [h.id for h in hits] for qid, hits in run.items()}
+
+
+def evaluate(task: QuestTask, predicted: Mapping[str, Sequence[str]] | None = None,
+             ranking: Mapping[str, Sequence[str]] | None = None, ks: Sequence[int] = RECALL_KS) -> dict[str, dict]:
+    """Average set P / R / F1 of ``predicted`` and Recall@K / MRecall@K of ``ranking`` (either may be None):
+    ``{"overall": {...}, "per_template": {t: {...}}, "per_domain": {d: {...}}, "count": {...}}``."""
+    gold = task.gold
+    values: dict[str, dict[str, float]] = {}
+    if predicted is not None:
+        values.update(set_per_query(predicted, gold))
+    if ranking is not None:
+        values.update(recall_per_query(ranking, gold, ks))
+    counts = {"overall": len(gold)}
+    for group in (task.templates, task.domains):
+        for label in group.values():
+            counts[label] = counts.get(label, 0) + 1
+    return {"overall": average(values), "per_template": grouped(values, task.templates),
+            "per_domain": grouped(values, task.domains), "count": counts}

@@ -1,0 +1,153 @@
+"""Chain-of-Skills chains from YAML, end to end on real HotpotQA dev questions with the untrained MiniLM-initialised
+multi-expert model: evidence-path structure, score bookkeeping, path recall, config errors."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from sleuth.corpus.hotpotqa import hotpotqa_context_documents, read_hotpotqa_questions
+from sleuth.errors import ConfigError
+from sleuth.pipelines.config import load_pipeline, validate_pipeline
+from sleuth.pipelines.workspace import CorpusSource, Workspace
+from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR
+from sleuth.systems.chain_of_skills.chain_scores import path_score
+from sleuth.systems.chain_of_skills.path_metrics import mean, passage_em, path_recall_at_k
+
+QUESTIONS = 3
+LIMITS = {"k_retrieval": 10, "k_link": 2, "k_hop1": 3, "k_expanded": 5, "k_hop2_link": 1, "k": 50}
+
+
+@pytest.fixture(scope="module")
+def hotpot(data_dir, tmp_path_factory):
+    """A few dev questions and a workspace over their context paragraphs (HotpotQA title -> sentences JSON)."""
+    path = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
+    questions = list(itertools.islice(read_hotpotqa_questions(path), QUESTIONS))
+    wanted = {t for q in questions for t in q.metadata["context_titles"]}
+    corpus = {d.id: d.metadata["sentences"] for d in hotpotqa_context_documents(path) if d.id in wanted}
+    folder = tmp_path_factory.mktemp("cos")
+    (folder / "corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+    workspace = Workspace(CorpusSource(folder / "corpus.json", format="hotpotqa"), home=folder, show_progress=False)
+    return questions, workspace, folder
+
+
+def config(folder, name, **params):
+    path = folder / f"{name}.yaml"
+    path.write_text(json.dumps({"name": name, "stages": [{"cos_chain": params}]}), encoding="utf-8")
+    return path
+
+
+def test_hotpotqa_chain_gives_scored_distinct_evidence_paths(hotpot):
+    questions, workspace, folder = hotpot
+    pipeline = load_pipeline(config(folder, "hotpot", chain="hotpotqa", **LIMITS), workspace)
+    run = pipeline(questions)
+    assert set(run) == {q.id for q in questions}
+    recalls, ems = [], []
+    for query in questions:
+        hits = run[query.id]
+        assert hits, query.id
+        scores = [h.score for h in hits]
+        assert scores == sorted(scores, reverse=True)
+        pairs = set()
+        for hit in hits:
+            first, second = hit.extras["path"]
+            assert hit.id == f"{first.id}{PATH_SEPARATOR}{second.id}"
+            assert first.title != second.title and first.id != second.id
+            pair = frozenset((first.id, second.id))
+            assert pair not in pairs
+            pairs.add(pair)
+            # per-hop scores are carried and add up to the path score
+            assert "retrieval" in first.extras or "link" in first.extras
+            assert "expanded" in second.extras or "link" in second.extras
+            assert hit.score == pytest.approx(path_score(first.extras["merged"], first.extras["rerank"],
+                                                         second.extras["merged"], second.extras["rerank"]))
+        assert len({h.extras["path"][0].id for h in hits}) <= LIMITS["k_hop1"]
+        paths = [[p.id for p in h.extras["path"]] for h in hits]
+        gold = query.metadata["supporting_titles"]
+        recalls.append(path_recall_at_k(paths, gold, 20))
+        ems.append(passage_em(paths[0], gold))
+        assert recalls[-1] >= ems[-1]
+    assert 0.0 <= mean(recalls) <= 1.0 and set(recalls) <= {0.0, 1.0}
+
+
+def test_nq_and_retrieval_chains_combine_scores_as_specified(hotpot):
+    questions, workspace, folder = hotpot
+    nq = load_pipeline(config(folder, "nq", chain="nq", k_retrieval=8, k_link=2, k=8), workspace)(questions)
+    retrieval = load_pipeline(config(folder, "ret", chain="retrieval", k_retrieval=10, k_link=3, k=30),
+                              workspace)(questions)
+    for query in questions:
+        assert 0 < len(nq[query.id]) <= 8
+        for hit in nq[query.id]:
+            assert hit.score == pytest.approx(0.5 * hit.extras["rerank"] + hit.extras["merged"])
+        hits = retrieval[query.id]
+        assert len({h.id for h in hits}) == len(hits)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        for hit in hits:
+            assert hit.score == hit.extras["merged"]
+            if "retrieval" in hit.extras and "link" in hit.extras:  # found by both skills: promoted
+                assert hit.score > max(hit.extras["retrieval"], 0.0) or hit.score < 0
+            elif "retrieval" in hit.extras:
+                assert hit.score == pytest.approx(hit.extras["retrieval"])
+        assert len([h for h in hits if "retrieval" in h.extras]) == 10
+
+
+def test_rerank_score_is_cls_dot_first_sep(hotpot):
+    questions, workspace, folder = hotpot
+    from sleuth.systems.chain_of_skills.builders import cos_model, cos_rerank_stage, cos_retrieve_stage
+
+    retrieve = cos_retrieve_stage(workspace, k=3)
+    rerank = cos_rerank_stage(workspace)
+    run = (retrieve >> rerank)(questions[:1])
+    hits = run[questions[0].id]
+    assert len(hits) == 3 and all("cos_rerank_input_score" in h.extras for h in hits)
+    model = cos_model(workspace, "minilm")
+    hit = hits[0]
+    batch = model.tokenize([(questions[0].text, f"{hit.title}, {hit.text}")])
+    with torch.no_grad():
+        states = model.forward(batch["input_ids"], batch["attention_mask"], model.expert_for("reranking"),
+                               batch["token_type_ids"])[0].numpy()
+    sep = batch["input_ids"][0].tolist().index(model.tokenizer.sep_token_id)
+    assert hit.score == pytest.approx(float(np.dot(states[0], states[sep])), rel=1e-4)
+
+
+def test_builtin_cos_pipelines_validate_and_config_errors_name_the_key(tmp_path):
+    for name in ("cos-hotpotqa", "cos-nq", "cos-retrieval"):
+        assert validate_pipeline(name)["stages"][0]["cos_chain"]["chain"] in {"hotpotqa", "nq", "retrieval"}
+    hotpot = validate_pipeline("cos-hotpotqa")["stages"][0]["cos_chain"]
+    assert [hotpot[k] for k in ("k_retrieval", "k_link", "k_hop1", "k_expanded", "k_hop2_link")] == [200, 5, 30, 50, 2]
+    workspace = Workspace(home=tmp_path)
+    with pytest.raises(ConfigError, match="key 'chain'.*'bogus'"):
+        load_pipeline(config(tmp_path, "a", chain="bogus"), workspace)
+    with pytest.raises(ConfigError, match="key 'k_hop1'"):
+        load_pipeline(config(tmp_path, "b", chain="hotpotqa", k_hop1=0), workspace)
+    with pytest.raises(ConfigError, match="unknown key 'k_hop3'"):
+        validate_pipeline(config(tmp_path, "c", chain="hotpotqa", k_hop3=5))
+    with pytest.raises(ConfigError, match="missing key 'chain'"):
+        validate_pipeline(config(tmp_path, "d", k_hop1=5))
+
+
+def test_expanded_retrieval_and_entity_linking_stages(hotpot):
+    questions, workspace, _ = hotpot
+    from sleuth.systems.chain_of_skills.builders import cos_model, cos_retrieve_stage, skill_index, span_head
+    from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve
+
+    model = cos_model(workspace, "minilm")
+    expanded = ExpandedRetrieve(model, skill_index(workspace, "minilm", "retrieval", "Flat"), k=3)
+    run = (cos_retrieve_stage(workspace, k=2) >> expanded)(questions[:1])
+    hits = run[questions[0].id]
+    assert len(hits) == 6 and all(h.id != h.extras["hop1"] for h in hits)
+    assert all(h.score == h.extras["expanded"] for h in hits)
+    linker = EntityLink(model, span_head(workspace, "minilm", 0), skill_index(workspace, "minilm", "linking", "Flat"),
+                        k=2)
+    text = questions[0].text
+    links = linker(questions[:1])[questions[0].id]
+    assert links  # the seeded untrained span head proposes mentions in this question
+    assert len({h.id for h in links}) == len(links)
+    for hit in links:
+        assert hit.extras["mention"] and hit.extras["mention"] in text and hit.score == hit.extras["link"]
+    with pytest.raises(ConfigError, match="needs candidates"):
+        expanded(questions[:1])

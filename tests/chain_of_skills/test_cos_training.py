@@ -1,0 +1,178 @@
+"""Chain-of-Skills training: data builders on the real HotpotQA / NQ files, a tiny multi-task run (loss falls, model
+and span head saved and reloaded into the cos_chain stage), and `sleuth cos eval` on a few dev questions."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from sleuth.cli.main import main
+from sleuth.systems.chain_of_skills.training_data import (
+    SKILLS,
+    CosExample,
+    hotpotqa_examples,
+    load_hotpotqa,
+    mention_span,
+    merge,
+    nq_examples,
+)
+from sleuth.train.contrastive import ContrastiveExample, batch_layout
+
+
+@pytest.fixture(scope="module")
+def hotpot_data(data_dir):
+    folder = data_dir / "hotpotqa"
+    questions, corpus = load_hotpotqa(folder / "hotpot_train_100.json", folder / "hotpot_train_100_corpus.json")
+    return questions, corpus, hotpotqa_examples(questions, corpus)
+
+
+def test_hotpotqa_builders_give_every_skill_with_consistent_examples(hotpot_data):
+    questions, corpus, data = hotpot_data
+    assert len(questions) == 100
+    assert {skill: len(data[skill]) for skill in SKILLS} == {"retrieval": 200, "expanded": 167, "reranking": 200,
+                                                             "linking": 83, "span": 61}
+    for skill, examples in data.items():
+        assert all(e.skill == skill for e in examples)
+    by_text = {q.text: q for q in questions}
+    for example in data["retrieval"] + data["reranking"]:
+        gold = by_text[example.query].metadata["supporting_titles"]
+        assert example.positive_id in gold
+        assert len(example.negatives) == len(example.negative_ids)
+        assert not set(example.negative_ids) & set(gold)
+    assert all(len(e.negatives) == 1 for e in data["retrieval"])
+    for example in data["expanded"]:
+        question, hop1 = example.query
+        gold = by_text[question].metadata["supporting_titles"]
+        first = next(t for t in gold if hop1.startswith(f"{t}, "))
+        assert example.positive_id in gold and example.positive_id != first
+        mentioned = [t for t in gold if mention_span(t, question)]
+        if by_text[question].metadata["type"] == "bridge" and len(mentioned) == 1:
+            assert first == mentioned[0]
+    for example in data["linking"]:
+        start, end = example.mention
+        assert example.query[start:end].lower() == example.positive_id.lower()
+    for example in data["span"]:
+        assert example.spans and all(0 <= a < b <= len(example.query) for a, b in example.spans)
+    # every linking mention is one of its question's gold spans
+    spans = {e.query: set(e.spans) for e in data["span"]}
+    assert all(e.mention in spans[e.query] for e in data["linking"])
+
+
+def test_mention_span_needs_word_boundaries():
+    assert mention_span("Paris", "Is paris in France?") == (3, 8)
+    assert mention_span("Paris", "Parisian food") is None
+
+
+def test_nq_builders_and_merge(data_dir):
+    nq = nq_examples(data_dir / "nq" / "questions.jsonl", data_dir / "nq" / "corpus.jsonl", negatives=2, limit=50)
+    assert set(nq) == {"retrieval", "reranking"}
+    assert len(nq["retrieval"]) == len(nq["reranking"]) == 50
+    for example in nq["retrieval"]:
+        assert example.skill == "retrieval" and len(example.negative_ids) == 2
+        assert example.positive_id not in example.negative_ids
+    merged = merge(nq, {"span": [], "linking": [CosExample("linking", "q", "p", "p", mention=(0, 1))]})
+    assert {k: len(v) for k, v in merged.items()} == {"retrieval": 50, "reranking": 50, "linking": 1}
+
+
+def test_same_passage_false_negatives_are_masked(hotpot_data):
+    _, _, data = hotpot_data
+    # two questions' positives: the same passage id in two slots must be masked for both queries
+    a, b = data["retrieval"][0], data["retrieval"][2]
+    twin = CosExample("retrieval", b.query, a.positive, a.positive_id, list(b.negatives), list(b.negative_ids))
+    layout = [ContrastiveExample(e.query, e.positive, e.negatives, e.positive_id, e.negative_ids) for e in (a, twin)]
+    _, candidates, positives, masks = batch_layout(layout)
+    assert positives == [0, 1] and len(candidates) == 4
+    assert 1 in masks[0] and 0 in masks[1]
+
+
+@pytest.fixture(scope="module")
+def trained(hotpot_data, tmp_path_factory):
+    from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead
+    from sleuth.systems.chain_of_skills.training import CosTrainConfig, train_cos
+
+    _, _, data = hotpot_data
+    tiny = {"retrieval": data["retrieval"][:4], "span": data["span"][:4], "linking": data["linking"][:4]}
+    model = MultiExpertEncoder.from_backbone("minilm")
+    head = SpanProposalHead(model.dim, seed=3)
+    out = tmp_path_factory.mktemp("cos-model")
+    config = CosTrainConfig(lr=2e-4, batch_size=4, max_steps=9, max_length=64, sampling="round-robin",
+                            warmup_ratio=0.0)
+    result = train_cos(model, head, tiny, out, config)
+    return result, model, head, out
+
+
+@pytest.mark.slow
+def test_tiny_multi_task_run_lowers_every_skill_loss(trained):
+    result, _, _, out = trained
+    assert len(result.losses) == 9 and result.skills[:3] == ["retrieval", "span", "linking"]
+    for skill in ("retrieval", "span", "linking"):
+        losses = result.skill_losses(skill)
+        assert len(losses) == 3 and losses[-1] < losses[0], (skill, losses)
+    log = json.loads((out / "cos_training.json").read_text())
+    assert log["skills"] == result.skills and log["examples"] == {"retrieval": 4, "span": 4, "linking": 4}
+
+
+@pytest.mark.slow
+def test_saved_model_and_span_head_reload_into_cos_chain(trained, data_dir, tmp_path):
+    from sleuth.corpus.hotpotqa import hotpotqa_context_documents
+    from sleuth.pipelines.workspace import CorpusSource, Workspace
+    from sleuth.systems.chain_of_skills.builders import cos_chain_stage
+    from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+    from sleuth.systems.chain_of_skills.span_head import load_span_head
+
+    _, model, head, out = trained
+    assert model.config.max_length == 256  # the training token limit is not saved as the model's
+    loaded = MultiExpertEncoder.load(out)
+    for key, value in model.bert.state_dict().items():
+        assert torch.equal(value, loaded.bert.state_dict()[key]), key
+    again = load_span_head(out, loaded.dim)
+    assert all(torch.equal(v, again.state_dict()[k]) for k, v in head.state_dict().items())
+    assert load_span_head(tmp_path, loaded.dim) is None
+    docs = list(hotpotqa_context_documents(data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"))[:10]
+    (tmp_path / "corpus.json").write_text(json.dumps({d.id: d.metadata["sentences"] for d in docs}))
+    ws = Workspace(CorpusSource(tmp_path / "corpus.json", format="hotpotqa"), home=tmp_path, show_progress=False)
+    stage = cos_chain_stage(ws, chain="retrieval", model=str(out), k_retrieval=3, k_link=1, k=5)
+    assert all(torch.equal(v, stage.link.span_head.state_dict()[k]) for k, v in head.state_dict().items())
+    from sleuth.corpus.model import Query
+
+    run = stage.transform([Query(id="q", text=f"Where was {docs[0].title} born?")])
+    assert 1 <= len(run["q"]) <= 5
+
+
+@pytest.mark.slow
+def test_cos_eval_command_reports_both_chains(trained, data_dir, tmp_path, capsys):
+    _, _, _, out = trained
+    report = tmp_path / "eval.json"
+    main(["cos", "eval", "--questions", str(data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"),
+          "--model", str(out), "--limit", "5", "--chain", "retrieval", "--chain", "hotpotqa",
+          "--k-retrieval", "5", "--k-link", "1", "--k-hop1", "2", "--k-expanded", "3", "--k-hop2-link", "1",
+          "--json", str(report)])
+    assert "path_recall@20" in capsys.readouterr().out
+    rows = json.loads(report.read_text())["rows"]
+    assert [r["chain"] for r in rows] == ["retrieval", "hotpotqa"]
+    for row in rows:
+        assert row["questions"] == 5
+        recalls = [row[f"path_recall@{k}"] for k in (1, 5, 10, 20)]
+        assert recalls == sorted(recalls) and all(0 <= r <= 1 for r in recalls)
+        assert 0 <= row["passage_em"] <= 1
+    # 5 questions x 10 context paragraphs: the top 20 of the retrieval chain cannot miss every gold pair
+    assert rows[0]["path_recall@1"] == 0.0 and rows[0]["path_recall@20"] > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--questions", "/nonexistent/dev.json"], "questions file not found: /nonexistent/dev.json"),
+    (["--model", "/nonexistent/model"], "model directory not found: /nonexistent/model"),
+    (["--chain", "nq"], "unknown chain 'nq'"),
+])
+def test_cos_eval_bad_input_is_one_line(args, message, data_dir, capsys):
+    base = {"--questions": str(data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"), "--model": "minilm"}
+    for flag, value in zip(args[::2], args[1::2]):
+        base[flag] = value
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cos", "eval", *[x for pair in base.items() for x in pair]])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1

@@ -1,0 +1,395 @@
+"""Corpus readers on the real shared data (counts from its README), and their errors on small malformed files."""
+
+from __future__ import annotations
+
+import bz2
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from sleuth.corpus.beir import load_beir, read_beir_corpus, read_beir_queries, read_qrels
+from sleuth.corpus.formats import FORMATS, detect_format, read_documents
+from sleuth.corpus.hotpotqa import hotpotqa_context_documents, read_hotpotqa_corpus, read_hotpotqa_questions
+from sleuth.corpus.jsonl import read_jsonl_documents
+from sleuth.corpus.mediawiki import DumpStats, link_kind, read_mediawiki, wikitext_document
+from sleuth.corpus.model import Query
+from sleuth.corpus.musique import musique_context_documents, read_musique_corpus, read_musique_questions
+from sleuth.corpus.ottqa import read_ottqa_passages, read_ottqa_questions, read_ottqa_tables
+from sleuth.corpus.quest import (
+    quest_attribution_documents,
+    read_quest_documents,
+    read_quest_examples,
+    write_quest_predictions,
+)
+from sleuth.corpus.trec import read_trec_documents, read_trec_topics
+from sleuth.errors import ConfigError, InputError
+
+WIKI_DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# --- BEIR and qrels -------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scifact(data_dir):
+    return load_beir(data_dir / "scifact", split="train")
+
+
+def test_scifact_corpus_queries_and_qrels(scifact, data_dir):
+    docs = list(scifact.documents())
+    assert len(docs) == 5183 and len({d.id for d in docs}) == 5183
+    assert docs[0].id == "4983" and docs[0].title.startswith("Microstructural development")
+    assert len(list(read_beir_queries(data_dir / "scifact" / "queries.jsonl"))) == 809
+    assert len(scifact.queries) == len(scifact.qrels) == 809
+    assert sum(len(judged) for judged in scifact.qrels.values()) == 919
+    assert scifact.qrels["0"] == {"31715818": 1}
+    assert {q.id for q in scifact.queries} == set(scifact.qrels)
+
+
+def test_beir_corpus_accepts_the_folder(data_dir):
+    first = next(read_beir_corpus(data_dir / "scifact"))
+    assert first.id == "4983"
+
+
+def test_trec_qrels_are_detected_and_graded(data_dir):
+    dl19 = read_qrels(data_dir / "trec-dl19" / "qrels.dl19-passage.txt")
+    assert len(dl19) == 43 and sum(len(j) for j in dl19.values()) == 9260
+    assert {rel for judged in dl19.values() for rel in judged.values()} == {0, 1, 2, 3}
+    vaswani = read_qrels(data_dir / "vaswani" / "qrels")
+    assert len(vaswani) == 93 and sum(len(j) for j in vaswani.values()) == 2083
+    assert vaswani["1"]["1239"] == 1
+
+
+def test_load_beir_restricts_queries_to_the_split(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    write(tmp_path / "corpus.jsonl", '{"_id": "d1", "title": "T", "text": "x"}\n')
+    write(tmp_path / "queries.jsonl", '{"_id": "q1", "text": "a"}\n{"_id": "q2", "text": "b"}\n')
+    write(tmp_path / "qrels" / "test.tsv", "query-id\tcorpus-id\tscore\nq2\td1\t1\n")
+    dataset = load_beir(tmp_path, split="test")
+    assert [q.id for q in dataset.queries] == ["q2"] and dataset.qrels == {"q2": {"d1": 1}}
+    with pytest.raises(InputError, match="train.tsv"):
+        load_beir(tmp_path, split="train")
+
+
+# --- TREC -----------------------------------------------------------------------------------------------------
+
+
+def test_trec_topics_tsv_and_sgml(data_dir):
+    dl19 = list(read_trec_topics(data_dir / "trec-dl19" / "topics.dl19-passage.txt"))
+    assert len(dl19) == 43 and dl19[0].id == "156493" and dl19[0].text == "do goldfish grow"
+    vaswani = list(read_trec_topics(data_dir / "vaswani" / "query-text.trec"))
+    assert len(vaswani) == 93 and [q.id for q in vaswani[:2]] == ["1", "2"]
+    assert vaswani[0].text == "MEASUREMENT OF DIELECTRIC CONSTANT OF LIQUIDS BY THE USE OF MICROWAVE TECHNIQUES"
+
+
+def test_classic_trec_topics_without_closing_tags(tmp_path):
+    path = write(tmp_path / "topics.401", (
+        "<top>\n\n<num> Number: 401\n<title> foreign minorities, Germany\n\n"
+        "<desc> Description:\nWhat language and cultural differences impede\nthe integration?\n\n"
+        "<narr> Narrative:\nA relevant document will focus on the causes.\n</top>\n"))
+    [title] = read_trec_topics(path)
+    assert (title.id, title.text) == ("401", "foreign minorities, Germany")
+    assert title.metadata["desc"] == "What language and cultural differences impede the integration?"
+    [desc] = read_trec_topics(path, field="desc")
+    assert desc.text.startswith("What language") and desc.metadata["title"] == "foreign minorities, Germany"
+
+
+def test_vaswani_documents(data_dir):
+    docs = list(read_trec_documents(data_dir / "vaswani" / "doc-text.trec"))
+    assert len(docs) == 11429 and len({d.id for d in docs}) == 11429
+    assert docs[0].id == "1" and docs[0].text.startswith("compact memories have flexible capacities")
+    assert "<" not in docs[0].text and "1" not in docs[0].text.split()
+
+
+def test_trec_documents_with_text_and_headline_tags(tmp_path):
+    path = write(tmp_path / "news.trec", (
+        "<DOC>\n<DOCNO> LA010189-0001 </DOCNO>\n<DATE>Jan 1</DATE>\n<HEADLINE><P>Big news</P></HEADLINE>\n"
+        "<TEXT>\n<P>First paragraph.</P>\n<P>Second one.</P>\n</TEXT>\n</DOC>\n"))
+    [doc] = read_trec_documents(path)
+    assert (doc.id, doc.title, doc.text) == ("LA010189-0001", "Big news", "First paragraph. Second one.")
+
+
+# --- HotpotQA, MuSiQue ----------------------------------------------------------------------------------------
+
+
+def test_hotpotqa_questions_and_corpus(data_dir):
+    train = list(read_hotpotqa_questions(data_dir / "hotpotqa" / "hotpot_train_100.json"))
+    assert len(train) == 100
+    first = train[0]
+    assert first.id == "5a77ec115542992a6e59dff7" and first.metadata["answer"] == "a spirit"
+    assert first.metadata["supporting_titles"] == ["Alû", "Lilu (mythology)"]
+    assert len(first.metadata["context_titles"]) == 10 and first.metadata["level"] == "easy"
+    corpus = {d.id: d for d in read_hotpotqa_corpus(data_dir / "hotpotqa" / "hotpot_train_100_corpus.json")}
+    assert len(corpus) == 994
+    assert all(t in corpus for q in train for t in q.metadata["supporting_titles"])
+    demon = corpus["Demon Dice"]
+    assert demon.text == "".join(demon.metadata["sentences"]) and ". In it, each player" in demon.text
+
+
+def test_hotpotqa_dev_context_paragraphs(data_dir):
+    path = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
+    assert len(list(read_hotpotqa_questions(path))) == 100
+    docs = list(hotpotqa_context_documents(path))
+    assert len(docs) == len({d.id for d in docs}) == 1000
+
+
+def test_musique_questions_and_corpus(data_dir):
+    questions = list(read_musique_questions(data_dir / "musique" / "musique_train_100.json"))
+    assert len(questions) == 100
+    assert all(2 <= len(q.metadata["question_decomposition"]) <= 4 for q in questions)
+    first = questions[0]
+    assert first.metadata["answer"] == "G. Stanley Hall" and first.metadata["answer_aliases"] == ["Stanley Hall"]
+    assert len(first.metadata["paragraphs"]) == 20 and len(first.metadata["supporting_ids"]) == 2
+    corpus = list(read_musique_corpus(data_dir / "musique" / "musique_train_100_corpus.json"))
+    ids = {d.id for d in corpus}
+    assert len(corpus) == len(ids) == 1890  # titles repeat (1,764 distinct), ids do not
+    assert all(i in ids for q in questions for i in q.metadata["supporting_ids"])
+    assert {d.id for d in musique_context_documents(data_dir / "musique" / "musique_train_100.json")} == ids
+
+
+# --- QUEST ----------------------------------------------------------------------------------------------------
+
+
+def test_quest_examples(data_dir):
+    val = list(read_quest_examples(data_dir / "quest" / "val.jsonl"))
+    assert len(val) == 323 and val[0].id == "val-0001" and len({q.id for q in val}) == 323
+    first = val[0]
+    assert first.text == "Philippine remakes of South Korean films or 2010s prison dramas"
+    assert first.metadata["template"] == "_ or _" and first.metadata["domain"] == "films"
+    assert "O.G. (film)" in first.metadata["docs"] and first.metadata["original_query"].startswith("<mark>")
+    assert sum(1 for _ in read_quest_examples(data_dir / "quest" / "train.jsonl")) == 1307
+
+
+def test_quest_attribution_corpus(data_dir):
+    val_path, train_path = data_dir / "quest" / "val.jsonl", data_dir / "quest" / "train.jsonl"
+    val = list(quest_attribution_documents(val_path))
+    assert len(val) == 1490  # README: about 1,490 titles with attributions in val
+    film = next(d for d in val if d.id == "A Hidden Life (2019 film)")
+    assert "After months of brutal incarceration" in film.text and len(film.metadata["sentences"]) >= 2
+    both = list(quest_attribution_documents([val_path, train_path]))
+    assert len(both) == len({d.id for d in both}) and 5139 <= len(both) < 1490 + 5139
+
+
+def test_quest_predictions_round_trip(data_dir, tmp_path):
+    gold = list(read_quest_examples(data_dir / "quest" / "val.jsonl"))[:5]
+    out = tmp_path / "pred.jsonl"
+    assert write_quest_predictions(out, gold) == 5
+    again = list(read_quest_examples(out))
+    assert [q.id for q in again] == [q.id for q in gold]
+    assert [q.metadata for q in again] == [q.metadata for q in gold]
+    write_quest_predictions(out, gold, with_ids=False)  # QUEST's own scripts accept only their fields
+    keys = {key for line in out.read_text().splitlines() for key in json.loads(line)}
+    assert keys == {"query", "docs", "original_query", "scores", "metadata"}
+    with pytest.raises(InputError, match="docs"):
+        write_quest_predictions(out, [Query("x", "query")])
+
+
+def test_quest_documents_use_the_title_as_id(tmp_path):
+    path = write(tmp_path / "documents.jsonl", '{"title": "Anarchism", "text": "A political philosophy."}\n')
+    [doc] = read_quest_documents(path)
+    assert (doc.id, doc.title, doc.text) == ("Anarchism", "Anarchism", "A political philosophy.")
+
+
+# --- MediaWiki ------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def wiki(data_dir):
+    stats = DumpStats()
+    start = time.perf_counter()
+    docs = list(read_mediawiki(data_dir / "wikipedia" / WIKI_DUMP, stats=stats))
+    return docs, stats, time.perf_counter() - start
+
+
+def test_wikipedia_dump_counts(wiki):
+    docs, stats, seconds = wiki
+    # The README says 105 articles; the file holds 106 non-redirect pages in namespace 0 (205 ns-0 pages, 99 of them
+    # redirects, plus one redirect in namespace 4: 100 redirects in all).
+    assert stats == DumpStats(articles=106, redirects=100, other_namespaces=0)
+    assert len(docs) == 106 and docs[0].title == "Anarchism"
+    # README: 2,257 headings; 2,261 heading lines exist once HTML comments after headings are allowed for.
+    assert sum(len(d.headings()) for d in docs) == 2261
+    assert seconds < 10
+
+
+def test_wikipedia_article_structure(wiki):
+    docs, _, _ = wiki
+    anarchism = docs[0]
+    assert anarchism.text.startswith("Anarchism is a political philosophy")
+    assert anarchism.metadata["categories"][:3] == ["Anarchism", "Political culture", "Political ideologies"]
+    assert ("History", "Origins") in [path for path, _ in anarchism.walk_sections()]
+    assert all(not c.startswith("Category:") for d in docs for c in d.metadata["categories"])
+    assert "Political philosophy" in anarchism.metadata["links"]
+    assert not any(link.startswith(("File:", "Image:", "Category:")) for d in docs for link in d.metadata["links"])
+    assert anarchism.metadata["page_id"] == "12" and anarchism.metadata["namespace"] == 0
+    for doc in docs:
+        for path, section in doc.walk_sections():
+            assert section.level == len(path)
+        text = doc.full_text()
+        assert "{{" not in text and "[[" not in text and "<ref" not in text and "thumb|" not in text
+
+
+def test_wikipedia_tables_are_optional(data_dir):
+    path = data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2"
+    plain = {d.title: d for d in read_mediawiki(path)}
+    tables = {d.title: d for d in read_mediawiki(path, keep_tables=True)}
+    award = "Academy Award for Best Production Design"
+    assert len(plain) == 5 and len(tables[award].full_text()) > 10 * len(plain[award].full_text())
+
+
+def test_wikitext_headings_nest_and_markup_is_stripped():
+    doc = wikitext_document("T", (
+        "'''T''' is [[Foo|a foo]] {{Infobox|x=1}}<ref>cite</ref> [[File:a.jpg|thumb|caption [[Bar]]]].\n"
+        "== A ==\ntext a\n==== A deep ====\ndeep\n=== A mid ===\nmid\n== B [[Baz]] ==\nb\n"
+        "[[Category:Things|sort]]\n[[de:T]]\n[[wikt:foo|foo word]]"))
+    assert doc.text == "T is a foo ."
+    assert [(p, s.level) for p, s in doc.walk_sections()] == [
+        (("A",), 1), (("A", "A deep"), 2), (("A", "A mid"), 2), (("B Baz",), 1)]
+    assert doc.sections[1].text == "b\n\nfoo word"
+    assert doc.metadata == {"categories": ["Things"], "links": ["Foo", "Bar", "Baz"]}
+    assert link_kind("de:Anarchismus") == ("hidden", "") and link_kind(":Category:X") == ("shown", "")
+    assert link_kind("star Trek: Voyager#Cast") == ("article", "Star Trek: Voyager")
+
+
+def test_mediawiki_redirects_and_namespaces(tmp_path):
+    page = "<page><title>{}</title><ns>{}</ns><id>{}</id>{}<revision><text>{}</text></revision></page>"
+    xml = ('<mediawiki xmlns="http://www.mediawiki.org/xml/export-0.11/">'
+           + page.format("A", 0, 1, "", "Body of A.")
+           + page.format("R", 0, 2, '<redirect title="A" />', "#REDIRECT [[A]]")
+           + page.format("Talk:A", 1, 3, "", "chat") + "</mediawiki>")
+    path = tmp_path / "dump.xml.bz2"
+    path.write_bytes(bz2.compress(xml.encode()))
+    stats = DumpStats()
+    assert [d.text for d in read_mediawiki(path, stats=stats)] == ["Body of A."]
+    assert stats == DumpStats(articles=1, redirects=1, other_namespaces=1)
+    docs = list(read_mediawiki(path, include_redirects=True, namespaces=(0, 1)))
+    assert [d.id for d in docs] == ["A", "R", "Talk:A"] and docs[1].metadata["redirect"] == "A"
+
+
+# --- OTT-QA ---------------------------------------------------------------------------------------------------
+
+
+def test_ottqa_tables_passages_and_questions(data_dir):
+    tables = list(read_ottqa_tables(data_dir / "ottqa"))
+    assert len(tables) == 687
+    notre_dame = tables[0]
+    assert notre_dame.id == "1911_Notre_Dame_Fighting_Irish_football_team_0"
+    assert notre_dame.text.startswith("The 1911 Notre Dame Fighting Irish football team represented")
+    assert notre_dame.headings() == ["Schedule"]
+    assert notre_dame.sections[0].text.startswith("Date: October 7; Opponent: Ohio Northern; Site: Cartier Field")
+    assert notre_dame.metadata["header"] == ["Date", "Opponent", "Site", "Result"]
+    passages = list(read_ottqa_passages(data_dir / "ottqa"))
+    assert len(passages) == len({p.id for p in passages}) == 15807
+    assert any(p.id == "/wiki/Cartier_Field" and p.title == "Cartier Field" for p in passages)
+    questions = list(read_ottqa_questions(data_dir / "ottqa" / "dev.traced.json"))
+    assert len(questions) == 2214 and questions[0].metadata["answer"] == "Lynda La Plante"
+    assert questions[0].metadata["answer_nodes"][0][0] == "Prime Suspect"
+    table_ids = {t.id for t in tables}
+    assert sum(q.metadata["table_id"] in table_ids for q in questions) == 2022
+
+
+# --- the format registry --------------------------------------------------------------------------------------
+
+
+def test_format_detection(data_dir):
+    assert detect_format(data_dir / "scifact") == "beir"
+    assert detect_format(data_dir / "vaswani" / "doc-text.trec") == "trec"
+    assert detect_format(data_dir / "wikipedia" / WIKI_DUMP) == "mediawiki"  # by content: no .xml in its name
+    assert detect_format(data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2") == "mediawiki"
+    assert detect_format(data_dir / "nq" / "corpus.jsonl") == "jsonl"
+    assert detect_format(data_dir / "ottqa") == "ottqa"
+    assert sum(1 for _ in read_documents(data_dir / "scifact")) == 5183
+    assert next(read_documents(data_dir / "hotpotqa" / "hotpot_train_100_corpus.json", "hotpotqa")).id == "Demon Dice"
+
+
+def test_format_errors(tmp_path):
+    with pytest.raises(ConfigError, match="'wat'.*beir, jsonl, trec, mediawiki, hotpotqa, musique, quest, ottqa"):
+        read_documents(tmp_path, format="wat")
+    unknown = write(tmp_path / "notes.txt", "just words\n")
+    with pytest.raises(InputError, match="notes.txt.*" + ", ".join(FORMATS)):
+        read_documents(unknown)
+    docs = write(tmp_path / "docs.jsonl", '{"key": "a", "body": "b"}\n')
+    assert next(read_documents(docs, fields={"id": "key", "text": "body"})).id == "a"
+    with pytest.raises(ConfigError, match="jsonl"):
+        read_documents(docs, format="trec", fields={"id": "key"})
+
+
+# --- malformed input: every error names the file and the line (or record) and field --------------------------
+
+
+def test_malformed_jsonl_line_is_located(tmp_path):
+    path = write(tmp_path / "corpus.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "2", "text": "b"}\n{"_id": "3", \n')
+    with pytest.raises(InputError, match=r"corpus\.jsonl:3: malformed JSON"):
+        list(read_beir_corpus(path))
+
+
+def test_missing_field_is_named(tmp_path):
+    path = write(tmp_path / "queries.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "2"}\n')
+    with pytest.raises(InputError, match=r"queries\.jsonl:2: field 'text': missing"):
+        list(read_beir_queries(path))
+    quest = write(tmp_path / "val.jsonl", '{"query": "q"}\n')
+    with pytest.raises(InputError, match=r"val\.jsonl:1: field 'docs': missing"):
+        list(read_quest_examples(quest))
+
+
+def test_sgml_document_without_docno(tmp_path):
+    path = write(tmp_path / "docs.trec", "<DOC>\n<DOCNO>1</DOCNO>\nfine\n</DOC>\n<DOC>\nno number here\n</DOC>\n")
+    with pytest.raises(InputError, match=r"docs\.trec:5: field 'DOCNO'"):
+        list(read_trec_documents(path))
+    unclosed = write(tmp_path / "open.trec", "<DOC>\n<DOCNO>1</DOCNO>\n<DOC>\n")
+    with pytest.raises(InputError, match=r"open\.trec:3: <DOC> opened before"):
+        list(read_trec_documents(unclosed))
+    not_trec = write(tmp_path / "plain.trec", "hello\n")
+    with pytest.raises(InputError, match="no <DOC>"):
+        list(read_trec_documents(not_trec))
+
+
+def test_bad_qrels_and_topic_lines(tmp_path):
+    qrels = write(tmp_path / "qrels.txt", "1 0 d1 1\n1 0 d2\n")
+    with pytest.raises(InputError, match=r"qrels\.txt:2: expected 4 columns"):
+        read_qrels(qrels)
+    beir = write(tmp_path / "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\thigh\n")
+    with pytest.raises(InputError, match=r"test\.tsv:2: relevance must be an integer"):
+        read_qrels(beir)
+    topics = write(tmp_path / "topics.tsv", "1\tfirst\n2 second\n")
+    with pytest.raises(InputError, match=r"topics\.tsv:2: expected 'qid<TAB>query'"):
+        list(read_trec_topics(topics))
+    sgml = write(tmp_path / "topics.trec", "<top>\n<num>1</num>\n</top>\n")
+    with pytest.raises(InputError, match=r"topics\.trec:1: field 'title'"):
+        list(read_trec_topics(sgml))
+
+
+def test_whole_file_json_errors_name_file_and_record(tmp_path):
+    broken = write(tmp_path / "hotpot.json", '[\n{"_id": "a",\n "question": }\n]')
+    with pytest.raises(InputError, match=r"hotpot\.json:3: malformed JSON"):
+        list(read_hotpotqa_questions(broken))
+    records = write(tmp_path / "hotpot2.json", json.dumps([{"_id": "a", "question": "q"}, {"_id": "b"}]))
+    with pytest.raises(InputError, match=r"hotpot2\.json\[1\]: field 'question': missing"):
+        list(read_hotpotqa_questions(records))
+    bad_paragraph = [{"id": "x", "question": "q", "paragraphs": [{"title": "t"}]}]
+    musique = write(tmp_path / "musique.json", json.dumps(bad_paragraph))
+    with pytest.raises(InputError, match=r"musique\.json\[0\]\.paragraphs\[0\]: field 'paragraph_text'"):
+        list(read_musique_questions(musique))
+    (tmp_path / "tables").mkdir()
+    write(tmp_path / "tables" / "t_0.json", json.dumps({"uid": "t_0", "header": [["h", []]], "data": [["bad"]]}))
+    with pytest.raises(InputError, match=r"t_0\.json: field 'data'"):
+        list(read_ottqa_tables(tmp_path))
+
+
+def test_malformed_xml_is_located(tmp_path):
+    path = write(tmp_path / "dump.xml", "<mediawiki>\n<page><title>A</title>\n<ns>0</ns></pag>\n</mediawiki>\n")
+    with pytest.raises(InputError, match=r"dump\.xml:3: malformed XML"):
+        list(read_mediawiki(path))
+
+
+def test_generic_jsonl_field_mapping(tmp_path):
+    path = write(tmp_path / "c.jsonl", '{"pid": 7, "body": "text", "source": "x"}\n')
+    [doc] = read_jsonl_documents(path, fields={"id": "pid", "text": "body"})
+    assert (doc.id, doc.text, doc.metadata) == ("7", "text", {"source": "x"})

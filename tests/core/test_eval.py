@@ -1,0 +1,301 @@
+"""sleuth.eval: IR measures, answer accuracy, significance tests and experiments, on hand-computed cases."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+
+import pytest
+from rich.console import Console
+
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError, InputError
+from sleuth.eval import (
+    Experiment,
+    answer_hits,
+    evaluate,
+    has_answer,
+    holm,
+    paired_randomisation,
+    paired_ttest,
+    parse_measures,
+    per_query,
+    tokenize,
+    top_k_accuracy,
+)
+from sleuth.paths import shared_data_dir
+from sleuth.stages.base import Stage
+from sleuth.stages.run import Hit, Run
+
+# q1 ranks d3 (judged 0), d1 (2), u1 (unjudged), d2 (1); d4 (1) is never retrieved.
+# q2 ranks d5 (1) third. q3 is judged but missing from the run; q9 is in the run but not judged.
+QRELS = {"q1": {"d1": 2, "d2": 1, "d3": 0, "d4": 1}, "q2": {"d5": 1}, "q3": {"d6": 1}}
+RUN = Run({
+    "q1": [Hit("d3", 4.0), Hit("d1", 3.0), Hit("u1", 2.0), Hit("d2", 1.0)],
+    "q2": [Hit("u2", 3.0), Hit("u3", 2.0), Hit("d5", 1.0)],
+    "q9": [Hit("d1", 1.0)],
+})
+# pytrec_eval's nDCG: gain = relevance, discount = log2(rank + 1).
+NDCG_Q1 = (2 / math.log2(3) + 1 / math.log2(5)) / (2 + 1 / math.log2(3) + 1 / math.log2(4))
+NDCG_Q2 = (1 / math.log2(4)) / 1
+
+
+def test_parse_measures_names_and_errors():
+    measures = parse_measures(["nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10", "nDCG@10"])
+    assert [str(m) for m in measures] == ["nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10"]
+    assert [str(m) for m in parse_measures("AP")] == ["AP"]
+    for bad in ("nDCG@", "Foo@3", ""):
+        with pytest.raises(ConfigError, match=f"'{bad}'"):
+            parse_measures(["RR", bad])
+
+
+def test_per_query_values_match_hand_computation():
+    values = per_query(RUN, QRELS, ["nDCG@10", "RR", "P@5", "R@2", "R@100", "AP"])
+    assert set(values) == {"nDCG@10", "RR", "P@5", "R@2", "R@100", "AP"}
+    expected = {
+        "nDCG@10": {"q1": NDCG_Q1, "q2": NDCG_Q2, "q3": 0.0},
+        "RR": {"q1": 1 / 2, "q2": 1 / 3, "q3": 0.0},
+        "P@5": {"q1": 2 / 5, "q2": 1 / 5, "q3": 0.0},
+        "R@2": {"q1": 1 / 3, "q2": 0.0, "q3": 0.0},
+        "R@100": {"q1": 2 / 3, "q2": 1.0, "q3": 0.0},
+        "AP": {"q1": (1 / 2 + 2 / 4) / 3, "q2": 1 / 3, "q3": 0.0},
+    }
+    for name, by_query in expected.items():
+        assert list(values[name]) == ["q1", "q2", "q3"], name  # the unjudged q9 is ignored
+        for qid, value in by_query.items():
+            assert values[name][qid] == pytest.approx(value, abs=1e-9), (name, qid)
+
+
+def test_query_missing_from_run_counts_as_zero():
+    judged_and_run = {qid: QRELS[qid] for qid in ("q1", "q2")}
+    without_q3 = evaluate(RUN, judged_and_run, ["nDCG@10", "RR"])
+    with_q3 = evaluate(RUN, QRELS, ["nDCG@10", "RR"])
+    assert without_q3["RR"] == pytest.approx((1 / 2 + 1 / 3) / 2)
+    assert with_q3["RR"] == pytest.approx((1 / 2 + 1 / 3) / 3)
+    assert with_q3["nDCG@10"] == pytest.approx((NDCG_Q1 + NDCG_Q2) / 3)
+    # an empty ranking, or an empty run, is a zero too
+    assert evaluate(Run({"q1": []}), QRELS, ["RR"]) == {"RR": 0.0}
+    assert evaluate(Run(), QRELS, ["RR", "AP"]) == {"RR": 0.0, "AP": 0.0}
+
+
+def test_ranking_is_evaluated_in_run_order_not_by_tied_scores():
+    # pytrec_eval alone would break the tie by doc id (descending) and put "u2" first.
+    tied = Run({"q2": [Hit("d5", 1.0), Hit("u2", 1.0)]})
+    assert evaluate(tied, {"q2": QRELS["q2"]}, ["RR"]) == {"RR": 1.0}
+
+
+def test_trec_run_round_trip(tmp_path):
+    path = tmp_path / "runs" / "demo.run"
+    RUN.write_trec(path, tag="demo")
+    first = path.read_text().splitlines()[0].split()
+    assert first == ["q1", "Q0", "d3", "1", "4.000000", "demo"]
+    back = Run.read_trec(path)
+    assert {qid: back.ids(qid) for qid in back} == {qid: RUN.ids(qid) for qid in RUN}
+    assert back.scores() == RUN.scores()
+    assert evaluate(back, QRELS, ["nDCG@10", "AP"]) == evaluate(RUN, QRELS, ["nDCG@10", "AP"])
+
+
+# --- answers ------------------------------------------------------------------------------------------------------
+
+def test_tokenize_like_dpr_simple_tokenizer():
+    assert tokenize("In 1945, the U.S. army") == ["in", "1945", ",", "the", "u", ".", "s", ".", "army"]
+    assert tokenize("Café") == ["cafe\u0301"]  # NFD: the accent is a combining mark inside the token
+
+
+def test_has_answer_string_mode():
+    text = "He was born in 1945, in Paris."
+    assert has_answer(text, ["1945"])
+    assert not has_answer(text, ["194"])
+    assert has_answer(text, ["nothing", "PARIS"])
+    assert has_answer("the U.S. army", ["U.S."])
+    assert has_answer("President Barack Obama said", ["barack obama"])
+    assert not has_answer("President Barack Obama said", ["Obama Barack"])
+    # composed and decomposed accents, any case, match; a missing accent does not (as in DPR)
+    assert has_answer("Le Caf\u00e9 de Flore", ["CAFE\u0301 DE FLORE"])
+    assert not has_answer("Le Café de Flore", ["Cafe de Flore"])
+    assert not has_answer(text, [""])
+    assert not has_answer(text, [])
+
+
+def test_has_answer_regex_mode():
+    text = "He was born in 1945, in Paris."
+    assert has_answer(text, [r"19\d\d"], mode="regex")
+    assert has_answer(text, [r"^he was"], mode="regex")
+    assert not has_answer(text, [r"18\d\d"], mode="regex")
+    with pytest.raises(ConfigError, match="not a valid regular expression"):
+        has_answer(text, ["(unclosed"], mode="regex")
+    with pytest.raises(ConfigError, match="match mode"):
+        has_answer(text, ["1945"], mode="fuzzy")
+
+
+PASSAGES = {"p1": "The war began in 1939.", "p2": "It ended in 1945.", "p3": "Nothing relevant here."}
+ANSWERS = {"qa": ["1945"], "qb": ["Ottawa"], "qc": ["1945"]}
+ANSWER_RUN = Run({
+    "qa": [Hit("p1", 2.0), Hit("p2", 1.0)],                                     # answer at rank 2
+    "qb": [Hit("p3", 2.0, text="Ottawa is the capital of Canada."), Hit("p1", 1.0)],  # own text wins: rank 1
+    # qc has no hits at all
+})
+
+
+def test_answer_hits_and_top_k_accuracy():
+    assert answer_hits(ANSWER_RUN, PASSAGES, ANSWERS) == {"qa": 2, "qb": 1, "qc": None}
+    accuracy = top_k_accuracy(ANSWER_RUN, PASSAGES, ANSWERS, ks=(5, 1, 2))
+    assert accuracy == {"Top-1": pytest.approx(1 / 3), "Top-2": pytest.approx(2 / 3), "Top-5": pytest.approx(2 / 3)}
+    assert list(accuracy) == ["Top-1", "Top-2", "Top-5"]
+    assert top_k_accuracy(ANSWER_RUN, PASSAGES.__getitem__, ANSWERS, ks=(1, 2)) == {
+        "Top-1": pytest.approx(1 / 3), "Top-2": pytest.approx(2 / 3)}
+    with pytest.raises(InputError, match="'p2'"):
+        answer_hits(ANSWER_RUN, {"p1": PASSAGES["p1"]}, ANSWERS)
+    with pytest.raises(ConfigError):
+        top_k_accuracy(ANSWER_RUN, PASSAGES, ANSWERS, ks=(0,))
+
+
+# --- significance -------------------------------------------------------------------------------------------------
+
+BASE = [0.10, 0.25, 0.30, 0.42, 0.51, 0.22, 0.35, 0.18, 0.40, 0.28]
+BETTER = [0.41, 0.52, 0.66, 0.70, 0.83, 0.49, 0.68, 0.45, 0.69, 0.61]
+
+
+def test_paired_ttest():
+    assert paired_ttest(BASE, BASE) == 1.0
+    assert paired_ttest(BASE, BETTER) < 0.05
+    assert paired_ttest(BASE, BETTER) == paired_ttest(BETTER, BASE)
+    assert paired_ttest([0.2, 0.4, 0.3], [0.5, 0.1, 0.35]) > 0.5
+    assert paired_ttest([0.5], [0.9]) == 1.0  # a single pair proves nothing
+    with pytest.raises(InputError):
+        paired_ttest([0.1, 0.2], [0.1])
+
+
+def test_paired_randomisation_and_holm():
+    assert paired_randomisation(BASE, BASE) == 1.0
+    p = paired_randomisation(BASE, BETTER, samples=2000, seed=7)
+    assert p < 0.05 and p == paired_randomisation(BASE, BETTER, samples=2000, seed=7)
+    assert paired_randomisation([0.2, 0.4, 0.3], [0.5, 0.1, 0.35], samples=2000) > 0.5
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert holm([]) == []
+
+
+# --- experiments --------------------------------------------------------------------------------------------------
+
+DOCS = {
+    "d1": "the capital of france is paris",
+    "d2": "paris hilton is a celebrity",
+    "d3": "berlin is the capital of germany",
+    "d4": "the capital of canada is ottawa",
+}
+QUERIES = [Query("1", "capital of france"), Query("2", "capital germany"), Query("3", "ottawa canada capital")]
+EXP_QRELS = {"1": {"d1": 1}, "2": {"d3": 1}, "3": {"d4": 1}}
+EXP_ANSWERS = {"1": ["Paris"], "2": ["Berlin"], "3": ["Ottawa"]}
+
+
+class TermOverlap(Stage):
+    """Scores each document by how many query terms it contains (ties by id)."""
+
+    name = "overlap"
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        return Run.from_scores({q.id: {d: float(sum(t in text.split() for t in q.text.split()))
+                                       for d, text in DOCS.items()} for q in queries})
+
+
+class ById(Stage):
+    """Ignores the query: every ranking is d1, d2, d3, d4."""
+
+    name = "by-id"
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        return Run({q.id: [Hit(d, -i) for i, d in enumerate(sorted(DOCS))] for q in queries})
+
+
+def test_experiment_measures_answers_table_and_dict(tmp_path):
+    result = Experiment([TermOverlap(), ById()], QUERIES, qrels=EXP_QRELS, measures=["RR", "nDCG@10"],
+                        answers=EXP_ANSWERS, texts=DOCS, ks=(1, 3)).run()
+    assert result.names == ["overlap", "by-id"] and result.baseline == "overlap"
+    assert result.metrics == ["RR", "nDCG@10", "Top-1", "Top-3"]
+    # overlap ranks the right document first for every query; by-id finds them at ranks 1, 3, 4
+    assert result.aggregate["overlap"] == {"RR": 1.0, "nDCG@10": 1.0, "Top-1": 1.0, "Top-3": 1.0}
+    assert result.aggregate["by-id"]["RR"] == pytest.approx((1 + 1 / 3 + 1 / 4) / 3)
+    assert result.aggregate["by-id"]["Top-1"] == pytest.approx(1 / 3)
+    assert result.aggregate["by-id"]["Top-3"] == pytest.approx(2 / 3)
+    assert result.per_query["by-id"]["RR"] == {"1": 1.0, "2": pytest.approx(1 / 3), "3": 0.25}
+    assert result.aggregate["by-id"] == {**evaluate(result.runs["by-id"], EXP_QRELS, ["RR", "nDCG@10"]),
+                                         **top_k_accuracy(result.runs["by-id"], DOCS, EXP_ANSWERS, ks=(1, 3))}
+    assert "overlap" not in result.pvalues
+    assert set(result.pvalues["by-id"]) == set(result.metrics)
+    assert result.pvalues["by-id"]["RR"] == pytest.approx(paired_ttest([1, 1, 1], [1, 1 / 3, 1 / 4]))
+    assert result.seconds["overlap"] >= 0 and result.num_queries == 3
+
+    console = Console(record=True, width=200)
+    console.print(result.to_table())
+    text = console.export_text()
+    assert "overlap" in text and "by-id" in text and "nDCG@10 p" in text and "Top-3" in text
+    assert "1.0000" in text and "0.5278" in text  # by-id's RR, 4 decimals
+    assert "base" in text and f"-{result.pvalues['by-id']['RR']:.4f}" in text
+
+    data = json.loads(json.dumps(result.to_dict()))
+    assert data["baseline"] == "overlap" and data["pipelines"][0]["pvalues"] == {}
+    assert data["pipelines"][1]["measures"]["Top-1"] == pytest.approx(1 / 3)
+    assert data["per_query"]["by-id"]["RR"]["3"] == 0.25
+
+    paths = result.save_runs(tmp_path)
+    assert sorted(p.name for p in paths.values()) == ["by-id.run", "overlap.run"]
+    assert Run.read_trec(paths["overlap"]).ids("1") == result.runs["overlap"].ids("1")
+
+
+def test_experiment_restricts_to_its_queries_and_checks_config():
+    qrels = {**EXP_QRELS, "other": {"d2": 1}}  # judged, but not an experiment query: not counted as a zero
+    result = Experiment({"a": TermOverlap()}, QUERIES, qrels=qrels, measures=["RR"], baseline=None).run()
+    assert result.aggregate == {"a": {"RR": 1.0}} and result.pvalues == {}
+    assert [column.header for column in result.to_table().columns] == ["pipeline", "RR", "s", "q/s"]
+    with pytest.raises(ConfigError, match="qrels .* or answers"):
+        Experiment([TermOverlap()], QUERIES)
+    with pytest.raises(ConfigError, match="baseline"):
+        Experiment([TermOverlap(), ById()], QUERIES, qrels=EXP_QRELS, baseline="bm25")
+    with pytest.raises(ConfigError, match="named 'overlap'"):
+        Experiment([TermOverlap(), TermOverlap()], QUERIES, qrels=EXP_QRELS)
+    with pytest.raises(ConfigError, match="'Foo'"):
+        Experiment([TermOverlap()], QUERIES, qrels=EXP_QRELS, measures=["Foo"])
+
+
+# --- real data ----------------------------------------------------------------------------------------------------
+
+def read_qrels(path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = {}
+    for line in path.read_text().splitlines():
+        if line.strip():
+            qid, _, docid, rel = line.split()
+            qrels.setdefault(qid, {})[docid] = int(rel)
+    return qrels
+
+
+def test_perfect_run_on_trec_dl19_scores_one():
+    path = shared_data_dir() / "trec-dl19" / "qrels.dl19-passage.txt"
+    if not path.exists():
+        pytest.skip(f"{path} not available")
+    qrels = read_qrels(path)
+    assert len(qrels) == 43 and sum(map(len, qrels.values())) == 9260
+    perfect = Run.from_scores({qid: {d: float(rel) for d, rel in docs.items()} for qid, docs in qrels.items()})
+    scores = evaluate(perfect, qrels, ["nDCG@10", "RR"])
+    assert scores["nDCG@10"] == pytest.approx(1.0) and scores["RR"] == pytest.approx(1.0)
+    worst = Run({qid: hits[::-1] for qid, hits in perfect.items()})
+    assert evaluate(worst, qrels, ["nDCG@10"])["nDCG@10"] < 0.5
+    missing_one = Run({qid: hits for qid, hits in perfect.items() if qid != next(iter(qrels))})
+    assert evaluate(missing_one, qrels, ["nDCG@10"])["nDCG@10"] == pytest.approx(42 / 43)
+
+
+def test_nq_gold_passages_hold_their_answers():
+    folder = shared_data_dir() / "nq"
+    if not (folder / "questions.jsonl").exists():
+        pytest.skip(f"{folder} not available")
+    with open(folder / "corpus.jsonl", encoding="utf-8") as handle:
+        texts = {row["_id"]: row["text"] for row in map(json.loads, handle)}
+    with open(folder / "questions.jsonl", encoding="utf-8") as handle:
+        questions = [json.loads(line) for line in handle]
+    answers = {q["id"]: q["answers"] for q in questions}
+    gold = Run({q["id"]: [Hit(q["gold_passage"], 1.0)] for q in questions})
+    assert top_k_accuracy(gold, texts, answers, ks=(1,)) == {"Top-1": 1.0}
+    # another question's gold passage rarely holds this question's answer
+    shifted = Run({q["id"]: [Hit(questions[i - 1]["gold_passage"], 1.0)] for i, q in enumerate(questions)})
+    assert top_k_accuracy(shifted, texts, answers, ks=(1,))["Top-1"] < 0.1

@@ -1,0 +1,80 @@
+"""Pipelines from YAML: built-ins, composition, and one clear error for every kind of bad config."""
+
+from __future__ import annotations
+
+import pytest
+
+from sleuth.errors import ConfigError
+from sleuth.index.bm25 import BM25Index
+from sleuth.pipelines.config import builtin_pipelines, load_pipeline, validate_pipeline
+from sleuth.pipelines.workspace import Workspace
+from sleuth.stages.base import Sequential
+from sleuth.stages.fusion import Fuse
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_builtins_are_valid():
+    assert {"bm25", "dense", "hybrid"} <= set(builtin_pipelines())
+    for name in builtin_pipelines():
+        assert validate_pipeline(name)["name"] == name
+
+
+def test_pipeline_over_an_index_path_with_cutoff(tmp_path, scifact_passages):
+    BM25Index.build(scifact_passages, tmp_path / "ix", show_progress=False)
+    path = write(tmp_path, f"""
+name: bm25-top5
+stages:
+  - bm25: {{index: {tmp_path / 'ix'}, k: 50, k1: 1.2}}
+  - cutoff: {{k: 5}}
+""")
+    pipeline = load_pipeline(path, Workspace())
+    assert isinstance(pipeline, Sequential) and pipeline.name == "bm25-top5"
+    hits = pipeline.search(scifact_passages[3].title, k=10)
+    assert len(hits) == 5 and hits[0].id == scifact_passages[3].id
+
+
+def test_fuse_of_two_bm25_variants(tmp_path, scifact_passages):
+    BM25Index.build(scifact_passages, tmp_path / "ix", show_progress=False)
+    path = write(tmp_path, f"""
+stages:
+  - fuse:
+      method: weighted
+      weights: [0.7, 0.3]
+      branches:
+        - bm25: {{index: {tmp_path / 'ix'}}}
+        - [bm25: {{index: {tmp_path / 'ix'}}}, cutoff: {{k: 3}}]
+""")
+    pipeline = load_pipeline(path, Workspace())
+    assert isinstance(pipeline, Fuse) and pipeline.name == "pipeline"
+    assert pipeline.search(scifact_passages[0].title, k=1)[0].id == scifact_passages[0].id
+
+
+@pytest.mark.parametrize("text,message", [
+    ("stages:\n  - bm25: {kk: 3}\n", "stage 1: stage 'bm25': unknown key 'kk'"),
+    ("stages:\n  - bm26\n", "unknown stage 'bm26'"),
+    ("stagez:\n  - bm25\n", "unknown key 'stagez'"),
+    ("stages: []\n", "'stages' must be a non-empty list"),
+    ("stages:\n  - cutoff\n", "missing key 'k'"),
+    ("stages:\n  - bm25: {k: [1\n", "invalid YAML"),
+    ("stages:\n  - fuse: {branches: [bm25, {dense: {nope: 1}}]}\n", "branch 2, stage 1: stage 'dense': unknown key"),
+])
+def test_bad_configs_name_the_problem(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(")) as info:
+        validate_pipeline(path)
+    assert str(path) in str(info.value)
+
+
+def test_unknown_pipeline_name():
+    with pytest.raises(ConfigError, match="unknown pipeline 'hybird'.*bm25"):
+        validate_pipeline("hybird")
+
+
+def test_pipeline_needing_a_corpus_says_so():
+    with pytest.raises(ConfigError, match="needs an index"):
+        load_pipeline("bm25", Workspace())

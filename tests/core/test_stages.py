@@ -1,0 +1,89 @@
+"""Stage composition, cut-off and fusion, on hand-computed rankings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError, QueryError
+from sleuth.stages.base import Cutoff, Sequential, Stage
+from sleuth.stages.fusion import Fuse, reciprocal_rank_fusion, weighted_fusion
+from sleuth.stages.run import Hit, Run
+
+
+class Fixed(Stage):
+    """A first-stage fixture returning a fixed ranking for every query."""
+
+    def __init__(self, name: str, scores: dict[str, float]):
+        self.name, self.scores = name, scores
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        return Run.from_scores({q.id: self.scores for q in queries})
+
+
+class Negate(Stage):
+    """A reranker fixture: reverses the order of the candidates it receives."""
+
+    name = "negate"
+
+    def transform(self, queries, candidates=None):
+        return Run({qid: [h.with_score(-h.score) for h in hits] for qid, hits in candidates.items()}).sorted()
+
+
+def test_sequence_and_cutoff_compose():
+    pipeline = Fixed("a", {"d1": 3.0, "d2": 2.0, "d3": 1.0}) >> Negate() % 2
+    assert isinstance(pipeline, Sequential) and len(pipeline.stages) == 3
+    run = pipeline("anything")
+    assert run.ids("q1") == ["d3", "d2"]
+    assert [h.score for h in run["q1"]] == [-1.0, -2.0]
+
+
+def test_cutoff_rejects_bad_k():
+    with pytest.raises(ConfigError, match="positive integer"):
+        Cutoff(0)
+
+
+def test_rrf_matches_hand_computation():
+    a = [Hit("x", 9), Hit("y", 5)]
+    b = [Hit("y", 0.9), Hit("z", 0.1)]
+    fused = reciprocal_rank_fusion([a, b], [1.0, 1.0], k=60)
+    assert fused["y"] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused["x"] == pytest.approx(1 / 61)
+    assert fused["z"] == pytest.approx(1 / 62)
+
+
+def test_weighted_minmax_fusion_gives_missing_documents_the_floor():
+    a = [Hit("x", 10), Hit("y", 5), Hit("w", 0)]     # minmax: x 1, y 0.5, w 0
+    b = [Hit("y", 3), Hit("z", 1)]                    # minmax: y 1, z 0
+    fused = weighted_fusion([a, b], [1.0, 2.0], "minmax")
+    assert fused == pytest.approx({"x": 1.0, "y": 0.5 + 2.0, "w": 0.0, "z": 0.0})
+
+
+def test_fuse_stage_orders_and_records_components():
+    fuse = Fuse([Fixed("a", {"x": 2, "y": 1}), Fixed("b", {"y": 2, "z": 1})], method="rrf")
+    run = fuse("q")
+    assert run.ids("q1") == ["y", "x", "z"]
+    assert run["q1"][0].extras["components"] == {"a": 1.0, "b": 2.0}
+
+
+@pytest.mark.parametrize("kwargs,message", [({"method": "max"}, "unknown method"),
+                                            ({"weights": [1.0]}, "1 weights for 2 branches"),
+                                            ({"normalise": "rank"}, "unknown normalise")])
+def test_fuse_rejects_bad_config(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        Fuse([Fixed("a", {}), Fixed("b", {})], **kwargs)
+
+
+@pytest.mark.parametrize("text", ["", "   ", "x" * 5000])
+def test_empty_or_huge_query_is_rejected(text):
+    with pytest.raises(QueryError):
+        Fixed("a", {"d": 1.0}).search(text)
+
+
+def test_trec_run_roundtrip(tmp_path):
+    run = Run.from_scores({"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 0.5}})
+    run.write_trec(tmp_path / "run.txt", tag="t")
+    again = Run.read_trec(tmp_path / "run.txt")
+    assert again.scores() == run.scores()

@@ -1,0 +1,56 @@
+"""`sleuth dhr compare`, `sleuth dhr tune` and `sleuth train dhr` as a user runs them, on a small real NQ slice."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def nq_slice(data_dir, tmp_path_factory):
+    """40 NQ questions and a 70-passage corpus holding their gold passages."""
+    folder = tmp_path_factory.mktemp("nq")
+    questions = [json.loads(line) for line in open(data_dir / "nq" / "questions.jsonl", encoding="utf-8")][:40]
+    gold = {q["gold_passage"] for q in questions}
+    rows = [json.loads(line) for line in open(data_dir / "nq" / "corpus.jsonl", encoding="utf-8")]
+    kept = [r for r in rows if r["_id"] in gold] + [r for r in rows if r["_id"] not in gold][:30]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
+    return folder
+
+
+def test_compare_and_tune(sleuth, nq_slice, tmp_path):
+    result = sleuth("dhr", "compare", "--corpus", nq_slice / "corpus.jsonl", "--questions",
+                    nq_slice / "questions.jsonl", "--split", "all", "--k1", "10", "--top-k", "1", "--top-k", "5",
+                    "--json", tmp_path / "rows.json")
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"]: r["measures"] for r in json.loads((tmp_path / "rows.json").read_text())["rows"]}
+    assert list(rows) == ["BM25", "flat dense (minilm)", "DHR-D (documents)", "DHR-P", "DHR w/o rerank (k1=10)",
+                          "DHR serial (k1=10, lambda=1)", "DHR parallel (lambda=1)"]
+    assert "P Top-1" not in rows["DHR-D (documents)"] and rows["DHR-D (documents)"]["D Top-5"] > 0.5
+    assert all(0.5 < row["D Top-5"] <= 1.0 for row in rows.values())
+    assert "DHR serial" in result.stdout and "P Top-5" in result.stdout
+    tuned = sleuth("dhr", "tune", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
+                   "--split", "all", "--k1", "10", "--metric-k", "5")
+    assert tuned.returncode == 0, tuned.stderr
+    choice = json.loads(tuned.stdout.strip().splitlines()[-1])
+    assert 0.0 <= choice["lambda"] <= 2.0 and len(choice["coarse"]) == 21
+    assert choice["Top-5"] == max(choice["coarse"].values())
+
+
+def test_bad_inputs_are_one_line_errors(sleuth, nq_slice, tmp_path):
+    for args, fragment in (
+        (("dhr", "compare", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
+          "--split", "test"), "unknown split 'test'"),
+        (("dhr", "compare", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
+          "--index", tmp_path / "nothing"), "no index at"),
+        (("dhr", "train", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
+          "--out", tmp_path / "out", "--passage-negatives", "bm25"), "KIND=COUNT"),
+        (("dhr", "train", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
+          "--out", tmp_path / "out", "--passage-negatives", "random=1", "--rounds", "1"), "unknown passage negative"),
+    ):
+        result = sleuth(*args)
+        assert result.returncode == 2, result.stderr
+        lines = result.stderr.strip().splitlines()
+        assert lines[-1].startswith("error: ") and fragment in lines[-1] and "Traceback" not in result.stderr

@@ -1,0 +1,209 @@
+"""DHR retrieval on real Wikipedia articles with MiniLM: the hierarchical index (layout, save/load, validation), the
+two-stage ranking and Eq. 3, serial = parallel when k1 covers every document, DHR-P, the BM25 document option,
+pipelines from YAML and the lambda grid search."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from sleuth.corpus.mediawiki import read_mediawiki
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError, IndexError_
+from sleuth.models.registry import load_encoder
+from sleuth.stages.run import Hit, Run
+from sleuth.systems.dhr.accuracy import document_run, hierarchical_accuracy
+from sleuth.systems.dhr.index import HierarchicalIndex, passage_offsets, rows_of_documents, top_k
+from sleuth.systems.dhr.lambda_search import grid, rerank_with_lambda, search_lambda
+from sleuth.systems.dhr.stages import DocumentRetrieve, PassageInDocuments, PassageRetrieve, combine_scores, dhr
+from sleuth.systems.dhr.structure import split_documents
+
+WIKI = "wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+SMALL = ("Actrius", "Animalia (book)", "International Atomic Time", "Alain Connes", "Allan Dwan",
+         "Agricultural science", "Alien", "Austin (disambiguation)")
+QUESTIONS = [Query("q1", "Which film did Ventura Pons direct?"), Query("q2", "how is atomic time measured"),
+             Query("q3", "silent film director from Canada"), Query("q4", "science of farming and soil")]
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    return load_encoder("minilm")
+
+
+@pytest.fixture(scope="module")
+def groups(data_dir):
+    docs = [d for d in itertools.islice(read_mediawiki(data_dir / WIKI), 30) if d.title in SMALL]
+    return list(split_documents(docs))
+
+
+@pytest.fixture(scope="module")
+def index_dir(groups, encoder, tmp_path_factory):
+    path = tmp_path_factory.mktemp("dhr") / "index"
+    HierarchicalIndex.build(groups, encoder, encoder, path, show_progress=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def index(index_dir):
+    return HierarchicalIndex.load(index_dir)
+
+
+def test_offsets_and_rows():
+    offsets = passage_offsets([2, 0, 3, 1])
+    assert offsets.tolist() == [0, 2, 2, 5, 6]
+    assert rows_of_documents(offsets, [2, 0, 1, 3]).tolist() == [2, 3, 4, 0, 1, 5]
+    assert rows_of_documents(offsets, []).tolist() == []
+    assert top_k(np.array([0.1, 0.9, 0.5, 0.9]), 3).tolist() == [1, 3, 2]
+    assert combine_scores(np.array([0.5, 0.2]), np.array([0.1, 0.4]), 0.5).tolist() == pytest.approx([0.55, 0.4])
+
+
+def test_index_layout_and_reload(index, groups, encoder):
+    assert index.num_documents == len(groups) and len(index) == sum(len(g.passages) for g in groups)
+    for d, group in enumerate(groups):  # each document's passages are contiguous rows, in document order
+        rows = range(index.offsets[d], index.offsets[d + 1])
+        assert [index.passages.ids[r] for r in rows] == [p.id for p in group.passages]
+        assert {index.passages.doc_ids[r] for r in rows} == {group.document.id}
+    assert isinstance(index.passage_vectors, np.memmap)
+    assert index.manifest.encoder["document"]["name"] == "minilm" and index.manifest.params["separator"] == ", "
+    first = groups[0].passages[0]
+    expected = encoder.encode_passages([f"{first.full_title()}, {first.text}"])[0]
+    assert np.allclose(index.passage_vectors[0], expected, atol=1e-5)  # hierarchical title + text was encoded
+    assert index.documents.texts[0].startswith(groups[0].document.title + ", ")
+
+
+def test_index_validation(index_dir, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(index_dir, broken)
+    np.save(broken / "offsets.npy", np.array([0, 1], dtype=np.int64))
+    with pytest.raises(IndexError_, match="offsets.npy"):  # size differs from the manifest's checksum record
+        HierarchicalIndex.load(broken)
+    manifest = json.loads((broken / "manifest.json").read_text())
+    manifest["kind"] = "dense"
+    (broken / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexError_, match="not a 'hierarchical' index"):
+        HierarchicalIndex.load(broken)
+    with pytest.raises(IndexError_):
+        HierarchicalIndex.load(tmp_path / "missing")
+
+
+def test_hnsw_document_index(groups, encoder):
+    import faiss
+
+    small = HierarchicalIndex.build(groups[:3], encoder, encoder, factory="HNSW32", show_progress=False)
+    assert isinstance(faiss.downcast_index(small.document_index), faiss.IndexHNSWFlat)
+    rows, scores = small.search_documents(encoder.encode_queries(["Which film did Ventura Pons direct?"]), 2)
+    assert small.documents.ids[rows[0][0]] == "Actrius" and scores[0][0] >= scores[0][1]
+    with pytest.raises(ConfigError):
+        HierarchicalIndex.build(groups[:1], encoder, encoder, factory="NoSuchIndex", show_progress=False)
+
+
+def test_validate_catches_inconsistent_parts(index):
+    parts = dict(document_index=index.document_index, document_vectors=index.document_vectors,
+                 passage_vectors=index.passage_vectors, offsets=index.offsets, documents=index.documents,
+                 passages=index.passages, document_encoder_spec={}, passage_encoder_spec={})
+    HierarchicalIndex(**parts).validate()
+    for key, bad in (("offsets", index.offsets[:-1]), ("passage_vectors", index.passage_vectors[1:]),
+                     ("offsets", index.offsets[::-1].copy())):
+        with pytest.raises(IndexError_):
+            HierarchicalIndex(**{**parts, key: bad}).validate()
+
+
+def test_serial_ranking_is_passage_plus_lambda_document(index, encoder):
+    documents = DocumentRetrieve(index, encoder, k=3).transform(QUESTIONS)
+    assert all(len(hits) == 3 and hits[0].extras["document_rank"] == 1 for hits in documents.values())
+    run = PassageInDocuments(index, encoder, lam=0.7, k=5).transform(QUESTIONS, documents)
+    for query in QUESTIONS:
+        doc_scores = {h.id: h.score for h in documents[query.id]}
+        hits = run[query.id]
+        assert hits and all(h.doc_id in doc_scores for h in hits)  # only passages of the top-k1 documents
+        for hit in hits:
+            assert hit.extras["document_score"] == pytest.approx(doc_scores[hit.doc_id], abs=1e-6)
+            assert hit.score == pytest.approx(hit.extras["passage_score"] + 0.7 * hit.extras["document_score"],
+                                              abs=1e-5)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert run["q1"][0].doc_id == "Actrius"
+    with pytest.raises(ConfigError):
+        PassageInDocuments(index, encoder).transform(QUESTIONS)
+
+
+def test_serial_equals_parallel_when_k1_covers_every_document(index, encoder):
+    for lam in (0.0, 0.5, 1.0):
+        serial = dhr(index, k1=index.num_documents, k2=20, lam=lam, document_encoder=encoder,
+                     passage_encoder=encoder).transform(QUESTIONS)
+        parallel = dhr(index, mode="parallel", k2=20, lam=lam, document_encoder=encoder,
+                       passage_encoder=encoder).transform(QUESTIONS)
+        for query in QUESTIONS:
+            assert [h.id for h in serial[query.id]] == [h.id for h in parallel[query.id]]
+            assert [h.score for h in serial[query.id]] == pytest.approx([h.score for h in parallel[query.id]],
+                                                                        abs=1e-5)
+    narrow = dhr(index, k1=1, k2=20, document_encoder=encoder, passage_encoder=encoder).transform(QUESTIONS)
+    assert all(len({h.doc_id for h in hits}) == 1 for hits in narrow.values())
+
+
+def test_dhr_p_and_lambda_zero(index, encoder):
+    flat = PassageRetrieve(index, encoder, k=len(index)).transform(QUESTIONS)
+    exact = index.passage_vectors @ encoder.encode_queries([QUESTIONS[0].text])[0]
+    assert [h.id for h in flat["q1"][:5]] == [index.passages.ids[i] for i in np.argsort(-exact, kind="stable")[:5]]
+    # lambda = 0 over every document ("w/o rerank") ranks exactly like DHR-P
+    unranked = dhr(index, k1=index.num_documents, k2=len(index), lam=0.0, document_encoder=encoder,
+                   passage_encoder=encoder).transform(QUESTIONS)
+    assert [h.id for h in unranked["q2"]] == [h.id for h in flat["q2"]]
+
+
+def test_bm25_documents_and_mode_checks(index, encoder):
+    from sleuth.corpus.model import Passage
+    from sleuth.index.bm25 import BM25Index
+
+    bm25 = BM25Index.build([Passage(i, i, t) for i, t in zip(index.documents.ids, index.documents.texts)],
+                           show_progress=False)
+    run = dhr(index, k1=2, k2=5, bm25=bm25, passage_encoder=encoder).transform(QUESTIONS[:1])
+    assert run["q1"][0].doc_id == "Actrius"
+    with pytest.raises(ConfigError):
+        dhr(index, mode="parallel", bm25=bm25, passage_encoder=encoder)
+    with pytest.raises(ConfigError):
+        dhr(index, mode="sideways", document_encoder=encoder, passage_encoder=encoder)
+
+
+def test_accuracy_and_lambda_search(index, encoder):
+    documents = DocumentRetrieve(index, encoder, k=index.num_documents).transform(QUESTIONS)
+    scored = PassageInDocuments(index, encoder, lam=0.0, k=len(index)).transform(QUESTIONS, documents)
+    reranked = rerank_with_lambda(scored, 1.0, k=10)
+    full = dhr(index, k1=index.num_documents, k2=10, lam=1.0, document_encoder=encoder,
+               passage_encoder=encoder).transform(QUESTIONS)
+    assert [h.id for h in reranked["q3"]] == [h.id for h in full["q3"]]
+    answers = {"q1": ["Ventura Pons"], "q2": ["atomic clocks"]}
+    texts = {d: " ".join(t for t, o in zip(index.passages.texts, index.passages.doc_ids) if o == d)
+             for d in index.documents.ids}
+    accuracy = hierarchical_accuracy(full, answers, texts, ks=(1, 10))
+    assert accuracy["D Top-1"] == 1.0 and 0.5 <= accuracy["P Top-10"] <= 1.0
+    assert [h.id for h in document_run(full)["q1"]][0] == "Actrius"
+    # grid search: coarse 0..2 step 0.1, then 0.01 steps within 0.05 of the best
+    search = search_lambda(lambda lam: -abs(lam - 0.57))
+    assert search.best == pytest.approx(0.57) and len(search.coarse) == 21 and len(search.fine) == 11
+    assert grid(0.0, 0.2, 0.1) == [0.0, 0.1, 0.2]
+    with pytest.raises(ConfigError):
+        rerank_with_lambda(Run({"q": [Hit("a", 1.0)]}), 1.0)
+
+
+def test_pipeline_configs(tmp_path, groups, data_dir):
+    from sleuth.pipelines.config import load_pipeline, validate_pipeline
+    from sleuth.pipelines.workspace import CorpusSource, Workspace
+
+    for name in ("dhr", "dhr-parallel", "dhr-p"):
+        validate_pipeline(name)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": p.id, "title": g.document.title, "text": p.text}) + "\n"
+                              for g in groups[:3] for p in g.passages), encoding="utf-8")
+    ws = Workspace(corpus=CorpusSource(corpus), show_progress=False)
+    stage = load_pipeline("dhr", ws)
+    hits = stage.search("Which film did Ventura Pons direct?", 3)
+    assert hits[0].doc_id == "Actrius" and {"passage_score", "document_score"} <= set(hits[0].extras)
+    assert any(p.name.startswith("hierarchical-") for p in ws.index_dir("x").parent.iterdir())
+    config = tmp_path / "bad.yaml"
+    config.write_text("stages:\n  - dhr: {mode: serial, lamda: 1}\n")
+    with pytest.raises(ConfigError, match="unknown key 'lamda'"):
+        validate_pipeline(config)

