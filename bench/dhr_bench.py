@@ -25,7 +25,7 @@ import faiss
 import numpy as np
 
 from bench.common import Report, ResultTable, base_parser, bench_main, measure_interleaved, progress, ratio
-from sleuth.index.dense import add_vectors, apply_search_params, make_faiss_index
+from sleuth.index.dense import VectorSearch, add_vectors, apply_search_params, make_faiss_index
 from sleuth.index.docstore import DocStore
 from sleuth.systems.dhr.index import HierarchicalIndex, passage_offsets
 from sleuth.systems.dhr.stages import rank_passages_in_documents
@@ -107,7 +107,7 @@ def nq_accuracy(k1: int, lam: float) -> dict:
 
     folder = shared_data_dir() / "nq"
     ws = Workspace(corpus=CorpusSource(folder / "corpus.jsonl"))
-    index = hierarchical_index(ws, None, "minilm", "minilm", "Flat", ", ", "auto")
+    index = hierarchical_index(ws, None, "minilm", "minilm", VectorSearch(), ", ", "auto")
     encoder = load_encoder("minilm")
     questions = select_questions(folder / "questions.jsonl", "dev", 0.2, 13)
     answers = {q.id: q.metadata["answers"] for q in questions}

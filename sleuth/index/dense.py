@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import faiss
@@ -57,6 +58,30 @@ def apply_search_params(index: faiss.Index, ef_search: int | None = None, nprobe
             faiss.extract_index_ivf(index).nprobe = nprobe
         except RuntimeError:
             pass
+
+
+@dataclass(frozen=True)
+class VectorSearch:
+    """How a dense index is built and searched: the FAISS factory string, HNSW ``efSearch`` and IVF ``nprobe``.
+
+    Declared once here; every stage builder that takes a ``VectorSearch`` accepts these fields as flat config keys
+    (``factory``, ``ef_search``, ``nprobe``; see :mod:`sleuth.pipelines.registry`)."""
+
+    factory: str = "Flat"
+    ef_search: int | None = None
+    nprobe: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.factory, str) or not self.factory:
+            raise ConfigError(f"factory must be a FAISS factory string, got {self.factory!r}")
+        for name in ("ef_search", "nprobe"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+    def apply(self, index: faiss.Index) -> None:
+        """Set this search's efSearch / nprobe on a FAISS index (where the index type has them)."""
+        apply_search_params(index, ef_search=self.ef_search, nprobe=self.nprobe)
 
 
 def save_vectors(directory: Path, index: faiss.Index, docstore: DocStore, manifest: Manifest) -> None:

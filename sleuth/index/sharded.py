@@ -25,7 +25,7 @@ from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
 from sleuth.index.bm25_stats import count_shard, global_stats, shard_model, shared_vocabulary
-from sleuth.index.dense import DenseIndex, add_vectors, apply_search_params, make_faiss_index
+from sleuth.index.dense import DenseIndex, VectorSearch, add_vectors, apply_search_params, make_faiss_index
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import MANIFEST, Manifest, build_directory, current_generation, read_manifest
 from sleuth.index.tokenize import Analyzer
@@ -337,10 +337,9 @@ def load_dense(path: str | Path, mmap: bool = False) -> DenseIndex | ShardedDens
     return ShardedDenseIndex.load(path, mmap) if index_kind(path) == SHARDED_DENSE else DenseIndex.load(path, mmap)
 
 
-def set_search_params(index: DenseIndex | ShardedDenseIndex, ef_search: int | None = None,
-                      nprobe: int | None = None) -> None:
-    """HNSW efSearch / IVF nprobe on a dense index or on every shard of a sharded one."""
+def set_search_params(index: DenseIndex | ShardedDenseIndex, search: VectorSearch) -> None:
+    """``search``'s HNSW efSearch / IVF nprobe on a dense index or on every shard of a sharded one."""
     if isinstance(index, ShardedDenseIndex):
-        index.apply_search_params(ef_search, nprobe)
+        index.apply_search_params(search.ef_search, search.nprobe)
     else:
-        apply_search_params(index.index, ef_search=ef_search, nprobe=nprobe)
+        search.apply(index.index)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sleuth.index.bm25 import BM25Params
+from sleuth.index.dense import VectorSearch
 from sleuth.index.tokenize import Analyzer
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
@@ -27,8 +28,7 @@ def bm25_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, method
 
 @register_stage("dense")
 def dense_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, encoder: str = "minilm",
-                factory: str = "Flat", ef_search: int | None = None, nprobe: int | None = None,
-                name: str = "dense") -> DenseRetrieve:
+                search: VectorSearch = VectorSearch(), name: str = "dense") -> DenseRetrieve:
     """Dense retrieval over ``index`` (a path, sharded or not) or over the workspace corpus encoded with ``encoder``."""
     from sleuth.index.sharded import load_dense, set_search_params
 
@@ -36,9 +36,9 @@ def dense_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, encod
         loaded = load_dense(index)
         stage = DenseRetrieve(loaded, k=k, name=name, device=ws.device)
     else:
-        loaded = ws.dense(encoder, factory)
+        loaded = ws.dense(encoder, search.factory)
         stage = DenseRetrieve(loaded, encoder=ws.encoder(encoder), k=k, name=name)
-    set_search_params(loaded, ef_search=ef_search, nprobe=nprobe)
+    set_search_params(loaded, search)
     return stage
 
 

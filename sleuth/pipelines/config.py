@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from sleuth.errors import ConfigError
-from sleuth.pipelines.registry import STAGES, check_params, load_stage_modules
+from sleuth.pipelines.registry import STAGES, builder_arguments, check_params, load_stage_modules
 from sleuth.pipelines.workspace import Workspace
 from sleuth.plugins import systems
 from sleuth.stages.base import Sequential, Stage
@@ -84,7 +84,11 @@ def build_stages(entries: list[Any], workspace: Workspace, where: str) -> Stage:
     for i, entry in enumerate(entries, start=1):
         name, params = parse_entry(entry, f"{where}, stage {i}")
         try:
-            stages.append(STAGES[name](workspace, **params))
+            arguments = builder_arguments(name, params)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}, stage {i} '{name}': {exc}") from None
+        try:
+            stages.append(STAGES[name](workspace, **arguments))
         except TypeError as exc:
             raise ConfigError(f"{where}, stage {i} '{name}': {exc}") from None
     return stages[0] if len(stages) == 1 else Sequential(stages)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -32,19 +33,42 @@ def load_stage_modules() -> None:
             system.module(system.stages)
 
 
-def stage_keys(name: str) -> list[str]:
-    """The config keys a stage accepts."""
+def is_group(parameter: inspect.Parameter) -> bool:
+    """A builder parameter whose default is a dataclass instance (e.g. ``search: VectorSearch = VectorSearch()``):
+    configs give its fields as flat keys, declared once in the dataclass and accepted alike by every builder."""
+    return dataclasses.is_dataclass(parameter.default) and not isinstance(parameter.default, type)
+
+
+def config_parameters(name: str) -> list[inspect.Parameter]:
+    """A builder's keyword parameters after the workspace."""
     params = list(inspect.signature(STAGES[name]).parameters.values())[1:]
-    return [p.name for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return [p for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def stage_keys(name: str) -> list[str]:
+    """The config keys a stage accepts (a parameter group's fields in place of the group)."""
+    keys = []
+    for p in config_parameters(name):
+        keys.extend([f.name for f in dataclasses.fields(p.default)] if is_group(p) else [p.name])
+    return keys
 
 
 def check_params(name: str, params: dict[str, Any], where: str) -> None:
     """Raise a ConfigError naming the first unknown or missing key of a stage."""
-    signature = list(inspect.signature(STAGES[name]).parameters.values())[1:]
     known = stage_keys(name)
     for key in params:
         if key not in known:
             raise ConfigError(f"{where}: stage '{name}': unknown key '{key}' (known: {', '.join(known) or 'none'})")
-    for p in signature:
+    for p in config_parameters(name):
         if p.default is inspect.Parameter.empty and p.kind == p.KEYWORD_ONLY and p.name not in params:
             raise ConfigError(f"{where}: stage '{name}': missing key '{p.name}'")
+
+
+def builder_arguments(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Checked config keys -> the builder's keyword arguments (a group's keys gathered into its dataclass)."""
+    arguments = dict(params)
+    for p in config_parameters(name):
+        if is_group(p):
+            fields = {f.name: arguments.pop(f.name) for f in dataclasses.fields(p.default) if f.name in arguments}
+            arguments[p.name] = dataclasses.replace(p.default, **fields)
+    return arguments

@@ -78,3 +78,28 @@ def test_unknown_pipeline_name():
 def test_pipeline_needing_a_corpus_says_so():
     with pytest.raises(ConfigError, match="needs an index"):
         load_pipeline("bm25", Workspace())
+
+
+def test_vector_search_keys_are_declared_once_and_accepted_alike(tmp_path, scifact_passages):
+    """factory / ef_search / nprobe come from one dataclass (VectorSearch) and every dense-index stage takes them."""
+    from sleuth.index.dense import DenseIndex, VectorSearch
+    from sleuth.models.registry import load_encoder
+    from sleuth.pipelines.registry import load_stage_modules, stage_keys
+
+    load_stage_modules()
+    fields = {"factory", "ef_search", "nprobe"}
+    for name in ("dense", "dhr", "dhr_documents", "dhr_passages", "dhr_p", "cos_retrieve", "cos_chain"):
+        assert fields <= set(stage_keys(name)), name
+    index_dir = tmp_path / "hnsw"
+    DenseIndex.build(scifact_passages[:40], load_encoder("minilm-onnx"), index_dir, "HNSW16", show_progress=False)
+    config = tmp_path / "p.yaml"
+    config.write_text(f"stages:\n  - dense: {{index: {index_dir}, ef_search: 7, k: 5}}\n", encoding="utf-8")
+    stage = load_pipeline(config, Workspace())
+    import faiss
+
+    assert faiss.downcast_index(stage.index.index).hnsw.efSearch == 7
+    assert len(stage.search("vitamin d deficiency", k=5)) == 5
+    config.write_text(f"stages:\n  - dense: {{index: {index_dir}, nprobe: 0}}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="stage 1 'dense': nprobe must be a positive integer"):
+        load_pipeline(config, Workspace())
+    assert VectorSearch().factory == "Flat"

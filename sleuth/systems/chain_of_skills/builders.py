@@ -10,6 +10,7 @@ The span head is the one saved in the model directory (``sleuth cos train``), el
 from __future__ import annotations
 
 from sleuth.errors import ConfigError
+from sleuth.index.dense import VectorSearch
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
 from sleuth.systems.chain_of_skills.chain import CHAINS, EXPANDING, NO_RERANK, ChainLimits, CosChain
@@ -25,7 +26,7 @@ def cos_model(ws: Workspace, model: str):
                    if model == "minilm" else MultiExpertEncoder.load(model, device=ws.device))
 
 
-def skill_index(ws: Workspace, model: str, skill: str, factory: str):
+def skill_index(ws: Workspace, model: str, skill: str, search: VectorSearch):
     """The corpus passages encoded for ``skill`` (context side): built once and saved in the workspace's index
     cache (keyed by the model, its weights' size and time, the skill and the factory), loaded from there after."""
     from sleuth.pipelines.workspace import params_key
@@ -34,10 +35,12 @@ def skill_index(ws: Workspace, model: str, skill: str, factory: str):
     if ws.corpus is None:
         raise ConfigError("cos: this pipeline needs a corpus to index")
     corpus, encoder = ws.corpus, model_info(model)
-    key = params_key(KIND, {"encoder": encoder, "skill": skill, "factory": factory})
-    return ws.cached_index(key, SkillIndex.load, lambda path: SkillIndex.build(
-        corpus.passages(), cos_model(ws, model), skill, factory, path=path, encoder=encoder,
+    key = params_key(KIND, {"encoder": encoder, "skill": skill, "factory": search.factory})
+    loaded = ws.cached_index(key, SkillIndex.load, lambda path: SkillIndex.build(
+        corpus.passages(), cos_model(ws, model), skill, search.factory, path=path, encoder=encoder,
         corpus_info=corpus.info()))
+    search.apply(loaded.index)
+    return loaded
 
 
 def span_head(ws: Workspace, model: str, seed: int):
@@ -66,10 +69,10 @@ def number(name: str, value: object) -> float:
 
 
 @register_stage("cos_retrieve")
-def cos_retrieve_stage(ws: Workspace, *, model: str = "minilm", k: int = 1000, factory: str = "Flat",
-                       name: str = "cos_retrieve") -> SingleRetrieve:
+def cos_retrieve_stage(ws: Workspace, *, model: str = "minilm", k: int = 1000,
+                       search: VectorSearch = VectorSearch(), name: str = "cos_retrieve") -> SingleRetrieve:
     """Single retrieval (skill "retrieval") over the workspace corpus."""
-    return SingleRetrieve(cos_model(ws, model), skill_index(ws, model, "retrieval", factory), k=positive("k", k),
+    return SingleRetrieve(cos_model(ws, model), skill_index(ws, model, "retrieval", search), k=positive("k", k),
                           name=name)
 
 
@@ -83,7 +86,7 @@ def cos_rerank_stage(ws: Workspace, *, model: str = "minilm", name: str = "cos_r
 def cos_chain_stage(ws: Workspace, *, chain: str, model: str = "minilm", k_retrieval: int = 200, k_link: int = 5,
                     k_hop1: int = 30, k_expanded: int = 50, k_hop2_link: int = 2, k: int = 100,
                     alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
-                    beta: float = NQ_RERANK_BETA, factory: str = "Flat", span_seed: int = 0,
+                    beta: float = NQ_RERANK_BETA, search: VectorSearch = VectorSearch(), span_seed: int = 0,
                     name: str | None = None) -> CosChain:
     """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval | retrieval-2hop); see
     ``sleuth.systems.chain_of_skills.chain``."""
@@ -94,8 +97,8 @@ def cos_chain_stage(ws: Workspace, *, chain: str, model: str = "minilm", k_retri
         ("k_hop2_link", k_hop2_link), ("k", k))})
     alpha, rerank_weight, beta = number("alpha", alpha), number("rerank_weight", rerank_weight), number("beta", beta)
     encoder = cos_model(ws, model)
-    passages = skill_index(ws, model, "retrieval", factory)
-    link = EntityLink(encoder, span_head(ws, model, span_seed), skill_index(ws, model, "linking", factory))
+    passages = skill_index(ws, model, "retrieval", search)
+    link = EntityLink(encoder, span_head(ws, model, span_seed), skill_index(ws, model, "linking", search))
     return CosChain(chain, SingleRetrieve(encoder, passages), link,
                     rerank=None if chain in NO_RERANK else Rerank(encoder),
                     expanded=ExpandedRetrieve(encoder, passages) if chain in EXPANDING else None,

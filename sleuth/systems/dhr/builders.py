@@ -11,7 +11,7 @@ from __future__ import annotations
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index
-from sleuth.index.dense import apply_search_params
+from sleuth.index.dense import VectorSearch
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace, params_key
 from sleuth.stages.base import Stage
@@ -36,19 +36,18 @@ def corpus_groups(ws: Workspace, grouping: str):
     return documents_to_groups(ws.corpus.documents(), ws.corpus.splitter, grouping)
 
 
-def hierarchical_index(ws: Workspace, index: str | None, document_encoder: str, passage_encoder: str, factory: str,
-                       separator: str, grouping: str, ef_search: int | None = None,
-                       nprobe: int | None = None) -> HierarchicalIndex:
+def hierarchical_index(ws: Workspace, index: str | None, document_encoder: str, passage_encoder: str,
+                       search: VectorSearch, separator: str, grouping: str) -> HierarchicalIndex:
     """A hierarchical index from a path, or the workspace corpus's (built once per parameter set, then cached)."""
     if index is not None:
         loaded = HierarchicalIndex.load(index)
     else:
         key = params_key("hierarchical", {"document_encoder": document_encoder, "passage_encoder": passage_encoder,
-                                          "factory": factory, "separator": separator, "grouping": grouping})
+                                          "factory": search.factory, "separator": separator, "grouping": grouping})
         loaded = ws.cached_index(key, HierarchicalIndex.load, lambda path: HierarchicalIndex.build(
-            corpus_groups(ws, grouping), ws.encoder(document_encoder), ws.encoder(passage_encoder), path, factory,
+            corpus_groups(ws, grouping), ws.encoder(document_encoder), ws.encoder(passage_encoder), path, search.factory,
             separator, ws.corpus.info(), ws.show_progress))
-    apply_search_params(loaded.document_index, ef_search=ef_search, nprobe=nprobe)
+    search.apply(loaded.document_index)
     return loaded
 
 
@@ -72,15 +71,13 @@ def encoders_for(ws: Workspace, index: str | None, document_encoder: str, passag
 @register_stage("dhr")
 def dhr_stage(ws: Workspace, *, mode: str = "serial", k1: int = DEFAULT_K1, k: int = 100, lam: float = DEFAULT_LAMBDA,
               documents: str = "dense", index: str | None = None, document_encoder: str = "minilm",
-              passage_encoder: str = "minilm", factory: str = "Flat", separator: str = DEFAULT_SEPARATOR,
-              grouping: str = "auto", ef_search: int | None = None, nprobe: int | None = None,
-              name: str = "dhr") -> Stage:
+              passage_encoder: str = "minilm", search: VectorSearch = VectorSearch(),
+              separator: str = DEFAULT_SEPARATOR, grouping: str = "auto", name: str = "dhr") -> Stage:
     """Dense hierarchical retrieval: top ``k1`` documents, their passages ranked by passage + lam * document score
     (mode serial), or every passage and document scored and added (mode parallel); ``k`` passages returned."""
     if documents not in DOCUMENT_BACKENDS:
         raise ConfigError(f"dhr: unknown documents backend '{documents}' (known: {', '.join(DOCUMENT_BACKENDS)})")
-    loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, factory, separator, grouping,
-                                ef_search, nprobe)
+    loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     bm25 = document_bm25(ws, loaded, separator, grouping) if documents == "bm25" else None
     doc_enc, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
     return dhr(loaded, mode=mode, k1=k1, k2=k, lam=lam, document_encoder=doc_enc if bm25 is None else None,
@@ -89,14 +86,13 @@ def dhr_stage(ws: Workspace, *, mode: str = "serial", k1: int = DEFAULT_K1, k: i
 
 @register_stage("dhr_documents")
 def dhr_documents_stage(ws: Workspace, *, k: int = DEFAULT_K1, documents: str = "dense", index: str | None = None,
-                        document_encoder: str = "minilm", passage_encoder: str = "minilm", factory: str = "Flat",
-                        separator: str = DEFAULT_SEPARATOR, grouping: str = "auto", ef_search: int | None = None,
-                        nprobe: int | None = None, name: str = "dhr_documents") -> DocumentRetrieve:
+                        document_encoder: str = "minilm", passage_encoder: str = "minilm",
+                        search: VectorSearch = VectorSearch(), separator: str = DEFAULT_SEPARATOR,
+                        grouping: str = "auto", name: str = "dhr_documents") -> DocumentRetrieve:
     """DHR stage 1 alone: the top ``k`` documents (dense, or BM25 over document representations)."""
     if documents not in DOCUMENT_BACKENDS:
         raise ConfigError(f"dhr_documents: unknown documents backend '{documents}'")
-    loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, factory, separator, grouping,
-                                ef_search, nprobe)
+    loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     if documents == "bm25":
         bm25 = document_bm25(ws, loaded, separator, grouping)
         return DocumentRetrieve(loaded, k=k, name=name, device=ws.device, bm25=bm25)
@@ -106,20 +102,20 @@ def dhr_documents_stage(ws: Workspace, *, k: int = DEFAULT_K1, documents: str = 
 
 @register_stage("dhr_passages")
 def dhr_passages_stage(ws: Workspace, *, k: int = 100, lam: float = DEFAULT_LAMBDA, index: str | None = None,
-                       document_encoder: str = "minilm", passage_encoder: str = "minilm", factory: str = "Flat",
-                       separator: str = DEFAULT_SEPARATOR, grouping: str = "auto",
-                       name: str = "dhr_passages") -> PassageInDocuments:
+                       document_encoder: str = "minilm", passage_encoder: str = "minilm",
+                       search: VectorSearch = VectorSearch(), separator: str = DEFAULT_SEPARATOR,
+                       grouping: str = "auto", name: str = "dhr_passages") -> PassageInDocuments:
     """DHR stage 2 alone: passages of the candidate documents ranked by passage + lam * document score."""
-    loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, factory, separator, grouping)
+    loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     _, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
     return PassageInDocuments(loaded, passage_enc, lam=lam, k=k, name=name, device=ws.device)
 
 
 @register_stage("dhr_p")
 def dhr_p_stage(ws: Workspace, *, k: int = 100, index: str | None = None, document_encoder: str = "minilm",
-                passage_encoder: str = "minilm", factory: str = "Flat", separator: str = DEFAULT_SEPARATOR,
-                grouping: str = "auto", name: str = "dhr_p") -> PassageRetrieve:
+                passage_encoder: str = "minilm", search: VectorSearch = VectorSearch(),
+                separator: str = DEFAULT_SEPARATOR, grouping: str = "auto", name: str = "dhr_p") -> PassageRetrieve:
     """DHR-P alone: flat search over every passage, each encoded with its hierarchical title."""
-    loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, factory, separator, grouping)
+    loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     _, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
     return PassageRetrieve(loaded, passage_enc, k=k, name=name, device=ws.device)

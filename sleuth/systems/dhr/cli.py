@@ -49,13 +49,14 @@ class Setup:
 
     def __init__(self, corpus: Path, fmt: str | None, splitter: str, grouping: str, index: Path | None,
                  document_encoder: str, passage_encoder: str, factory: str, separator: str, device: str):
+        from sleuth.index.dense import VectorSearch
         from sleuth.models.registry import encoder_from_spec
         from sleuth.systems.dhr.builders import hierarchical_index
 
         self.source = corpus_source(corpus, fmt, None, splitter)
         self.ws = workspace(self.source, device)
         self.index = hierarchical_index(self.ws, str(index) if index else None, document_encoder, passage_encoder,
-                                        factory, separator, grouping)
+                                        VectorSearch(factory), separator, grouping)
         specs = self.index.document_encoder_spec, self.index.passage_encoder_spec
         self.document_encoder = encoder_from_spec(specs[0], device=device)
         self.passage_encoder = (self.document_encoder if specs[0]["name"] == specs[1]["name"]
