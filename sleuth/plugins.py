@@ -50,7 +50,7 @@ class System:
     @property
     def folder(self) -> Path:
         """The system's package folder."""
-        return Path(importlib.import_module(self.package).__file__).parent
+        return Path(str(importlib.import_module(self.package).__file__)).parent
 
     @property
     def pipelines_dir(self) -> Path:

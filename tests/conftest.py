@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.model import Passage
+from sleuth.io import open_text
 from sleuth.paths import shared_data_dir
 
 
@@ -42,9 +44,12 @@ def data_dir() -> Path:
 
 
 @pytest.fixture(scope="session")
-def scifact_rows(data_dir) -> list[dict]:
-    """The first 400 SciFact corpus records, as in the file."""
-    with open(data_dir / "scifact" / "corpus.jsonl", encoding="utf-8") as handle:
+def scifact_rows() -> list[dict]:
+    """The first 400 SciFact corpus records, as in the file: from ../shared/data when it is there, else from the
+    copy of the same corpus bundled in the package (so these tests also run on a fresh clone without the data)."""
+    shared = shared_data_dir() / "scifact" / "corpus.jsonl"
+    source = shared if shared.is_file() else bundled_dataset_dir() / "corpus.jsonl.gz"
+    with open_text(source) as handle:
         return [json.loads(line) for line in itertools.islice(handle, 400)]
 
 

@@ -29,7 +29,7 @@ def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
     measures: list[Measure] = []
     for name in names:
         try:
-            measure = ir_measures.parse_measure(name)
+            measure = name if isinstance(name, Measure) else ir_measures.parse_measure(name)
         except (ValueError, NameError, TypeError, SyntaxError) as error:
             hint = "expected e.g. nDCG@10, R@100, RR, AP, P@10"
             raise ConfigError(f"unknown measure '{name}' ({hint}): {error}") from None

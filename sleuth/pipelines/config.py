@@ -63,6 +63,7 @@ def read_config(source: str | Path) -> dict[str, Any]:
 def parse_entry(entry: Any, where: str) -> tuple[str, dict[str, Any]]:
     """A stage entry is ``name`` or ``{name: {params}}``."""
     load_stage_modules()
+    params: Any
     if isinstance(entry, str):
         name, params = entry, {}
     elif isinstance(entry, dict) and len(entry) == 1:

@@ -68,11 +68,8 @@ class Workspace:
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def index_dir(self, key: str) -> Path:
-        if self.corpus is None:
-            from sleuth.errors import ConfigError
-
-            raise ConfigError("this pipeline needs an index: give a corpus, or an 'index:' path in the stage")
-        return self.home / "indexes" / self.corpus.fingerprint() / key
+        """Where the index cached under ``key`` lives for this corpus."""
+        return self.home / "indexes" / self.source().fingerprint() / key
 
     def memo(self, key: str, factory: Callable[[], T]) -> T:
         """The object remembered under ``key``, made by ``factory()`` on first use: one loaded model or index per
@@ -100,15 +97,25 @@ class Workspace:
         """Cache folder name of a dense index with this encoder and FAISS factory string."""
         return params_key("dense", {"encoder": encoder, "factory": factory})
 
+    def source(self) -> CorpusSource:
+        """The workspace corpus (a ConfigError when there is none)."""
+        if self.corpus is None:
+            from sleuth.errors import ConfigError
+
+            raise ConfigError("this pipeline needs an index: give a corpus, or an 'index:' path in the stage")
+        return self.corpus
+
     def bm25(self, params: BM25Params = BM25Params(), analyzer: Analyzer = Analyzer()) -> BM25Index:
         """The corpus's BM25 index with these parameters."""
+        corpus = self.source()
         return self.cached_index(self.bm25_key(params, analyzer), BM25Index.load, lambda path: BM25Index.build(
-            self.corpus.passages(), path, params, analyzer, self.corpus.info(), self.show_progress))
+            corpus.passages(), path, params, analyzer, corpus.info(), self.show_progress))
 
     def dense(self, encoder: str = "minilm", factory: str = "Flat") -> DenseIndex:
         """The corpus's dense index for this encoder and FAISS factory string."""
+        corpus = self.source()
         return self.cached_index(self.dense_key(encoder, factory), DenseIndex.load, lambda path: DenseIndex.build(
-            self.corpus.passages(), self.encoder(encoder), path, factory, self.corpus.info(), self.show_progress))
+            corpus.passages(), self.encoder(encoder), path, factory, corpus.info(), self.show_progress))
 
     def encoder(self, name: str):
         """A loaded encoder, shared by every stage of this workspace."""

@@ -75,8 +75,9 @@ def deployment(settings: ServeSettings, replicas: int = 2, replica_cpus: float =
     from ray import serve
 
     ingress = serve.ingress(app_builder(settings))()
-    return serve.deployment(ingress, name="SleuthService", num_replicas=replicas,
-                            ray_actor_options={"num_cpus": replica_cpus}).bind()
+    deployment: Any = serve.deployment(ingress, name="SleuthService", num_replicas=replicas,
+                                       ray_actor_options={"num_cpus": replica_cpus})
+    return deployment.bind()
 
 
 def start(settings: ServeSettings, replicas: int = 2, replica_cpus: float = 0.5, host: str = "127.0.0.1",

@@ -46,6 +46,8 @@ class Stage(ABC):
 
     #: short name used in tables and configs
     name: str = "stage"
+    #: one line for people (the service lists it with the pipeline); a pipeline config's ``description``
+    description: str | None = None
 
     @abstractmethod
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
@@ -77,7 +79,7 @@ class Sequential(Stage):
         flat: list[Stage] = []
         for stage in stages:
             flat.extend(stage.stages if isinstance(stage, Sequential) else [stage])
-        self.stages = flat
+        self.stages: list[Stage] = flat
         self.name = name or " >> ".join(s.name for s in flat)
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:

@@ -42,7 +42,7 @@ def weighted_fusion(rankings: Sequence[list[Hit]], weights: Sequence[float], nor
     """Weighted sum of per-ranking normalised scores; a document missing from a ranking gets that ranking's minimum."""
     normalised = []
     for hits in rankings:
-        scores = NORMALISERS[normalise](np.array([h.score for h in hits], dtype=np.float64)) if hits else []
+        scores = NORMALISERS[normalise](np.array([h.score for h in hits], dtype=np.float64)) if hits else np.zeros(0)
         normalised.append(({h.id: float(s) for h, s in zip(hits, scores)}, float(min(scores, default=0.0))))
     every = {hit.id for hits in rankings for hit in hits}
     return {doc: sum(w * table.get(doc, floor) for w, (table, floor) in zip(weights, normalised)) for doc in every}

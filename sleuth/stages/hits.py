@@ -34,7 +34,7 @@ def candidate_rows(docstore: DocStore, hits: Sequence[Hit]) -> tuple[list[Hit], 
     return kept, rows
 
 
-def rescored(hits: Sequence[Hit], scores: Sequence[float], stage: str) -> list[Hit]:
+def rescored(hits: Sequence[Hit], scores: Sequence[float] | np.ndarray, stage: str) -> list[Hit]:
     """Candidates with new scores (the previous score kept in extras under the stage name), best first."""
     out = [h.with_score(s, **{f"{stage}_input_score": h.score}) for h, s in zip(hits, np.asarray(scores).tolist())]
     out.sort(key=lambda h: (-h.score, h.id))

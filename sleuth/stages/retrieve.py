@@ -8,6 +8,7 @@ from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index
 from sleuth.index.dense import DenseIndex
+from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex
 from sleuth.models.encoder import Encoder
 from sleuth.models.registry import encoder_from_spec
 from sleuth.stages.base import Stage
@@ -18,7 +19,7 @@ from sleuth.stages.run import Run
 class BM25Retrieve(Stage):
     """Top-k BM25 over a BM25Index; when given candidates, scores only those (documents with no match omitted)."""
 
-    def __init__(self, index: BM25Index, k: int = 1000, name: str = "bm25"):
+    def __init__(self, index: BM25Index | ShardedBM25Index, k: int = 1000, name: str = "bm25"):
         self.index, self.k, self.name = index, k, name
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
@@ -36,8 +37,8 @@ class BM25Retrieve(Stage):
 class DenseRetrieve(Stage):
     """Top-k inner-product search with the index's own encoder (or a given one of the same dimension)."""
 
-    def __init__(self, index: DenseIndex, encoder: Encoder | None = None, k: int = 1000, name: str = "dense",
-                 device: str = "cpu"):
+    def __init__(self, index: DenseIndex | ShardedDenseIndex, encoder: Encoder | None = None, k: int = 1000,
+                 name: str = "dense", device: str = "cpu"):
         self.index, self.k, self.name = index, k, name
         self.encoder = encoder or encoder_from_spec(index.encoder_spec, device=device)
         if self.encoder.dim != index.dim:

@@ -153,6 +153,7 @@ class CosChain(Stage):
         for first, found, links in zip(kept, expanded, linked):
             candidates.extend((first, second) for second in merged_hits([found, links], self.alpha))
         firsts = [f"{query.text} [SEP] {passage_text(first)}" for first, _ in candidates]
+        assert self.rerank is not None, "a chain with an expanded hop reranks (CHAINS)"
         values = self.rerank.scores(firsts, [second for _, second in candidates]) if candidates else []
         scored, pairs = [], {}
         for (first, second), value in zip(candidates, values):

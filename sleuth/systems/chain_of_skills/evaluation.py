@@ -91,7 +91,7 @@ def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence
                          limits=limits)
         start = time.perf_counter()
         run = stage.transform([Query(id=q.id, text=q.text) for q in questions])
-        recall = {k: [] for k in ks}
+        recall: dict[int, list[float]] = {k: [] for k in ks}
         ems = []
         for q in questions:
             gold = q.metadata["supporting_titles"]

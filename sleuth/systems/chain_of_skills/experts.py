@@ -35,14 +35,15 @@ def install_experts(bert: nn.Module, variant: str, num_experts: int, layers: lis
     """Replace sub-layers of ``bert.encoder.layer[i]`` for ``i`` in ``layers`` by switches; return the switches."""
     if variant not in VARIANTS:
         raise ConfigError(f"unknown expert variant '{variant}': use one of {', '.join(VARIANTS)}")
-    blocks = bert.encoder.layer
+    encoder: Any = bert.encoder
+    blocks = encoder.layer  # a ModuleList of transformers' BertLayer
     switches: list[ExpertSwitch] = []
     if variant == "none":
         return switches
     for index in layers:
         if not 0 <= index < len(blocks):
             raise ConfigError(f"expert layer {index} is out of range: the backbone has {len(blocks)} layers")
-        block = blocks[index]
+        block: Any = blocks[index]
         if variant == "attention":
             block.attention.self = ExpertSwitch(block.attention.self, num_experts)
             switches.append(block.attention.self)

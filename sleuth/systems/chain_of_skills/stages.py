@@ -143,7 +143,7 @@ class EntityLink(Stage):
         same_expert = self.model.expert_for("span", "query") == self.model.expert_for("linking", "query")
         # one forward pass when span proposal and mention encoding share an expert (e.g. the no-expert model)
         link_states = span_states if same_expert else self.model.token_states(texts, "linking", side="query")
-        results = []
+        results: list = []
         for i, (text, spans_in, states_in) in enumerate(zip(texts, span_states, link_states)):
             spans = self.span_head.propose(spans_in, text, self.max_span_tokens)
             if not spans:

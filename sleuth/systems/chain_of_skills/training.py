@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,7 @@ class CosTrainResult:
         return [loss for loss, s in zip(self.losses, self.skills) if s == skill]
 
 
-def scheduler(data: dict[str, Sequence[CosExample]], config: CosTrainConfig) -> Callable[[], str]:
+def scheduler(data: Mapping[str, Sequence[CosExample]], config: CosTrainConfig) -> Callable[[], str]:
     """A function returning the next batch's skill (weighted sampling or round-robin over the skills with data)."""
     rng = random.Random(config.seed)
     skills = [s for s in data if data[s] and config.weights.get(s, 0.0) > 0]
@@ -91,7 +91,8 @@ class Batcher:
     """Shuffled batches of one skill's examples, reshuffled whenever the list is used up."""
 
     def __init__(self, examples: Sequence[CosExample], batch_size: int, rng: random.Random):
-        self.examples, self.batch_size, self.rng, self.order = list(examples), batch_size, rng, []
+        self.examples, self.batch_size, self.rng = list(examples), batch_size, rng
+        self.order: list[int] = []
 
     def next(self) -> list[CosExample]:
         if len(self.order) < min(self.batch_size, len(self.examples)):
@@ -194,7 +195,7 @@ def span_loss(torch, model, head, batch: Sequence[CosExample], rng: random.Rando
     return torch.stack(losses).mean() if losses else None
 
 
-def train_cos(model, head, data: dict[str, Sequence[CosExample]], out: str | Path,
+def train_cos(model, head, data: Mapping[str, Sequence[CosExample]], out: str | Path,
               config: CosTrainConfig = CosTrainConfig(), log: Callable[[str], None] | None = None) -> CosTrainResult:
     """Train ``model`` (a MultiExpertEncoder) and ``head`` (a SpanProposalHead) on ``data`` (skill -> examples) for
     ``config.max_steps`` batches; save both to ``out`` with ``out/cos_training.json`` (losses per step and skill)."""

@@ -35,7 +35,7 @@ import json
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -273,5 +273,5 @@ def merge(*parts: dict[str, list[CosExample]]) -> dict[str, list[CosExample]]:
     return {skill: examples for skill, examples in out.items() if examples}
 
 
-def counts(data: dict[str, Sequence[CosExample]]) -> dict[str, int]:
+def counts(data: Mapping[str, Sequence[CosExample]]) -> dict[str, int]:
     return {skill: len(examples) for skill, examples in data.items()}

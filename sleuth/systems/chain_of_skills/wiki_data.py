@@ -154,10 +154,10 @@ def wikipedia_examples(documents: Iterable[Document], negatives: int = 1, seed: 
         anchors = article_anchors(doc, redirects)
         for passage in rng.sample(own, min(max_per_article, len(own))):
             words = passage.text.split()
-            hard = [crop_view(t) for t in others({doc.id})]
+            views = [crop_view(t) for t in others({doc.id})]
             positive = context_text(Document(passage.id, doc.title, random_crop(words, rng)))
             out["retrieval"].append(CosExample("retrieval", random_crop(words, rng), positive, passage.id,
-                                               [text for text, _ in hard], [pid for _, pid in hard]))
+                                               [text for text, _ in views], [pid for _, pid in views]))
         used: dict[str, int] = {}
         linked = expanded = spans = 0
         for passage in rng.sample(own, len(own)):

@@ -87,7 +87,7 @@ class WordEmbeddings:
         vectors = np.ascontiguousarray(self.vectors[rows], dtype=np.float32)
         what = "alphabetic" if alphabetic else "all"
         if vocabulary is not None:
-            what += f", within a vocabulary of {len(allowed)}"
+            what += f", within a vocabulary of {len(allowed or ())}"
         return WordEmbeddings([self.words[i] for i in keep], vectors, f"{self.source} [{what}]")
 
     # --- nearest words -------------------------------------------------------------------------------------------

@@ -129,8 +129,9 @@ def orderings(table: dict[str, dict[float | None, float]], epsilons: Sequence[fl
             checks[f"{name}: grows with epsilon"] = all(b >= a for a, b in zip(values, values[1:]))
     chain = [m for m in ("cmp", "mahalanobis", "vickrey-cmp", "vickrey-mahalanobis") if m in table]
     for eps in epsilons:
-        values = [table[m].get(eps) for m in chain]
-        if len(chain) > 1 and None not in values:
+        found = [table[m].get(eps) for m in chain]
+        values = [v for v in found if v is not None]
+        if len(chain) > 1 and len(values) == len(found):
             checks[f"eps {eps:g}: {' > '.join(chain)}"] = all(a > b for a, b in zip(values, values[1:]))
     return checks
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from sleuth.errors import MissingExtraError
 
@@ -23,7 +24,7 @@ def radar_plot(systems: Mapping[str, Mapping[str, float]], path_stem: str | Path
         raise MissingExtraError("matplotlib", "plots", "radar plots") from None
     angles = [2 * np.pi * i / len(axes) for i in range(len(axes))]
     figure = plt.figure(figsize=(6.4, 4.8))
-    ax = figure.add_subplot(111, polar=True)
+    ax: Any = figure.add_subplot(111, polar=True)  # a PolarAxes
     ax.set_theta_offset(np.pi / 2)
     ax.set_xticks(angles)
     ax.set_xticklabels([label for _, label in axes])

@@ -80,7 +80,7 @@ class AED(QueryObfuscator):
         parts = [max((self.wup(o, c) for c in synsets), default=0.0) for o in original if not isinstance(o, str)]
         return float(np.mean(parts)) if parts else 1.0
 
-    def candidates(self, items: list) -> list[tuple]:
+    def candidates(self, items: list) -> list[list]:
         """Obfuscation sets per word, widened by one level when they combine into too few candidates."""
         for levels in (self.levels, self.levels + 1):
             sets = [[i] if isinstance(i, str) else self.generalisations(i, levels) for i in items]
