@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-fast bench clean
+.PHONY: setup demo lint test test-fast bench clean
 
 setup: $(STAMP)
 
@@ -18,8 +18,11 @@ $(STAMP): requirements.lock pyproject.toml
 demo: $(STAMP)
 	$(BIN)/sleuth demo
 
-test: $(STAMP)
+lint: $(STAMP)
 	$(BIN)/ruff check sleuth tests bench
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)

@@ -281,6 +281,21 @@ def machine_info() -> dict[str, Any]:
             "python": platform.python_version(), "loadavg_at_start": list(os.getloadavg()), "versions": versions}
 
 
+def portable(text: str) -> str:
+    """``text`` with this machine's absolute paths replaced by portable ones: the repository -> relative, the shared
+    data -> ``../shared/data``, sleuth's home -> ``$SLEUTH_HOME``, the temporary folder -> ``$TMPDIR``, the user's
+    home -> ``~`` (result files name what was run, not where)."""
+    import tempfile
+
+    from sleuth.paths import home_dir
+
+    replacements = [(str(REPO) + "/", ""), (str(REPO), "."), (str(shared_data_dir().resolve()), "../shared/data"),
+                    (str(home_dir()), "$SLEUTH_HOME"), (tempfile.gettempdir(), "$TMPDIR"), (str(Path.home()), "~")]
+    for old, new in replacements:
+        text = text.replace(old, new)
+    return text
+
+
 def write_results(name: str, report: Report, args: argparse.Namespace, machine: dict[str, Any],
                   elapsed_s: float, directory: Path = RESULTS_DIR) -> tuple[Path, Path]:
     """Write ``<name>.json`` (everything) and ``<name>.md`` (tables and notes) atomically; return both paths."""
@@ -288,13 +303,13 @@ def write_results(name: str, report: Report, args: argparse.Namespace, machine: 
     payload = {"name": name, "created": created, "elapsed_s": elapsed_s, "args": vars(args), "machine": machine,
                "results": report.data, "notes": report.notes}
     json_path, md_path = directory / f"{name}.json", directory / f"{name}.md"
-    atomic_write_text(json_path, json.dumps(payload, indent=2, default=str) + "\n")
+    atomic_write_text(json_path, portable(json.dumps(payload, indent=2, default=str)) + "\n")
     header = (f"# {name}\n\n{created}, {machine['cpu_affinity']} CPUs, {machine['platform']}, "
               f"python {machine['python']}; command: `python -m bench.{name} {' '.join(args.argv)}`; "
               f"wall time {elapsed_s:.0f} s.\n")
     body = "\n\n".join(t.to_markdown() for t in report.tables)
     notes = "".join(f"- {n}\n" for n in report.notes)
-    atomic_write_text(md_path, header + "\n" + body + "\n" + ("\nNotes\n\n" + notes if notes else ""))
+    atomic_write_text(md_path, portable(header + "\n" + body + "\n" + ("\nNotes\n\n" + notes if notes else "")))
     return json_path, md_path
 
 
