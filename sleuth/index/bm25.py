@@ -10,7 +10,7 @@ import bm25s
 import numpy as np
 
 from sleuth.corpus.model import Passage
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
 from sleuth.index.tokenize import Analyzer
@@ -48,6 +48,8 @@ class BM25Index:
             docstore = DocStore.from_passages(passages)
             check_unique(docstore.ids)
             tokens = analyzer.tokenize_ids(docstore.contents(), show_progress=show_progress)
+            if not tokens.vocab:
+                raise InputError("the corpus has no indexable words (all stopwords?); an empty BM25 index is refused")
             model = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta)
             model.index(tokens, show_progress=show_progress)
             manifest = Manifest(kind=cls.kind, count=len(docstore), corpus=corpus_info or {},
@@ -95,7 +97,9 @@ class BM25Index:
 
 
 def check_unique(ids: list[str]) -> None:
-    """Raise a ConfigError naming the first duplicated id."""
+    """Raise a ConfigError naming the first duplicated id, an InputError when there are no ids at all."""
+    if not ids:
+        raise InputError("the corpus has no passages; nothing to index")
     seen: set[str] = set()
     for item_id in ids:
         if item_id in seen:
