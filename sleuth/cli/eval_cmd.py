@@ -66,7 +66,7 @@ def eval_command(
                                                           "or not), as well as any --pipeline."),
     depth: int = typer.Option(1000, help="Results per query retrieved from an --index folder."),
     ray_address: str | None = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
-                                                         "local Ray), auto or HOST:PORT. Needs sleuth[ray]."),
+                                                         "local Ray), auto or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
     ray_workers: int = typer.Option(2, help="Workers per pipeline with --ray-address (each loads it once)."),
 ) -> None:
     """Evaluate pipelines on the same queries: one table, paired t-tests against the first pipeline."""

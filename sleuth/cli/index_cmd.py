@@ -34,11 +34,13 @@ def index(
     b: float = typer.Option(0.4, help="BM25 b."),
     stemmer: str = typer.Option("english", help="Snowball stemmer language, or 'none'."),
     stopwords: str = typer.Option("en", help="Stopword list: en, or 'none'."),
+    token_pattern: str = typer.Option(Analyzer.pattern, help="BM25 token regex; the default drops one-letter "
+                                      "words ('vitamin d' -> vitamin); '(?u)\\b\\w+\\b' keeps them."),
     device: str = typer.Option("cpu", help="Encoder device: cpu, cuda, cuda:1, mps."),
     shards: int | None = typer.Option(None, help="Build a sharded index of N shards (global BM25 statistics, "
                                                     "exact merging); search/eval take its folder with --index."),
     ray_address: str | None = typer.Option(None, help="Build the shards on Ray: local (a bounded local Ray), "
-                                                         "auto (the running cluster) or HOST:PORT. Needs sleuth[ray]."),
+                                                         "auto (the running cluster) or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
     ray_workers: int = typer.Option(2, help="Encoder actors for --ray-address (one model load each)."),
     actor_cpus: float = typer.Option(0.5, help="CPUs reserved per encoder actor (below 1 leaves CPU for reads)."),
 ) -> None:
@@ -49,7 +51,7 @@ def index(
     ws = workspace(source, device)
     params = BM25Params(method=method, k1=k1, b=b)
     analyzer = Analyzer(stopwords=None if stopwords == "none" else stopwords,
-                        stemmer=None if stemmer == "none" else stemmer)
+                        stemmer=None if stemmer == "none" else stemmer, pattern=token_pattern)
     if shards is not None or ray_address is not None:
         build_sharded(source, ws, kind, out, 1 if shards is None else shards, params, analyzer, encoder, factory,
                       device, ray_address, ray_workers, actor_cpus)
@@ -58,9 +60,11 @@ def index(
         start = time.perf_counter()
         if target is not None:
             if what == "bm25":
-                built = BM25Index.build(source.passages(), target, params, analyzer, source.info())
+                built = BM25Index.build(source.passages(), target, params, analyzer, source.info(),
+                                        ws.show_progress)
             else:
-                built = DenseIndex.build(source.passages(), ws.encoder(encoder), target, factory, source.info())
+                built = DenseIndex.build(source.passages(), ws.encoder(encoder), target, factory, source.info(),
+                                         ws.show_progress)
         else:
             if what == "bm25":
                 built, target = ws.bm25(params, analyzer), ws.index_dir(ws.bm25_key(params, analyzer))

@@ -8,6 +8,7 @@ import sys
 
 import typer
 
+from sleuth.cli.help_format import tidy_help
 from sleuth.errors import SleuthError
 from sleuth.plugins import systems
 
@@ -26,6 +27,7 @@ def register() -> typer.Typer:
     """Add the core commands, then every registered system's command group (once); returns the app."""
     global _registered
     if not _registered:
+        tidy_help()
         for module in CORE_COMMANDS:
             importlib.import_module(f"sleuth.cli.{module}").register(app)
         for system in systems():
