@@ -12,6 +12,7 @@ from sleuth.cli.common import console, corpus_source, workspace
 from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index, BM25Params
 from sleuth.index.dense import DenseIndex
+from sleuth.index.manifest import check_build_target
 from sleuth.index.tokenize import Analyzer
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 
@@ -26,7 +27,10 @@ def index(
     splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR), window."),
     window_words: int = typer.Option(100, help="Words per passage for --splitter window."),
     kind: str = typer.Option("all", help="bm25, dense or all."),
-    out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval)."),
+    out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval). "
+                                               "An existing sleuth index there is replaced; anything else is refused."),
+    force: bool = typer.Option(False, "--force", help="Replace --out even when it is not a sleuth index, or holds "
+                                                       "'sleuth update' changes (which the rebuild drops)."),
     encoder: str = typer.Option("minilm", help="Encoder: minilm, minilm-onnx or a model path."),
     factory: str = typer.Option("Flat", help="FAISS factory string: Flat, HNSW32, IVF1024,Flat, IVF1024,PQ48 ..."),
     method: str = typer.Option("lucene", help="BM25 variant: lucene, robertson, atire, bm25l, bm25+."),
@@ -44,10 +48,15 @@ def index(
     ray_workers: int = typer.Option(2, help="Encoder actors for --ray-address (one model load each)."),
     actor_cpus: float = typer.Option(0.5, help="CPUs reserved per encoder actor (below 1 leaves CPU for reads)."),
 ) -> None:
-    """Build indexes of a corpus (atomically: an existing index stays usable until the new one is complete)."""
+    """Build indexes of a corpus (atomically: an existing index stays usable until the new one is complete).
+
+    --out must be new, empty or a sleuth index (else --force); an index changed by `sleuth update` needs --force."""
     if kind not in KINDS:
         raise ConfigError(f"--kind must be one of {', '.join(KINDS)}, got '{kind}'")
     source = corpus_source(corpus, fmt, field, splitter, window_words)
+    for _, target in selected_kinds(kind, out):
+        if target is not None:
+            check_build_target(target, force, keep=[source.path])
     ws = workspace(source, device)
     params = BM25Params(method=method, k1=k1, b=b)
     analyzer = Analyzer(stopwords=None if stopwords == "none" else stopwords,
