@@ -15,7 +15,7 @@ from sleuth.errors import ConfigError
 
 @dataclass(frozen=True)
 class Analyzer:
-    """Token settings recorded in the index manifest so queries are analysed exactly like documents.
+    r"""Token settings recorded in the index manifest so queries are analysed exactly like documents.
 
     ``stopwords``: "en"/"english", None, or a list of words. ``stemmer``: a PyStemmer language ("english") or None.
     ``pattern``: the token regex; the default (bm25s' and scikit-learn's) keeps words of two or more characters, so
