@@ -68,11 +68,13 @@ def write_manifest(directory: Path, manifest: Manifest) -> Manifest:
     return manifest
 
 
-def read_manifest(directory: str | Path, kind: str | None = None, verify: bool = False) -> Manifest:
+def read_manifest(directory: str | Path, kind: str | None = None, verify: bool = True) -> Manifest:
     """Load and validate an index directory's manifest; every problem is an IndexError_ naming the path.
 
     Checks: the directory and manifest exist, the manifest parses, format and version are known, the kind is the
-    one expected, every listed file exists with its recorded size (and SHA-256 when ``verify``).
+    one expected, every listed file exists with its recorded size and (unless ``verify`` is False: a quick look at
+    the kind) its recorded SHA-256, so a flipped byte is refused at load instead of giving wrong text or a crash
+    in some later search. Hashing streams each file once (about 20 ms for SciFact's BM25 + dense indexes).
     """
     directory = Path(directory)
     path = directory / MANIFEST
@@ -107,7 +109,8 @@ def read_manifest(directory: str | Path, kind: str | None = None, verify: bool =
         if file.stat().st_size != info.get("bytes"):
             raise IndexError_(f"{file}: size {file.stat().st_size} differs from the manifest's {info.get('bytes')}")
         if verify and file_digest(file)["sha256"] != info.get("sha256"):
-            raise IndexError_(f"{file}: checksum differs from the manifest")
+            raise IndexError_(f"{file}: corrupt index file (its SHA-256 differs from the manifest's); "
+                              "rebuild the index")
     return manifest
 
 
@@ -247,7 +250,7 @@ def check_build_target(target: str | Path, force: bool = False, keep: Sequence[s
                           "(pass --force to replace it, or choose another --out)")
     if not force and (target / CURRENT).is_file():
         try:
-            manifest = read_manifest(current_generation(target))
+            manifest = read_manifest(current_generation(target), verify=False)
             now = f"{manifest.count:,} passages after {manifest.corpus.get('updates', '?')} update(s)"
         except IndexError_:
             now = "updates"
