@@ -25,7 +25,7 @@ def index(
                                                              "musique, quest, ottqa (default: detected)."),
     field: list[str] | None = typer.Option(None, "--field", help="Field mapping for jsonl, e.g. text=body."),
     splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR), window."),
-    window_words: int = typer.Option(100, help="Words per passage for --splitter window."),
+    window_words: int = typer.Option(100, min=1, help="Words per passage for --splitter window."),
     kind: str = typer.Option("all", help="bm25, dense or all."),
     out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval). "
                                                "An existing sleuth index there is replaced; anything else is refused."),
@@ -41,11 +41,11 @@ def index(
     token_pattern: str = typer.Option(Analyzer.pattern, help="BM25 token regex; the default drops one-letter "
                                       "words ('vitamin d' -> vitamin); '(?u)\\b\\w+\\b' keeps them."),
     device: str = typer.Option("cpu", help="Encoder device: cpu, cuda, cuda:1, mps."),
-    shards: int | None = typer.Option(None, help="Build a sharded index of N shards (global BM25 statistics, "
+    shards: int | None = typer.Option(None, min=1, help="Build a sharded index of N shards (global BM25 statistics, "
                                                     "exact merging); search/eval take its folder with --index."),
     ray_address: str | None = typer.Option(None, help="Build the shards on Ray: local (a bounded local Ray), "
                                                          "auto (the running cluster) or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
-    ray_workers: int = typer.Option(2, help="Encoder actors for --ray-address (one model load each)."),
+    ray_workers: int = typer.Option(2, min=1, help="Encoder actors for --ray-address (one model load each)."),
     actor_cpus: float = typer.Option(0.5, help="CPUs reserved per encoder actor (below 1 leaves CPU for reads)."),
 ) -> None:
     """Build indexes of a corpus (atomically: an existing index stays usable until the new one is complete).

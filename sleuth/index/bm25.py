@@ -20,7 +20,9 @@ METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
 @dataclass(frozen=True)
 class BM25Params:
-    """BM25 variant and constants; the default is Lucene's formula with Anserini's k1=0.9, b=0.4."""
+    """BM25 variant and constants; the default is Lucene's formula with Anserini's k1=0.9, b=0.4.
+
+    Checked on creation: k1 >= 0 (term-frequency saturation), 0 <= b <= 1 (length normalisation), delta >= 0."""
 
     method: str = "lucene"
     k1: float = 0.9
@@ -30,6 +32,14 @@ class BM25Params:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ConfigError(f"bm25: unknown method '{self.method}' (known: {', '.join(METHODS)})")
+        for name in ("k1", "b", "delta"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+                raise ConfigError(f"bm25: {name} must be a number, got {value!r}")
+        if self.k1 < 0 or self.delta < 0:
+            raise ConfigError(f"bm25: k1 and delta must be >= 0, got k1={self.k1}, delta={self.delta}")
+        if not 0 <= self.b <= 1:
+            raise ConfigError(f"bm25: b must be between 0 and 1 (length normalisation), got {self.b}")
 
 
 class BM25Index:
