@@ -115,11 +115,12 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
             if what == "bm25" and ray_address is not None:
                 built = build_bm25_on_ray(passages, target, shards, params, analyzer, info, options)
             elif what == "bm25":
-                built = ShardedBM25Index.build(passages, target, shards, params, analyzer, info)
+                built = ShardedBM25Index.build(passages, target, shards, params, analyzer, info, ws.show_progress)
             elif ray_address is not None:
                 built = build_dense_on_ray(passages, target, shards, encoder, factory, info, device, options)
             else:
-                built = ShardedDenseIndex.build(passages, ws.encoder(encoder), target, factory, shards, info)
+                built = ShardedDenseIndex.build(passages, ws.encoder(encoder), target, factory, shards, info,
+                                                ws.show_progress)
             where = f"Ray ({ray_address})" if ray_address is not None else "this machine"
             console.print(f"[green]{what}[/green] index of {len(built):,} passages in {len(built.shards)} shards "
                           f"at {target} ({time.perf_counter() - start:.1f} s, built on {where})")
