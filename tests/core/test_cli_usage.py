@@ -88,3 +88,11 @@ def test_eval_of_index_folders_needs_no_corpus(sleuth, tmp_path, data_dir):
     assert json.loads(result.stdout)["pipelines"][0]["measures"]["nDCG@10"] > 0.3
     assert_one_line_error(sleuth("eval", "--queries", vaswani / "query-text.trec", "--qrels", vaswani / "qrels"),
                           "--corpus")
+
+
+def test_no_progress_bars_when_stderr_is_not_a_terminal(sleuth, tmp_path, scifact_jsonl):
+    result = sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")
+    assert result.returncode == 0, result.stderr
+    assert "\r" not in result.stderr and "it/s" not in result.stderr
+    assert result.stderr.strip().splitlines() == [line for line in result.stderr.strip().splitlines()
+                                                  if line.startswith("bm25 index of 400 passages")]
