@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import bz2
 import gzip
+import io
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -38,18 +40,67 @@ def _umask() -> int:
     return mask
 
 
-def open_text(path: str | Path) -> IO[str]:
-    """Open a text file for reading, transparently decompressing ``.gz`` and ``.bz2``.
+def open_text(path: str | Path) -> TextFile:
+    """Open a UTF-8 text file for reading, transparently decompressing ``.gz`` and ``.bz2``.
 
-    A missing path raises an InputError naming it (not a FileNotFoundError traceback).
+    A missing path raises an InputError naming it (not a FileNotFoundError traceback), and so do bytes that are
+    not UTF-8 (a binary file, Latin-1 text): with the line number when the file is read line by line.
     """
+    from sleuth.errors import InputError
+
     if not Path(path).is_file():
+        raise InputError("file not found", path=path)
+    name = str(path)
+    opener = gzip.open if name.endswith(".gz") else bz2.open if name.endswith(".bz2") else open
+    return TextFile(opener(name, "rb"), path)
+
+
+class TextFile:
+    r"""A UTF-8 text file read from its bytes, so a decoding error is reported as an InputError naming the file and,
+    for line-by-line reading (iteration, ``readline``), the exact line. ``\r\n`` line ends read as ``\n``."""
+
+    def __init__(self, raw: IO[bytes], path: str | Path):
+        self._raw, self.path, self.lines_read = raw, path, 0
+        self._text: io.TextIOWrapper | None = None
+
+    def __enter__(self) -> TextFile:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def close(self) -> None:
+        (self._text or self._raw).close()
+
+    def __iter__(self) -> Iterator[str]:
+        for raw in self._raw:
+            yield self._line(raw)
+
+    def readline(self) -> str:
+        return self._line(self._raw.readline())
+
+    def read(self, size: int = -1) -> str:
+        """Up to ``size`` characters (all with -1), decoded in chunks: a decoding error names the file only."""
+        if self._text is None:
+            self._text = io.TextIOWrapper(self._raw, encoding="utf-8")  # type: ignore[arg-type]
+        try:
+            return self._text.read(size)
+        except UnicodeDecodeError as exc:
+            raise self._error(exc, None) from None
+
+    def _line(self, raw: bytes) -> str:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise self._error(exc, self.lines_read + 1) from None
+        if text.endswith("\n"):
+            self.lines_read += 1
+            if text.endswith("\r\n"):
+                text = text[:-2] + "\n"
+        return text
+
+    def _error(self, exc: UnicodeDecodeError, line: int | None) -> Exception:
         from sleuth.errors import InputError
 
-        raise InputError("file not found", path=path)
-    path = str(path)
-    if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8")
-    if path.endswith(".bz2"):
-        return bz2.open(path, "rt", encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start}); is it a binary file? "
+                          "Convert it to UTF-8", path=self.path, line=line)

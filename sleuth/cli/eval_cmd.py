@@ -20,13 +20,15 @@ DEFAULT_METRICS = ("nDCG@10", "R@100")
 
 
 def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None,
-              qrels: Path | None, questions: Path | None) -> tuple[Path | None, list[Query], Qrels | None]:
-    """Work out corpus, queries and judgements from a BEIR folder or explicit files."""
+              qrels: Path | None, questions: Path | None,
+              need_corpus: bool = True) -> tuple[Path | None, list[Query], Qrels | None]:
+    """Work out corpus, queries and judgements from a BEIR folder or explicit files (the corpus only when
+    ``need_corpus``: pipelines need it, --index folders do not)."""
     if questions is not None:
         from sleuth.corpus.questions import read_questions
 
-        if corpus is None:
-            raise ConfigError("--questions needs --corpus (the passages to search)")
+        if corpus is None and need_corpus:
+            raise ConfigError("--questions needs --corpus (the passages to search) or --index folders")
         return corpus, list(read_questions(questions)), None
     if dataset is None and corpus is None and queries is None:
         dataset = bundled_dataset_dir()
@@ -35,8 +37,9 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
 
         beir = load_beir(dataset, split)
         return beir.corpus_path, beir.queries, beir.qrels
-    if corpus is None or queries is None or qrels is None:
-        raise ConfigError("give a BEIR folder, or all of --corpus, --queries and --qrels (or --questions)")
+    if (corpus is None and need_corpus) or queries is None or qrels is None:
+        what = "--corpus, --queries and --qrels" if need_corpus else "--queries and --qrels"
+        raise ConfigError(f"give a BEIR folder, or all of {what} (or --questions)")
     from sleuth.corpus.qrels import read_qrels
 
     judged = read_qrels(qrels)
@@ -57,28 +60,29 @@ def eval_command(
     pipeline: list[str] | None = typer.Option(None, help="Pipeline (repeatable): built-in name or YAML file; "
                                                             "the first is the baseline."),
     metric: list[str] | None = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP."),
-    top_k: list[int] | None = typer.Option(None, "--top-k", help="Answer accuracy cut-offs (repeatable)."),
-    max_queries: int | None = typer.Option(None, help="Evaluate only the first N queries."),
+    top_k: list[int] | None = typer.Option(None, "--top-k", min=1, help="Answer accuracy cut-offs (repeatable)."),
+    max_queries: int | None = typer.Option(None, min=1, help="Evaluate only the first N queries."),
     runs_dir: Path | None = typer.Option(None, help="Write each pipeline's TREC run file here."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = typer.Option("cpu", help="Encoder device."),
     index: list[Path] | None = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
                                                           "or not), as well as any --pipeline."),
-    depth: int = typer.Option(1000, help="Results per query retrieved from an --index folder."),
+    depth: int = typer.Option(1000, min=1, help="Results per query retrieved from an --index folder."),
     ray_address: str | None = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
-                                                         "local Ray), auto or HOST:PORT. Needs sleuth[ray]."),
-    ray_workers: int = typer.Option(2, help="Workers per pipeline with --ray-address (each loads it once)."),
+                                                         "local Ray), auto or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
+    ray_workers: int = typer.Option(2, min=1, help="Workers per pipeline with --ray-address (each loads it once)."),
 ) -> None:
     """Evaluate pipelines on the same queries: one table, paired t-tests against the first pipeline."""
     names = pipeline or ([] if index else ["bm25"])
     for name in names:
         validate_pipeline(name)  # fail on a bad config before any index is built
-    corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions)
+    corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
+                                                need_corpus=bool(names))
     if max_queries is not None:
         query_list = query_list[:max_queries]
     if not query_list:
         raise ConfigError("no queries to evaluate")
-    source = corpus_source(corpus_path, fmt, field)
+    source = corpus_source(corpus_path, fmt, field) if names else None  # --index folders only: no corpus read
     ws = workspace(source, device, progress=not as_json)
     if ray_address is not None:
         run_on_ray(ray_address, ray_workers, names, index or [], depth, source, ws, device, query_list, judged,

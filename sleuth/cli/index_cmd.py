@@ -12,6 +12,7 @@ from sleuth.cli.common import console, corpus_source, workspace
 from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index, BM25Params
 from sleuth.index.dense import DenseIndex
+from sleuth.index.manifest import check_build_target
 from sleuth.index.tokenize import Analyzer
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 
@@ -24,9 +25,12 @@ def index(
                                                              "musique, quest, ottqa (default: detected)."),
     field: list[str] | None = typer.Option(None, "--field", help="Field mapping for jsonl, e.g. text=body."),
     splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR), window."),
-    window_words: int = typer.Option(100, help="Words per passage for --splitter window."),
+    window_words: int = typer.Option(100, min=1, help="Words per passage for --splitter window."),
     kind: str = typer.Option("all", help="bm25, dense or all."),
-    out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval)."),
+    out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval). "
+                                               "An existing sleuth index there is replaced; anything else is refused."),
+    force: bool = typer.Option(False, "--force", help="Replace --out even when it is not a sleuth index, or holds "
+                                                       "'sleuth update' changes (which the rebuild drops)."),
     encoder: str = typer.Option("minilm", help="Encoder: minilm, minilm-onnx or a model path."),
     factory: str = typer.Option("Flat", help="FAISS factory string: Flat, HNSW32, IVF1024,Flat, IVF1024,PQ48 ..."),
     method: str = typer.Option("lucene", help="BM25 variant: lucene, robertson, atire, bm25l, bm25+."),
@@ -34,22 +38,29 @@ def index(
     b: float = typer.Option(0.4, help="BM25 b."),
     stemmer: str = typer.Option("english", help="Snowball stemmer language, or 'none'."),
     stopwords: str = typer.Option("en", help="Stopword list: en, or 'none'."),
+    token_pattern: str = typer.Option(Analyzer.pattern, help="BM25 token regex; the default drops one-letter "
+                                      "words ('vitamin d' -> vitamin); '(?u)\\b\\w+\\b' keeps them."),
     device: str = typer.Option("cpu", help="Encoder device: cpu, cuda, cuda:1, mps."),
-    shards: int | None = typer.Option(None, help="Build a sharded index of N shards (global BM25 statistics, "
+    shards: int | None = typer.Option(None, min=1, help="Build a sharded index of N shards (global BM25 statistics, "
                                                     "exact merging); search/eval take its folder with --index."),
     ray_address: str | None = typer.Option(None, help="Build the shards on Ray: local (a bounded local Ray), "
-                                                         "auto (the running cluster) or HOST:PORT. Needs sleuth[ray]."),
-    ray_workers: int = typer.Option(2, help="Encoder actors for --ray-address (one model load each)."),
+                                                         "auto (the running cluster) or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
+    ray_workers: int = typer.Option(2, min=1, help="Encoder actors for --ray-address (one model load each)."),
     actor_cpus: float = typer.Option(0.5, help="CPUs reserved per encoder actor (below 1 leaves CPU for reads)."),
 ) -> None:
-    """Build indexes of a corpus (atomically: an existing index stays usable until the new one is complete)."""
+    """Build indexes of a corpus (atomically: an existing index stays usable until the new one is complete).
+
+    --out must be new, empty or a sleuth index (else --force); an index changed by `sleuth update` needs --force."""
     if kind not in KINDS:
         raise ConfigError(f"--kind must be one of {', '.join(KINDS)}, got '{kind}'")
     source = corpus_source(corpus, fmt, field, splitter, window_words)
+    for _, target in selected_kinds(kind, out):
+        if target is not None:
+            check_build_target(target, force, keep=[source.path])
     ws = workspace(source, device)
     params = BM25Params(method=method, k1=k1, b=b)
     analyzer = Analyzer(stopwords=None if stopwords == "none" else stopwords,
-                        stemmer=None if stemmer == "none" else stemmer)
+                        stemmer=None if stemmer == "none" else stemmer, pattern=token_pattern)
     if shards is not None or ray_address is not None:
         build_sharded(source, ws, kind, out, 1 if shards is None else shards, params, analyzer, encoder, factory,
                       device, ray_address, ray_workers, actor_cpus)
@@ -58,9 +69,11 @@ def index(
         start = time.perf_counter()
         if target is not None:
             if what == "bm25":
-                built = BM25Index.build(source.passages(), target, params, analyzer, source.info())
+                built = BM25Index.build(source.passages(), target, params, analyzer, source.info(),
+                                        ws.show_progress)
             else:
-                built = DenseIndex.build(source.passages(), ws.encoder(encoder), target, factory, source.info())
+                built = DenseIndex.build(source.passages(), ws.encoder(encoder), target, factory, source.info(),
+                                         ws.show_progress)
         else:
             if what == "bm25":
                 built, target = ws.bm25(params, analyzer), ws.index_dir(ws.bm25_key(params, analyzer))
@@ -102,11 +115,12 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
             if what == "bm25" and ray_address is not None:
                 built = build_bm25_on_ray(passages, target, shards, params, analyzer, info, options)
             elif what == "bm25":
-                built = ShardedBM25Index.build(passages, target, shards, params, analyzer, info)
+                built = ShardedBM25Index.build(passages, target, shards, params, analyzer, info, ws.show_progress)
             elif ray_address is not None:
                 built = build_dense_on_ray(passages, target, shards, encoder, factory, info, device, options)
             else:
-                built = ShardedDenseIndex.build(passages, ws.encoder(encoder), target, factory, shards, info)
+                built = ShardedDenseIndex.build(passages, ws.encoder(encoder), target, factory, shards, info,
+                                                ws.show_progress)
             where = f"Ray ({ray_address})" if ray_address is not None else "this machine"
             console.print(f"[green]{what}[/green] index of {len(built):,} passages in {len(built.shards)} shards "
                           f"at {target} ({time.perf_counter() - start:.1f} s, built on {where})")

@@ -8,6 +8,7 @@ import sys
 
 import typer
 
+from sleuth.cli.help_format import tidy_help
 from sleuth.errors import SleuthError
 from sleuth.plugins import systems
 
@@ -26,6 +27,7 @@ def register() -> typer.Typer:
     """Add the core commands, then every registered system's command group (once); returns the app."""
     global _registered
     if not _registered:
+        tidy_help()
         for module in CORE_COMMANDS:
             importlib.import_module(f"sleuth.cli.{module}").register(app)
         for system in systems():
@@ -37,16 +39,17 @@ def register() -> typer.Typer:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the app, turning sleuth errors and file errors into one line on stderr and exit code 2."""
+    """Entry point: run the app, turning usage errors, sleuth errors and file errors into one line on stderr and
+    exit code 2 (bare ``sleuth`` or a bare group prints its help and exits 0)."""
     register()
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="sleuth", standalone_mode=False)
     except SleuthError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        fail(str(exc))
+    except UnicodeDecodeError as exc:  # a reader that opened a binary or non-UTF-8 file without naming it
+        fail(f"input is not UTF-8 text ({exc.reason} at byte {exc.start}); convert it to UTF-8")
     except OSError as exc:  # a file that cannot be read or written
-        print(f"error: {exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), file=sys.stderr)
-        sys.exit(2)
+        fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         sys.exit(130)
@@ -54,13 +57,35 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(1)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
+    except Exception as exc:  # usage errors: typer raises its bundled click's exceptions, plain click's elsewhere
+        if not is_click_error(exc):
+            raise
+        usage_error(exc)
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+
+def fail(message: str) -> None:
+    """Print ``error: MESSAGE`` (one line) on stderr and exit 2."""
+    print(f"error: {' '.join(message.split())}", file=sys.stderr)
+    sys.exit(2)
+
+
+def is_click_error(exc: Exception) -> bool:
+    """Whether ``exc`` is a click exception, of the pinned typer's bundled click or of ``import click``."""
+    import click
+    from typer.exceptions import TyperException
+
+    return isinstance(exc, click.ClickException | TyperException) and hasattr(exc, "format_message")
+
+
+def usage_error(exc: Exception) -> None:
+    """One line for a usage error, with a pointer to the command's ``--help``; a bare group prints its help."""
+    ctx = getattr(exc, "ctx", None)
+    if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+        print(ctx.get_help())
+        sys.exit(0)
+    hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+    print(f"error: {' '.join(exc.format_message().split())}{hint}", file=sys.stderr)
+    sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,13 @@ def search(
     fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
     pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
     index: Path | None = typer.Option(None, help="Search this index folder directly (overrides --pipeline)."),
-    k: int = typer.Option(10, "-k", help="How many results to show."),
+    k: int = typer.Option(10, "-k", min=1, help="How many results to show."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = typer.Option("cpu", help="Encoder device."),
 ) -> None:
     """Search a corpus or an index and print the top k results."""
     if index is not None:
-        stage = stage_for_index(index, max(k, 1), device)
+        stage = stage_for_index(index, k, device)
     else:
         stage = load_pipeline(pipeline, workspace(corpus_source(corpus, fmt), device, progress=not as_json))
     hits = stage.search(query, k=k)

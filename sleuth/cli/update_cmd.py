@@ -11,12 +11,13 @@ import typer
 
 from sleuth.cli.common import console
 from sleuth.errors import ConfigError, InputError
+from sleuth.io import open_text
 
 
 def read_records(path: Path) -> list[dict]:
     """The JSON objects of a JSONL file (``{"id" or "_id", "title"?, "text"}`` per line)."""
     records = []
-    with open(path, encoding="utf-8") as handle:
+    with open_text(path) as handle:
         for n, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -50,7 +51,7 @@ def update(
         manifest = add_documents(index, passages, encoder=loaded)
         done = f"added {len(passages):,}"
     else:
-        ids = [item.strip() for item in delete.split(",") if item.strip()]
+        ids = list(dict.fromkeys(item.strip() for item in delete.split(",") if item.strip()))  # a,a deletes one
         manifest = delete_documents(index, ids)
         done = f"deleted {len(ids):,}"
     console.print(f"[green]{manifest.kind}[/green] index at {index}: {done}, now {manifest.count:,} passages "

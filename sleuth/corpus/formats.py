@@ -40,6 +40,8 @@ def read_documents(path: str | Path, format: str | None = None,
     """
     path = Path(path)
     name = detect_format(path) if format is None else format
+    if format is None and fields is not None and name == "quest":
+        name = "jsonl"  # a field mapping says how to read the {title, text} lines
     if name not in _READERS:
         raise ConfigError(f"unknown corpus format '{name}'; known formats: {', '.join(FORMATS)}")
     if name == "jsonl":
@@ -52,7 +54,7 @@ def read_documents(path: str | Path, format: str | None = None,
 def detect_format(path: str | Path) -> str:
     """The format of a corpus path: a folder with corpus.jsonl -> beir, with tables/ -> ottqa; *.xml(.bz2/.gz) or
     a file starting with <mediawiki -> mediawiki; *.trec or a file starting with <DOC -> trec; *.jsonl(.gz/.bz2) ->
-    jsonl. Anything else raises InputError listing the format names."""
+    quest when its first record is ``{"title", "text"}`` without an id (QUEST documents), else jsonl. Anything else raises InputError listing the format names."""
     path = Path(path)
     if path.is_dir():
         if any((path / f"corpus.jsonl{suffix}").is_file() for suffix in COMPRESSION_SUFFIXES):
@@ -68,13 +70,27 @@ def detect_format(path: str | Path) -> str:
         if name.endswith(".trec"):
             return "trec"
         if name.endswith(tuple(f".jsonl{suffix}" for suffix in COMPRESSION_SUFFIXES)):
-            return "jsonl"
+            return "quest" if _quest_documents(path) else "jsonl"
         head = _head(path)
         if head.startswith("<mediawiki") or (head.startswith("<?xml") and "<mediawiki" in head):
             return "mediawiki"
         if head[:4].lower() == "<doc":
             return "trec"
     raise InputError(f"cannot tell the corpus format; pass format= one of: {', '.join(FORMATS)}", path=path)
+
+
+def _quest_documents(path: Path) -> bool:
+    """Whether a JSONL file's first record is a QUEST document (``{"title", "text"}``, no ``_id``/``id``), as
+    `sleuth quest corpus` writes them."""
+    import json
+
+    try:
+        with open_text(path) as handle:
+            line = next((line for line in handle if line.strip()), "")
+        record = json.loads(line)
+    except (OSError, EOFError, ValueError, InputError):
+        return False
+    return isinstance(record, dict) and {"title", "text"} <= set(record) and not {"_id", "id"} & set(record)
 
 
 def _head(path: Path, chars: int = 2048) -> str:

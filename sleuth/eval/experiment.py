@@ -58,17 +58,27 @@ class ExperimentResult:
         seconds = self.seconds[name]
         return self.num_queries / seconds if seconds > 0 else None
 
+    def comparison(self, name: str, metric: str) -> dict[str, Any] | None:
+        """How a pipeline compares with the baseline on one metric: ``{"p_value", "difference" (pipeline minus
+        baseline), "direction" ("higher", "lower" or "same"), "significant" (p < alpha)}``; None for the baseline
+        itself or without a test."""
+        if name == self.baseline or self.baseline is None or metric not in self.pvalues.get(name, {}):
+            return None
+        difference = self.aggregate[name][metric] - self.aggregate[self.baseline][metric]
+        p = self.pvalues[name][metric]
+        direction = "higher" if difference > 0 else "lower" if difference < 0 else "same"
+        return {"p_value": p, "difference": difference, "direction": direction, "significant": p < self.alpha}
+
     def marker(self, name: str, metric: str) -> str:
-        """The cell comparing a pipeline with the baseline: "+0.0123*" (better, p, significant), "base" or ""."""
+        """The cell comparing a pipeline with the baseline: the direction of the difference, then the p-value:
+        "▲ 0.0166*" (higher, significant), "▼ 0.0066*" (lower), "= 1.0000" (same mean); "base" or ""."""
         if name == self.baseline:
             return "base"
-        if self.baseline is None or metric not in self.pvalues.get(name, {}):
+        comparison = self.comparison(name, metric)
+        if comparison is None:
             return ""
-        aggregate = self.aggregate
-        diff = aggregate[name][metric] - aggregate[self.baseline][metric]
-        p = self.pvalues[name][metric]
-        sign = "+" if diff > 0 else "-" if diff < 0 else "="
-        return f"{sign}{p:.4f}{'*' if p < self.alpha else ''}"
+        arrow = {"higher": "▲", "lower": "▼", "same": "="}[comparison["direction"]]
+        return f"{arrow} {comparison['p_value']:.4f}{'*' if comparison['significant'] else ''}"
 
     def to_table(self, title: str | None = None) -> Table:
         """A rich Table: one row per pipeline, a column per metric (4 decimals) and, with a baseline, its p-values."""
@@ -95,9 +105,12 @@ class ExperimentResult:
         return table
 
     def to_dict(self, include_per_query: bool = True) -> dict[str, Any]:
-        """A JSON-serialisable summary (runs are left out: see :meth:`save_runs`)."""
+        """A JSON-serialisable summary (runs are left out: see :meth:`save_runs`). Each pipeline has ``pvalues``
+        (``{metric: p}``) and ``comparisons`` (``{metric: {p_value, difference, direction, significant}}``; empty
+        for the baseline)."""
         aggregate = self.aggregate
         pipelines = [{"name": name, "measures": aggregate[name], "pvalues": dict(self.pvalues.get(name, {})),
+                      "comparisons": {m: c for m in self.metrics if (c := self.comparison(name, m)) is not None},
                       "seconds": self.seconds[name], "queries_per_second": self.queries_per_second(name)}
                      for name in self.names]
         result: dict[str, Any] = {"queries": self.num_queries, "metrics": list(self.metrics), "baseline": self.baseline,

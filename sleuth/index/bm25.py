@@ -10,7 +10,7 @@ import bm25s
 import numpy as np
 
 from sleuth.corpus.model import Passage
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
 from sleuth.index.tokenize import Analyzer
@@ -20,7 +20,9 @@ METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
 @dataclass(frozen=True)
 class BM25Params:
-    """BM25 variant and constants; the default is Lucene's formula with Anserini's k1=0.9, b=0.4."""
+    """BM25 variant and constants; the default is Lucene's formula with Anserini's k1=0.9, b=0.4.
+
+    Checked on creation: k1 >= 0 (term-frequency saturation), 0 <= b <= 1 (length normalisation), delta >= 0."""
 
     method: str = "lucene"
     k1: float = 0.9
@@ -30,6 +32,14 @@ class BM25Params:
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ConfigError(f"bm25: unknown method '{self.method}' (known: {', '.join(METHODS)})")
+        for name in ("k1", "b", "delta"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+                raise ConfigError(f"bm25: {name} must be a number, got {value!r}")
+        if self.k1 < 0 or self.delta < 0:
+            raise ConfigError(f"bm25: k1 and delta must be >= 0, got k1={self.k1}, delta={self.delta}")
+        if not 0 <= self.b <= 1:
+            raise ConfigError(f"bm25: b must be between 0 and 1 (length normalisation), got {self.b}")
 
 
 class BM25Index:
@@ -48,6 +58,8 @@ class BM25Index:
             docstore = DocStore.from_passages(passages)
             check_unique(docstore.ids)
             tokens = analyzer.tokenize_ids(docstore.contents(), show_progress=show_progress)
+            if not tokens.vocab:
+                raise InputError("the corpus has no indexable words (all stopwords?); an empty BM25 index is refused")
             model = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta)
             model.index(tokens, show_progress=show_progress)
             manifest = Manifest(kind=cls.kind, count=len(docstore), corpus=corpus_info or {},
@@ -95,7 +107,9 @@ class BM25Index:
 
 
 def check_unique(ids: list[str]) -> None:
-    """Raise a ConfigError naming the first duplicated id."""
+    """Raise a ConfigError naming the first duplicated id, an InputError when there are no ids at all."""
+    if not ids:
+        raise InputError("the corpus has no passages; nothing to index")
     seen: set[str] = set()
     for item_id in ids:
         if item_id in seen:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -14,9 +15,12 @@ from sleuth.errors import ConfigError
 
 @dataclass(frozen=True)
 class Analyzer:
-    """Token settings recorded in the index manifest so queries are analysed exactly like documents.
+    r"""Token settings recorded in the index manifest so queries are analysed exactly like documents.
 
     ``stopwords``: "en"/"english", None, or a list of words. ``stemmer``: a PyStemmer language ("english") or None.
+    ``pattern``: the token regex; the default (bm25s' and scikit-learn's) keeps words of two or more characters, so
+    one-letter words are dropped: "vitamin d" searches for "vitamin" only. An index built with ``(?u)\b\w+\b``
+    (``sleuth index --token-pattern``) keeps them; queries always use the pattern the index was built with.
     """
 
     stopwords: str | tuple[str, ...] | None = "en"
@@ -27,6 +31,10 @@ class Analyzer:
     def __post_init__(self) -> None:
         if isinstance(self.stopwords, list):
             object.__setattr__(self, "stopwords", tuple(self.stopwords))
+        try:
+            re.compile(self.pattern)
+        except (re.error, TypeError) as exc:
+            raise ConfigError(f"bm25: invalid token pattern {self.pattern!r} ({exc})") from None
 
     @cached_property
     def _stem(self) -> Callable[[list[str]], list[str]] | None:

@@ -146,7 +146,7 @@ def generations(index_dir: str | Path) -> list[str]:
 def _locked(index_dir: str | Path) -> Iterator[None]:
     """Hold an exclusive lock on the index directory (one update at a time); remove leftovers of killed updates."""
     index_dir = Path(index_dir)
-    read_manifest(current_generation(index_dir))  # a clear error when there is no index
+    read_manifest(current_generation(index_dir), verify=False)  # a clear error when there is no index
     with open(index_dir / LOCK, "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -161,7 +161,7 @@ def _locked(index_dir: str | Path) -> Iterator[None]:
 
 def _current(index_dir: str | Path) -> BM25Index | DenseIndex:
     """The served generation, freshly loaded (never memory-mapped, so it can be modified)."""
-    kind = read_manifest(current_generation(index_dir)).kind
+    kind = read_manifest(current_generation(index_dir), verify=False).kind
     if kind == "bm25":
         return BM25Index.load(index_dir)
     if kind == "dense":

@@ -393,3 +393,15 @@ def test_generic_jsonl_field_mapping(tmp_path):
     path = write(tmp_path / "c.jsonl", '{"pid": 7, "body": "text", "source": "x"}\n')
     [doc] = read_jsonl_documents(path, fields={"id": "pid", "text": "body"})
     assert (doc.id, doc.text, doc.metadata) == ("7", "text", {"source": "x"})
+
+
+def test_quest_documents_are_detected_by_their_records(tmp_path):
+    from sleuth.corpus.formats import detect_format, read_documents
+
+    quest = tmp_path / "documents.jsonl"
+    quest.write_text('{"title": "Alien (film)", "text": "A 1979 film."}\n')
+    beir = tmp_path / "corpus.jsonl"
+    beir.write_text('{"_id": "1", "title": "Alien (film)", "text": "A 1979 film."}\n')
+    assert detect_format(quest) == "quest" and detect_format(beir) == "jsonl"
+    assert [d.id for d in read_documents(quest)] == ["Alien (film)"]
+    assert [d.id for d in read_documents(quest, fields={"id": "title"})] == ["Alien (film)"]  # jsonl when mapped

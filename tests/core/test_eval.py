@@ -13,6 +13,7 @@ from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, InputError
 from sleuth.eval import (
     Experiment,
+    ExperimentResult,
     answer_hits,
     evaluate,
     has_answer,
@@ -232,10 +233,15 @@ def test_experiment_measures_answers_table_and_dict(tmp_path):
     text = console.export_text()
     assert "overlap" in text and "by-id" in text and "nDCG@10 p" in text and "Top-3" in text
     assert "1.0000" in text and "0.5278" in text  # by-id's RR, 4 decimals
-    assert "base" in text and f"-{result.pvalues['by-id']['RR']:.4f}" in text
+    assert "base" in text and f"▼ {result.pvalues['by-id']['RR']:.4f}" in text  # lower than the baseline
+    assert f"-{result.pvalues['by-id']['RR']:.4f}" not in text  # a p-value, never a signed number
 
     data = json.loads(json.dumps(result.to_dict()))
     assert data["baseline"] == "overlap" and data["pipelines"][0]["pvalues"] == {}
+    assert data["pipelines"][0]["comparisons"] == {}
+    rr = data["pipelines"][1]["comparisons"]["RR"]
+    assert rr["p_value"] == result.pvalues["by-id"]["RR"] and rr["direction"] == "lower"
+    assert rr["difference"] == pytest.approx((1 + 1 / 3 + 1 / 4) / 3 - 1) and rr["significant"] is False
     assert data["pipelines"][1]["measures"]["Top-1"] == pytest.approx(1 / 3)
     assert data["per_query"]["by-id"]["RR"]["3"] == 0.25
 
@@ -299,3 +305,15 @@ def test_nq_gold_passages_hold_their_answers():
     # another question's gold passage rarely holds this question's answer
     shifted = Run({q["id"]: [Hit(questions[i - 1]["gold_passage"], 1.0)] for i, q in enumerate(questions)})
     assert top_k_accuracy(shifted, texts, answers, ks=(1,))["Top-1"] < 0.1
+
+
+def test_table_marks_direction_apart_from_the_p_value():
+    """A higher, significant mean reads "▲ 0.0166*", a lower one "▼ ...", never a signed number."""
+    per_query = {"base": {"m": {"1": 0.1, "2": 0.2}}, "up": {"m": {"1": 0.5, "2": 0.6}},
+                 "down": {"m": {"1": 0.0, "2": 0.1}}}
+    result = ExperimentResult(names=["base", "up", "down"], metrics=["m"], runs={}, per_query=per_query,
+                              seconds={"base": 1.0, "up": 1.0, "down": 1.0}, num_queries=2,
+                              pvalues={"up": {"m": 0.0166}, "down": {"m": 0.2}}, baseline="base")
+    assert [result.marker(name, "m") for name in result.names] == ["base", "▲ 0.0166*", "▼ 0.2000"]
+    assert result.comparison("up", "m") == {"p_value": 0.0166, "difference": pytest.approx(0.4),
+                                            "direction": "higher", "significant": True}

@@ -133,6 +133,16 @@ def test_oov_policy_default_never_sends_the_word(table):
         DPObfuscator(mechanism, oov="send")
 
 
+def test_a_query_without_vocabulary_words_is_refused_not_emptied(table):
+    """Policy: under oov 'drop' a query none of whose words is in the vocabulary would give empty obfuscations
+    (nothing private to send), so it is a QueryError naming its words; 'random' still obfuscates it."""
+    mechanism = make_mechanism("cmp", table)
+    with pytest.raises(QueryError, match="'xqzvtl', '1999'"):
+        DPObfuscator(mechanism).obfuscate(["goldfish grow", "xqzvtl 1999"], 3, 12.5)
+    randomised = DPObfuscator(mechanism, oov="random").obfuscate_one("xqzvtl 1999", 3, 12.5, seed=1)
+    assert all(len(t.split()) == 2 and "xqzvtl" not in t for t in randomised)
+
+
 def test_bad_arguments(table):
     obfuscator = make_obfuscator("cmp", embeddings=table)
     for epsilon in (None, 0, -1, float("nan"), "high"):
@@ -156,8 +166,20 @@ def test_obfuscate_command(sleuth):
     assert len(payload["obfuscated"]) == 20 and all(len(t.split()) == 3 for t in payload["obfuscated"])
 
 
+def test_obfuscate_command_defaults_to_the_calibrated_epsilon(sleuth):
+    from sleuth.systems.private_search.cli import DEFAULT_EPSILON
+
+    result = sleuth("privacy", "obfuscate", "do goldfish grow", "-n", "3", "--seed", "1", "--json",
+                    env={"OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["epsilon"] == DEFAULT_EPSILON == 6.25
+    assert "6.25" in " ".join(sleuth("privacy", "search", "--help").stdout.split())
+    result = sleuth("privacy", "obfuscate", "xqzvtl 1999", "-n", "3", env={"OMP_NUM_THREADS": "1"})
+    assert result.returncode == 2 and result.stderr.startswith("error: query 1: no word of it ('xqzvtl', '1999')")
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("args, fragment", [
-    (["--mechanism", "vickrey-mahalanobis"], "needs --epsilon"),
     (["--mechanism", "laplace", "--epsilon", "1"], "unknown mechanism 'laplace'"),
     (["--epsilon", "1", "-n", "0"], "-n must be a positive integer"),
     (["--epsilon", "-3"], "epsilon must be a positive number"),

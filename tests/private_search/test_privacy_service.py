@@ -139,3 +139,17 @@ def test_private_search_command(server, scifact_rows):
     hits = json.loads(result.stdout)["hits"]
     assert 1 <= len(hits) <= 5 and len(hits[0]["extras"]["obfuscated_queries"]) <= 3
     assert query not in [e["query"] for e in log.entries()]
+
+
+def test_private_search_fails_when_every_obfuscation_is_withheld(server, scifact_rows):
+    """At a huge epsilon CMP returns the query's own words; all are withheld, so nothing is sent: exit 2 and one
+    line, not an empty table with exit 0."""
+    url, log = server
+    before = len(log.entries())
+    result = subprocess.run([sys.executable, "-m", "sleuth", "privacy", "search", "stem cells", "--engine", url,
+                             "--mechanism", "cmp", "--epsilon", "1e9", "-n", "3", "--encoder", "minilm-onnx"],
+                            capture_output=True, text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: nothing was sent") and "--epsilon" in lines[0]
+    assert len(log.entries()) == before

@@ -55,6 +55,18 @@ def test_corpus_predict_and_eval(sleuth, val_head, tmp_path):
     assert table.returncode == 0 and "F1" in table.stdout and "_ or _" in table.stdout
 
 
+def test_quest_corpus_output_is_indexed_without_format(sleuth, val_head, tmp_path):
+    """`sleuth index` recognises the {title, text} lines `quest corpus` writes (no --format quest needed)."""
+    documents = tmp_path / "documents.jsonl"
+    assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
+    first = json.loads(documents.read_text().splitlines()[0])
+    result = sleuth("index", documents, "--kind", "bm25", "--out", tmp_path / "ix")
+    assert result.returncode == 0, result.stderr
+    query = " ".join(first["text"].split()[:30])
+    hits = json.loads(sleuth("search", query, "--index", tmp_path / "ix", "-k", "3", "--json").stdout)["hits"]
+    assert hits[0]["id"] == first["title"]  # titles are the ids, as with --format quest
+
+
 def test_eval_errors_are_one_line(sleuth, val_head, tmp_path):
     empty_gold = tmp_path / "gold.jsonl"
     rows = [json.loads(line) for line in val_head.read_text().splitlines()[:2]]

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from sleuth.cli.common import console, out
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, QueryError
 from sleuth.systems.private_search.mechanisms import check_epsilon
 from sleuth.systems.private_search.obfuscator import OOV_POLICIES
 from sleuth.systems.private_search.registry import BASELINES, MECHANISMS, OBFUSCATORS
@@ -17,6 +17,12 @@ from sleuth.systems.private_search.registry import BASELINES, MECHANISMS, OBFUSC
 PAPER_SYSTEMS = ("vickrey-mahalanobis@10", "vickrey-mahalanobis@12.5", "vickrey-mahalanobis@15", "cmp@12.5",
                  "mahalanobis@12.5", "aed", "fsh")
 SAMPLE_PREFIX = "sample:"
+#: the default privacy budget of `privacy obfuscate` and `privacy search` for the 50-d GloVe table: the paper's
+#: recommended 12.5 (300-d) times about 0.5, the ratio at which our VkrMhl reaches the paper's similarity
+#: (docs/privacy/README.md); a 12.5 here would leak about as much as the paper's 25
+DEFAULT_EPSILON = 6.25
+EPSILON_HELP = (f"Privacy budget of the DP mechanisms (default {DEFAULT_EPSILON:g}: the 50-d GloVe equivalent of "
+                "the paper's 12.5 with 300-d vectors; smaller hides more).")
 
 
 def corpus_words(path: Path, fmt: str | None = None) -> set[str]:
@@ -73,7 +79,7 @@ def build_obfuscators(names: list[str], embeddings: str, vocabulary: set[str] | 
 def obfuscate(
     query: str = typer.Argument(..., help="The query to obfuscate."),
     mechanism: str = typer.Option("vickrey-mahalanobis", help=f"One of {', '.join(OBFUSCATORS)}."),
-    epsilon: float | None = typer.Option(None, help="Privacy budget (DP mechanisms; paper: 10 to 15)."),
+    epsilon: float | None = typer.Option(None, help=EPSILON_HELP, show_default=False),
     n: int = typer.Option(20, "-n", help="How many obfuscated queries."),
     seed: int | None = typer.Option(None, help="Seed for reproducible output (default: OS randomness)."),
     oov: str = typer.Option("drop", help="Out-of-vocabulary words: drop, random, error or keep (sends them!)."),
@@ -85,14 +91,12 @@ def obfuscate(
     """Print n obfuscated versions of a query (nothing is sent anywhere)."""
     if mechanism not in OBFUSCATORS:
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(OBFUSCATORS)})")
-    if mechanism in MECHANISMS and epsilon is None:
-        raise ConfigError(f"{mechanism} needs --epsilon, the privacy budget (the paper recommends 10 to 15)")
     if mechanism in BASELINES and epsilon is not None:
         raise ConfigError(f"{mechanism} is not a DP mechanism and takes no --epsilon")
     if n < 1:
         raise ConfigError(f"-n must be a positive integer, got {n}")
-    if epsilon is not None:
-        check_epsilon(epsilon)
+    if mechanism in MECHANISMS:
+        epsilon = check_epsilon(DEFAULT_EPSILON if epsilon is None else epsilon)
     if oov not in OOV_POLICIES:
         raise ConfigError(f"unknown out-of-vocabulary policy '{oov}' (known: {', '.join(OOV_POLICIES)})")
     vocabulary = corpus_words(vocabulary_from) if vocabulary_from else None
@@ -111,7 +115,7 @@ def private_search(
     engine: str = typer.Option(..., help="Base URL of a sleuth service (sleuth serve), e.g. http://127.0.0.1:8000."),
     engine_pipeline: str | None = typer.Option(None, help="Pipeline or index name on the service."),
     mechanism: str = typer.Option("vickrey-mahalanobis", help=f"One of {', '.join(MECHANISMS)} or aed."),
-    epsilon: float | None = typer.Option(12.5, help="Privacy budget (DP mechanisms)."),
+    epsilon: float | None = typer.Option(None, help=EPSILON_HELP, show_default=False),
     n: int = typer.Option(20, "-n", help="Obfuscated queries sent."),
     depth: int = typer.Option(100, help="Top hits pooled from each response."),
     k: int = typer.Option(10, "-k", help="How many results to show."),
@@ -120,20 +124,35 @@ def private_search(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     device: str = typer.Option("cpu", help="Encoder device."),
 ) -> None:
-    """Search a remote engine privately: send only obfuscated queries, rerank the pooled results locally."""
+    """Search a remote engine privately: send only obfuscated queries, rerank the pooled results locally.
+
+    Obfuscations equal to the query (possible at a large epsilon) are withheld; when all are, nothing is sent and
+    the command fails (exit 2) instead of printing an empty table."""
     from sleuth.cli.render import hits_json, hits_table
+    from sleuth.corpus.model import Query
     from sleuth.models.registry import load_encoder
-    from sleuth.systems.private_search.client import PrivateSearch
+    from sleuth.stages.base import check_query
+    from sleuth.systems.private_search.client import PrivateSearch, queries_to_send
     from sleuth.systems.private_search.remote import RemoteEngine
     from sleuth.systems.private_search.rescore import TextRescore
 
     if mechanism not in MECHANISMS + ("aed",):
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(MECHANISMS)}, aed)")
+    if mechanism in MECHANISMS:
+        epsilon = check_epsilon(DEFAULT_EPSILON if epsilon is None else epsilon)
+    elif epsilon is not None:
+        raise ConfigError(f"{mechanism} is not a DP mechanism and takes no --epsilon")
     obfuscator = build_obfuscators([mechanism], "glove-6b-50d", None, "drop")[mechanism]
     client = PrivateSearch(obfuscator, RemoteEngine.sleuth(engine, engine_pipeline),
-                           TextRescore(load_encoder(encoder, device=device)), n=n,
-                           epsilon=epsilon if mechanism in MECHANISMS else None, depth=depth, seed=seed)
-    hits = client.search(query, k=k)
+                           TextRescore(load_encoder(encoder, device=device)), n=n, epsilon=epsilon, depth=depth,
+                           seed=seed)
+    asked = Query("q1", query)
+    check_query(asked)
+    obfuscated = client.obfuscations([asked])
+    if not queries_to_send(query, obfuscated[0], client.withhold_original):
+        how = f"epsilon {epsilon:g} hides nothing for it; lower --epsilon" if epsilon else "rephrase it"
+        raise QueryError(f"nothing was sent: all {n} obfuscations of the query are its own words ({how})")
+    hits = client.rerank([asked], *client.pools([asked], obfuscated)).get(asked.id, [])[:k]
     if as_json:
         print(hits_json(query, hits))
         return

@@ -6,7 +6,8 @@ every query in one vectorised batch (one FAISS search), and joins the published 
 
 Out-of-vocabulary words (numbers, rare words, words outside a restricted vocabulary) follow ``oov``:
 
-- ``drop`` (default, as the authors' code): the word is left out of every obfuscated query;
+- ``drop`` (default, as the authors' code): the word is left out of every obfuscated query; a query with no
+  vocabulary word at all is refused (QueryError naming its words) instead of giving empty obfuscations;
 - ``random``: each copy gets a uniformly random vocabulary word instead (keeps the query length);
 - ``error``: raise a QueryError naming the word;
 - ``keep``: send the word unchanged. This leaks it to the search engine and must be asked for explicitly.
@@ -104,6 +105,11 @@ class DPObfuscator(QueryObfuscator):
                 if row is None and self.oov == "error":
                     raise QueryError(f"query {i + 1}: '{word}' is not in the vocabulary of {self.embeddings.source}")
                 items.append(word if row is None else row)
+            if self.oov == "drop" and all(isinstance(item, str) for item in items):
+                words = ", ".join(f"'{w}'" for w in dict.fromkeys(items))
+                raise QueryError(f"query {i + 1}: no word of it ({words[:200]}) is in the vocabulary of "
+                                 f"{self.embeddings.source}, so every obfuscation would be empty; oov 'random' "
+                                 "replaces such words by random vocabulary words")
             result.append(items)
         return result
 

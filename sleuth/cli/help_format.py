@@ -1,0 +1,28 @@
+"""Help-text fixes for the pinned typer (0.29), whose help shows ``<bool>`` beside every flag and ``{query}`` for a
+required argument in the usage line: flags show no type, and arguments read ``QUERY`` / ``[CORPUS]`` as in click.
+
+Applied once by :func:`sleuth.cli.main.register`; each patch is skipped when typer no longer has the method."""
+
+from __future__ import annotations
+
+from typer import core
+
+
+def tidy_help() -> None:
+    """Patch typer's option/argument help rendering (idempotent)."""
+    option, argument = core.TyperOption, core.TyperArgument
+    if hasattr(option, "display_type_rich") and not getattr(option, "_sleuth_tidy", False):
+        shown = option.display_type_rich
+
+        def display_type_rich(self, ctx):
+            return None if self.is_flag and self.metavar is None else shown(self, ctx)
+
+        option.display_type_rich, option._sleuth_tidy = display_type_rich, True
+    if hasattr(argument, "_usage_display_name") and not getattr(argument, "_sleuth_tidy", False):
+
+        def usage_display_name(self) -> str:
+            name = self.display_name_raw.upper() if self.metavar is None else self.display_name_raw
+            name = name if self.required else f"[{name}]"
+            return name + ("..." if self.nargs != 1 else "")
+
+        argument._usage_display_name, argument._sleuth_tidy = usage_display_name, True

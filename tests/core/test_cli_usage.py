@@ -1,0 +1,98 @@
+"""Usage errors, undecodable and empty input, and out-of-range numbers: one line, exit 2, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sleuth.errors import ConfigError
+from sleuth.index.bm25 import BM25Index, BM25Params
+from tests.core.test_cli import assert_one_line_error
+
+
+@pytest.mark.parametrize(("args", "fragment"), [
+    (["search"], "Missing argument 'query'"),
+    (["search", "x", "-k", "abc"], "'-k'"),
+    (["serach", "x"], "No such command 'serach'"),
+    (["index", "--kind"], "'--kind' requires an argument"),
+    (["search", "x", "-k", "0"], "'-k'"),
+    (["eval", "--max-queries", "-3"], "'--max-queries'"),
+    (["eval", "--top-k", "0"], "'--top-k'"),
+    (["index", "--k1", "-1", "--kind", "bm25", "--out", "unused"], "k1"),
+    (["index", "--b", "7", "--kind", "bm25", "--out", "unused"], "b must be between 0 and 1"),
+    (["index", "--token-pattern", "(", "--kind", "bm25", "--out", "unused"], "invalid token pattern"),
+])
+def test_usage_errors_are_one_line(sleuth, args, fragment):
+    assert_one_line_error(sleuth(*args), fragment)
+
+
+def test_bare_sleuth_prints_help(sleuth):
+    for args in ([], ["dhr"]):
+        result = sleuth(*args)
+        assert result.returncode == 0 and "Usage: sleuth" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_help_has_no_typer_artifacts(sleuth):
+    text = sleuth("index", "--help").stdout + sleuth("search", "--help").stdout
+    assert "<bool>" not in text and "{query}" not in text and "QUERY" in text
+    assert "sleuth[ray]" in " ".join(sleuth("index", "--help").stdout.split()).replace("│ ", "")
+
+
+def test_non_utf8_and_binary_input_name_file_and_line(sleuth, tmp_path):
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(b'{"_id": "a", "text": "plain"}\n{"_id": "b", "text": "caf\xe9 au lait"}\n')
+    assert_one_line_error(sleuth("index", latin, "--kind", "bm25", "--out", tmp_path / "ix"), "latin.jsonl:2",
+                          "not UTF-8")
+    binary = tmp_path / "blob.jsonl"
+    binary.write_bytes(bytes(range(256)) * 4)
+    assert_one_line_error(sleuth("index", binary, "--kind", "bm25", "--out", tmp_path / "ix"), "blob.jsonl:1")
+    trec = tmp_path / "docs.trec"
+    trec.write_bytes(b"<DOC>\n<DOCNO>1</DOCNO>\ntext \xff\n</DOC>\n")
+    assert_one_line_error(sleuth("index", trec, "--kind", "bm25", "--out", tmp_path / "ix"), "docs.trec:3")
+    assert not (tmp_path / "ix").exists()
+
+
+def test_empty_corpus_is_one_line(sleuth, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for kind in ("bm25", "dense"):
+        assert_one_line_error(sleuth("index", empty, "--kind", kind, "--out", tmp_path / kind), "no passages")
+    stop = tmp_path / "stop.jsonl"
+    stop.write_text(json.dumps({"_id": "a", "text": "the a of"}) + "\n")
+    assert_one_line_error(sleuth("index", stop, "--kind", "bm25", "--out", tmp_path / "ix"), "no indexable words")
+
+
+def test_bm25_params_are_checked():
+    for bad in ({"k1": -0.1}, {"b": 1.5}, {"b": -0.1}, {"k1": "x"}, {"delta": -1}, {"k1": float("nan")}):
+        with pytest.raises(ConfigError):
+            BM25Params(**bad)
+    assert BM25Params(k1=0, b=1).b == 1
+
+
+def test_update_counts_a_repeated_id_once(sleuth, tmp_path, scifact_jsonl, scifact_rows):
+    out = tmp_path / "ix"
+    assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out).returncode == 0
+    first = scifact_rows[0]["_id"]
+    result = sleuth("update", out, "--delete", f"{first},{first}")
+    assert result.returncode == 0 and "deleted 1," in result.stderr and "now 399 passages" in result.stderr
+    assert BM25Index.load(out).manifest.count == 399
+
+
+def test_eval_of_index_folders_needs_no_corpus(sleuth, tmp_path, data_dir):
+    vaswani = data_dir / "vaswani"
+    assert sleuth("index", vaswani / "doc-text.trec", "--kind", "bm25", "--out", tmp_path / "vx").returncode == 0
+    result = sleuth("eval", "--index", tmp_path / "vx", "--queries", vaswani / "query-text.trec",
+                    "--qrels", vaswani / "qrels", "--max-queries", "20", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["pipelines"][0]["measures"]["nDCG@10"] > 0.3
+    assert_one_line_error(sleuth("eval", "--queries", vaswani / "query-text.trec", "--qrels", vaswani / "qrels"),
+                          "--corpus")
+
+
+def test_no_progress_bars_when_stderr_is_not_a_terminal(sleuth, tmp_path, scifact_jsonl):
+    result = sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")
+    assert result.returncode == 0, result.stderr
+    assert "\r" not in result.stderr and "it/s" not in result.stderr
+    assert result.stderr.strip().splitlines() == [line for line in result.stderr.strip().splitlines()
+                                                  if line.startswith("bm25 index of 400 passages")]

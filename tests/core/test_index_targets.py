@@ -1,0 +1,84 @@
+"""`sleuth index --out`: what may be replaced (a sleuth index), what is refused (anything else, the corpus, the
+current folder, an index with `sleuth update` changes), and leftovers of killed builds removed by the next build."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+from sleuth.corpus.model import Passage
+from sleuth.index.bm25 import BM25Index
+from tests.core.test_cli import assert_one_line_error
+
+
+def test_out_refuses_a_users_folder_unless_forced(sleuth, tmp_path, scifact_jsonl):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("precious")
+    assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", folder),
+                          "is not a sleuth index", "--force")
+    assert (folder / "notes.txt").read_text() == "precious"
+    assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", folder, "--force").returncode == 0
+    assert (folder / "manifest.json").is_file() and not (folder / "notes.txt").exists()
+
+
+def test_out_refuses_the_corpus_file_and_the_current_folder(sleuth, tmp_path, scifact_jsonl):
+    before = scifact_jsonl.read_bytes()
+    for force in ((), ("--force",)):
+        assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", scifact_jsonl, *force),
+                              "refusing to build an index over")
+    assert scifact_jsonl.read_bytes() == before
+    result = subprocess.run([sys.executable, "-m", "sleuth", "index", str(scifact_jsonl), "--kind", "bm25",
+                             "--out", "."], cwd=tmp_path, capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": os.getcwd()})
+    assert_one_line_error(result, "the current folder")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl"]  # no ..tmp-* left
+
+
+def test_rebuild_replaces_an_index_but_not_its_updates(sleuth, tmp_path, scifact_jsonl):
+    out = tmp_path / "ix"
+    assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out).returncode == 0
+    assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out).returncode == 0  # an index: replaced
+    added = tmp_path / "add.jsonl"
+    added.write_text(json.dumps({"id": "new-1", "text": "a passage added later"}) + "\n")
+    assert sleuth("update", out, "--add", added).returncode == 0
+    assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out),
+                          "sleuth update", "401 passages", "--force")
+    assert BM25Index.load(out).manifest.count == 401
+    assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out, "--force").returncode == 0
+    assert BM25Index.load(out).manifest.count == 400
+
+
+def test_next_build_removes_leftovers_of_killed_builds_only(tmp_path, scifact_rows):
+    """A build killed with -9 leaves .ix.tmp-HOST-PID-*; the next build removes it, but not a live build's folder,
+    another host's, or a name sleuth does not write."""
+    target = tmp_path / "ix"
+    rows = [Passage(r["_id"], r["_id"], r["text"], (r["title"],)) for r in scifact_rows[:50]]
+    script = f"""
+import time
+from sleuth.corpus.model import Passage
+from sleuth.index.bm25 import BM25Index
+def slow():
+    yield Passage("a", "a", "some text")
+    print("READY", flush=True)
+    time.sleep(60)
+BM25Index.build(slow(), {str(target)!r}, show_progress=False)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "READY"
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    killed = [p for p in tmp_path.iterdir() if p.name.startswith(".ix.tmp-")]
+    assert len(killed) == 1 and f"-{proc.pid}-" in killed[0].name
+    kept = [tmp_path / f".ix.tmp-{socket.gethostname()}-{os.getpid()}-0123abcd",  # a live process
+            tmp_path / f".ix.tmp-elsewhere-{proc.pid}-0123abcd", tmp_path / ".ix.tmp-0123abcd", tmp_path / "other"]
+    for path in kept:
+        path.mkdir()
+    BM25Index.build(rows, target, show_progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["ix", *(p.name for p in kept)])
