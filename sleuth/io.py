@@ -9,7 +9,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, BinaryIO, cast
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
@@ -52,7 +52,7 @@ def open_text(path: str | Path) -> TextFile:
         raise InputError("file not found", path=path)
     name = str(path)
     opener = gzip.open if name.endswith(".gz") else bz2.open if name.endswith(".bz2") else open
-    return TextFile(opener(name, "rb"), path)
+    return TextFile(cast(IO[bytes], opener(name, "rb")), path)
 
 
 class TextFile:
@@ -82,7 +82,7 @@ class TextFile:
     def read(self, size: int = -1) -> str:
         """Up to ``size`` characters (all with -1), decoded in chunks: a decoding error names the file only."""
         if self._text is None:
-            self._text = io.TextIOWrapper(self._raw, encoding="utf-8")  # type: ignore[arg-type]
+            self._text = io.TextIOWrapper(cast(BinaryIO, self._raw), encoding="utf-8")
         try:
             return self._text.read(size)
         except UnicodeDecodeError as exc:

@@ -17,7 +17,8 @@ def tidy_help() -> None:
         def display_type_rich(self, ctx):
             return None if self.is_flag and self.metavar is None else shown(self, ctx)
 
-        option.display_type_rich, option._sleuth_tidy = display_type_rich, True
+        setattr(option, "display_type_rich", display_type_rich)  # noqa: B010 (setattr: patching a method)
+        setattr(option, "_sleuth_tidy", True)  # noqa: B010
     if hasattr(argument, "_usage_display_name") and not getattr(argument, "_sleuth_tidy", False):
 
         def usage_display_name(self) -> str:
@@ -25,4 +26,5 @@ def tidy_help() -> None:
             name = name if self.required else f"[{name}]"
             return name + ("..." if self.nargs != 1 else "")
 
-        argument._usage_display_name, argument._sleuth_tidy = usage_display_name, True
+        setattr(argument, "_usage_display_name", usage_display_name)  # noqa: B010
+        setattr(argument, "_sleuth_tidy", True)  # noqa: B010

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Any
 
 import typer
 
@@ -77,7 +78,7 @@ def is_click_error(exc: Exception) -> bool:
     return isinstance(exc, click.ClickException | TyperException) and hasattr(exc, "format_message")
 
 
-def usage_error(exc: Exception) -> None:
+def usage_error(exc: Any) -> None:
     """One line for a usage error, with a pointer to the command's ``--help``; a bare group prints its help."""
     ctx = getattr(exc, "ctx", None)
     if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:

@@ -74,7 +74,7 @@ def read_manifest(directory: str | Path, kind: str | None = None, verify: bool =
     Checks: the directory and manifest exist, the manifest parses, format and version are known, the kind is the
     one expected, every listed file exists with its recorded size and (unless ``verify`` is False: a quick look at
     the kind) its recorded SHA-256, so a flipped byte is refused at load instead of giving wrong text or a crash
-    in some later search. Hashing streams each file once (about 20 ms for SciFact's BM25 + dense indexes).
+    in some later search. Hashing streams each file once (SciFact's BM25 + dense indexes, 22 MB: about 60 ms on 2 busy cores).
     """
     directory = Path(directory)
     path = directory / MANIFEST
