@@ -1,0 +1,74 @@
+"""Bounded request work with deadlines: a fixed pool of threads, a bounded wait list (503 when full) and a time
+limit per request (504) after which the work is told to stop (work still waiting never starts; batch work stops
+between queries)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import TypeVar
+
+from sleuth.service.limits import RequestError
+
+T = TypeVar("T")
+
+
+class Deadline:
+    """When one request's work must stop: ``check()`` raises a 504 once the time limit passed or the request gave
+    up waiting."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.at = seconds, time.monotonic() + seconds
+        self.cancelled = threading.Event()
+
+    @property
+    def passed(self) -> bool:
+        return self.cancelled.is_set() or time.monotonic() > self.at
+
+    def check(self) -> None:
+        if self.passed:
+            raise timeout_error(self.seconds)
+
+
+def timeout_error(seconds: float) -> RequestError:
+    return RequestError(f"the request took longer than {seconds:g} s", 504)
+
+
+class BoundedExecutor:
+    """Runs ``work(deadline)`` on one of ``workers`` threads; at most ``workers + max_queued`` requests are taken
+    at once (a 503 beyond), and each is answered within ``timeout`` seconds (a 504 beyond)."""
+
+    def __init__(self, workers: int, max_queued: int, timeout: float):
+        self.timeout = timeout
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sleuth-request")
+        self._slots = threading.BoundedSemaphore(workers + max_queued)
+        self.capacity = workers + max_queued
+
+    def run(self, work: Callable[[Deadline], T]) -> T:
+        """``work(deadline)``'s result, or a 503 (no free slot) or 504 (past the time limit) :class:`RequestError`."""
+        if not self._slots.acquire(blocking=False):
+            raise RequestError(f"the service is busy ({self.capacity} requests in progress); try again shortly", 503)
+        deadline = Deadline(self.timeout)
+
+        def task() -> T:
+            try:
+                deadline.check()  # waited in the queue past the time limit: skip the work
+                return work(deadline)
+            finally:
+                self._slots.release()
+
+        try:
+            future = self._pool.submit(task)
+        except BaseException:
+            self._slots.release()
+            raise
+        try:
+            return future.result(timeout=self.timeout)
+        except FutureTimeout:
+            deadline.cancelled.set()
+            if future.cancel():  # never started: its slot is free now
+                self._slots.release()
+            raise timeout_error(self.timeout) from None
