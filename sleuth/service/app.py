@@ -33,7 +33,6 @@ from sleuth.stages.base import Stage
 
 #: a system's service endpoints: ``extension(app, service)`` adds routes to the FastAPI app
 Extension = Callable[[Any, SearchService], None]
-DOCS_ASSETS = "/docs-assets"
 
 
 def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = None, max_k: int = MAX_K,
@@ -48,25 +47,28 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
     ``extensions`` add a system's own endpoints (default: those of every registered system, e.g. ``/obfuscate``);
     ``allowed_hosts`` are the ``Host`` values answered (see :mod:`sleuth.service.hosts`; None: any)."""
     try:
-        from fastapi_offline import FastAPIOffline
+        import fastapi_offline  # noqa: F401 (the docs' assets)
+        from fastapi import FastAPI
 
         from sleuth.service.errors import add_error_handlers
         from sleuth.service.routes import admin, ops, search
     except ImportError as exc:
         raise MissingExtraError(exc.name or "fastapi", "service", "the HTTP service") from None
     from sleuth.service.admin import AdminKeyGuard
+    from sleuth.service.docs import add_docs
     from sleuth.service.hosts import AllowedHosts
     from sleuth.service.limits import BodySizeLimit
     from sleuth.service.metrics import MeasureRequests, Metrics
     from sleuth.service.page import add_page
 
     service = SearchService(pipelines, QueryLog(query_log), max_k, limits, loader, index_dirs)
-    app = FastAPIOffline(title="sleuth", description="Search service of sleuth.", static_url=DOCS_ASSETS)
+    app = FastAPI(title="sleuth", description="Search service of sleuth.", docs_url=None, redoc_url=None)
     app.state.service, app.state.metrics, app.state.api_key = service, Metrics(), api_key
     add_error_handlers(app)
     for router in (search.router, ops.router, admin.router):
         app.include_router(router)
     add_page(app)
+    add_docs(app)
     for extend in default_extensions() if extensions is None else extensions:
         extend(app, service)
     # the last added runs first: hosts, then metrics, then the admin key, then the body size, then the routes
