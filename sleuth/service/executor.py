@@ -4,10 +4,11 @@ between queries)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
@@ -47,8 +48,8 @@ class BoundedExecutor:
         self._slots = threading.BoundedSemaphore(workers + max_queued)
         self.capacity = workers + max_queued
 
-    def run(self, work: Callable[[Deadline], T]) -> T:
-        """``work(deadline)``'s result, or a 503 (no free slot) or 504 (past the time limit) :class:`RequestError`."""
+    def _submit(self, work: Callable[[Deadline], T]) -> tuple[Future, Deadline]:
+        """``work`` started on the pool (or queued) with a fresh deadline; a 503 when every slot is taken."""
         if not self._slots.acquire(blocking=False):
             raise RequestError(f"the service is busy ({self.capacity} requests in progress); try again shortly", 503)
         deadline = Deadline(self.timeout)
@@ -61,14 +62,32 @@ class BoundedExecutor:
                 self._slots.release()
 
         try:
-            future = self._pool.submit(task)
+            return self._pool.submit(task), deadline
         except BaseException:
             self._slots.release()
             raise
+
+    def _give_up(self, future: Future, deadline: Deadline) -> RequestError:
+        deadline.cancelled.set()
+        if future.cancel():  # never started: its slot is free now
+            self._slots.release()
+        return timeout_error(self.timeout)
+
+    def run(self, work: Callable[[Deadline], T]) -> T:
+        """``work(deadline)``'s result, or a 503 (no free slot) or 504 (past the time limit) :class:`RequestError`;
+        the calling thread waits."""
+        future, deadline = self._submit(work)
         try:
             return future.result(timeout=self.timeout)
         except FutureTimeout:
-            deadline.cancelled.set()
-            if future.cancel():  # never started: its slot is free now
-                self._slots.release()
-            raise timeout_error(self.timeout) from None
+            raise self._give_up(future, deadline) from None
+
+    async def run_async(self, work: Callable[[Deadline], T]) -> T:
+        """:meth:`run` for the event loop: no thread is held while waiting, so the slots bound what is taken."""
+        future, deadline = self._submit(work)
+        waited = asyncio.wrap_future(future)
+        waited.add_done_callback(lambda done: done.cancelled() or done.exception())  # never "not retrieved"
+        finished, _ = await asyncio.wait({waited}, timeout=self.timeout)
+        if not finished:
+            raise self._give_up(future, deadline)
+        return waited.result()

@@ -28,17 +28,18 @@ class Searcher:
         records, sent = shape.hits(hits)
         return {"hits": records} if sent is None else {"hits": records, "obfuscated_queries": sent}
 
-    def search(self, query: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
-               max_chars: Any = None, fields: Any = None) -> bytes:
+    async def search(self, query: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
+                     max_chars: Any = None, fields: Any = None) -> bytes:
         """One search: ``{"query", "pipeline", "hits"}``."""
         name, stage = self.served.pipeline(pipeline)
         query, k = self.limits.query(query), self.limits.k(k)
         shape = Shape.of(self.limits, max_chars, fields, extras)
-        found = self.executor.run(lambda deadline: self._one(name, stage, query, k, shape))
-        return encode({"query": query, "pipeline": name, **found}, self.limits.max_response_bytes)
+        cap = self.limits.max_response_bytes
+        return await self.executor.run_async(
+            lambda deadline: encode({"query": query, "pipeline": name, **self._one(name, stage, query, k, shape)}, cap))
 
-    def search_batch(self, queries: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
-                     max_chars: Any = None, fields: Any = None) -> bytes:
+    async def search_batch(self, queries: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
+                           max_chars: Any = None, fields: Any = None) -> bytes:
         """Several searches in one request: ``{"pipeline", "results": [{"query", "hits"}]}``; the work stops between
         queries once the time limit passed or the response grew past its size cap."""
         name, stage = self.served.pipeline(pipeline)
@@ -46,7 +47,7 @@ class Searcher:
         shape = Shape.of(self.limits, max_chars, fields, extras)
         cap = self.limits.max_response_bytes
 
-        def work(deadline: Deadline) -> list[dict[str, Any]]:
+        def work(deadline: Deadline) -> bytes:
             results, size = [], 0
             for query in queries:
                 deadline.check()
@@ -54,6 +55,6 @@ class Searcher:
                 size += estimated_bytes(results[-1]["hits"])
                 if size > cap:
                     raise too_large(size, cap)
-            return results
+            return encode({"pipeline": name, "results": results}, cap)
 
-        return encode({"pipeline": name, "results": self.executor.run(work)}, cap)
+        return await self.executor.run_async(work)
