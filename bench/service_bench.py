@@ -1,6 +1,7 @@
 """Service load and response size: `sleuth serve` on 127.0.0.1 over BM25 (all SciFact) and dense (int8 ONNX
 MiniLM over the first --dense-passages) indexes, hit by N POST /search requests at concurrency C per pipeline;
-p50/p99 latency, throughput and errors; then the response sizes of a large batch and of a very long document.
+p50/p99 latency, throughput and errors; then the response sizes of a large batch and of a very long document, and
+what 16 timed-out batches leave behind (time until a light search answers, queries run after the 504s).
 
 With --baseline-tree (another checkout, e.g. main before a change) a second server runs that tree's code on the same
 indexes, and both are measured side by side, round after round (interleaved), in one run. Servers run as
@@ -26,6 +27,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -50,10 +52,10 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(tree: Path, indexes: list[Path], port: int) -> subprocess.Popen:
+def start_server(tree: Path, indexes: list[Path], port: int, *options: str) -> subprocess.Popen:
     """`sleuth serve --index ...` with ``tree``'s code on the loopback port; returns once /ready answers 200."""
     command = [sys.executable, "-m", "sleuth", "serve", *[a for i in indexes for a in ("--index", str(i))],
-               "--host", HOST, "--port", str(port)]
+               "--host", HOST, "--port", str(port), *options]
     process = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                env={**os.environ, "PYTHONPATH": str(tree)})
     deadline = time.monotonic() + STARTUP_SECONDS
@@ -128,6 +130,35 @@ def response_size(url: str, path: str, body: dict) -> dict:
             "seconds": time.perf_counter() - started}
 
 
+def timed_out_batches(tree: Path, index: Path, queries: list[str], folder: Path, batches: int = 16) -> dict:
+    """A server with a 0.5 s time limit gets ``batches`` concurrent batches of 64 queries at k=1000 (all 504):
+    how long until a light search answers 200, and how many queries the server ran after the 504s (query log)."""
+    port, log = free_port(), folder / f"queries-{tree.name}-{time.monotonic_ns()}.jsonl"
+    process = start_server(tree, [index], port, "--timeout", "0.5", "--query-log", str(log))
+    url = f"http://{HOST}:{port}"
+
+    def count() -> int:
+        return len(log.read_text(encoding="utf-8").splitlines()) if log.is_file() else 0
+
+    try:
+        body = {"queries": queries[:64], "k": 1000}
+        with httpx.Client(base_url=url, timeout=120) as client, ThreadPoolExecutor(batches) as pool:
+            statuses = sorted(set(pool.map(lambda _: client.post("/search/batch", json=body).status_code,
+                                           range(batches))))
+        given_up, ran_before = time.monotonic(), count()
+        waited, tries = None, 0
+        while waited is None and time.monotonic() - given_up < 60:
+            tries += 1
+            if httpx.post(url + "/search", json={"query": "vitamin d", "k": 5}, timeout=60).status_code == 200:
+                waited = time.monotonic() - given_up
+        time.sleep(8)  # let leftover work finish
+        return {"batch_statuses": statuses, "light_search_ok_after_s": waited, "light_search_tries": tries,
+                "queries_run_by_the_504s": ran_before, "queries_run_after_the_504s": count() - ran_before}
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+
+
 def build_indexes(folder: Path, data, dense_passages: int, long_doc_mb: float) -> list[Path]:
     """BM25 over all passages, dense over the first ``dense_passages``, and BM25 over 20 passages plus one document
     of ``long_doc_mb`` MB (SciFact texts repeated)."""
@@ -192,6 +223,10 @@ def run(args: argparse.Namespace) -> Report:
             for process in servers.values():
                 process.kill()
                 process.wait(timeout=30)
+        summary["timeouts"] = {}
+        for name in sorted(trees, reverse=True):
+            progress(f"{name}: 16 timed-out batches, then a light search")
+            summary["timeouts"][name] = timed_out_batches(trees[name], indexes[0], data.queries, Path(tmp))
     return report(summary, args)
 
 
@@ -211,12 +246,18 @@ def report(summary: dict, args: argparse.Namespace) -> Report:
     for name, checks in summary["sizes"].items():
         for what, size in checks.items():
             sizes.add(name, what, size["request_bytes"], size["status"], size["response_bytes"], size["seconds"])
+    timeouts = ResultTable("16 concurrent batches (64 queries, k=1000) against --timeout 0.5, then a light search",
+                           ["code", "batch statuses", "light search 200 after s", "tries", "queries run by then",
+                            "queries run after the 504s"])
+    for name, check in summary["timeouts"].items():
+        timeouts.add(name, ",".join(map(str, check["batch_statuses"])), check["light_search_ok_after_s"],
+                     check["light_search_tries"], check["queries_run_by_the_504s"], check["queries_run_after_the_504s"])
     notes = [f"{name}: {tree['path']} at {tree['commit']}, startup to /ready {tree['startup_s']:.1f} s"
              for name, tree in summary["trees"].items()]
     notes.append(f"client and server share this machine ({os.cpu_count()} CPUs, shared with other work: see load 1m)")
     if any(r["stopped_by_time"] for runs in summary["load"].values() for r in runs):
         notes.append(f"some runs were stopped by the {args.max_seconds:g} s bound before all requests were sent")
-    return Report(tables=[table, sizes], data=summary, notes=notes)
+    return Report(tables=[table, sizes, timeouts], data=summary, notes=notes)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -87,7 +87,11 @@ class BoundedExecutor:
         future, deadline = self._submit(work)
         waited = asyncio.wrap_future(future)
         waited.add_done_callback(lambda done: done.cancelled() or done.exception())  # never "not retrieved"
-        finished, _ = await asyncio.wait({waited}, timeout=self.timeout)
+        try:
+            finished, _ = await asyncio.wait({waited}, timeout=self.timeout)
+        except asyncio.CancelledError:  # the request itself was cancelled (the client went away)
+            self._give_up(future, deadline)
+            raise
         if not finished:
             raise self._give_up(future, deadline)
         return waited.result()
