@@ -1,5 +1,9 @@
 """`sleuth serve`: serve pipelines or index folders over HTTP (search, batch search, obfuscate, health, readiness,
-metrics, OpenAPI docs, and admin reload and document add/delete behind an API key)."""
+metrics, OpenAPI docs, and admin reload and document add/delete behind an API key).
+
+Checked before serving (one line, exit 2): the port, index folders with the same name, a writable query log, the
+API key file. On a loopback address only loopback ``Host`` values are answered unless ``--allowed-host`` adds some.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +14,7 @@ import typer
 from sleuth.cli.common import console, corpus_source, workspace
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.service.admin import ENV_VAR
-
-LOOPBACK = ("127.0.0.1", "::1", "localhost")
+from sleuth.service.hosts import LOOPBACK_ADDRESSES
 
 
 def serve(
@@ -28,21 +31,45 @@ def serve(
     max_body_bytes: int = typer.Option(1_000_000, help="Largest request body, in bytes (413 above)."),
     max_obfuscations: int = typer.Option(50, help="Largest n a /obfuscate request may ask for."),
     timeout: float = typer.Option(30.0, help="Time limit of one request, in seconds (504 above)."),
-    api_key: str | None = typer.Option(None, envvar=ENV_VAR, show_default=False,
-                                          help=f"API key of the admin endpoints (or ${ENV_VAR}; none: disabled)."),
+    text_chars: int = typer.Option(1000, help="Passage title and text cut to this many characters by default."),
+    max_text_chars: int = typer.Option(100_000, help="Largest max_chars a request may ask for."),
+    max_response_bytes: int = typer.Option(16_000_000, help="Largest search response, in bytes."),
+    workers: int = typer.Option(8, help="Requests answered at once."),
+    max_queued: int = typer.Option(64, help="Requests waiting for a worker (503 beyond)."),
+    allowed_host: list[str] | None = typer.Option(
+        None, help="Host header value to answer, name or name:port (repeatable; '*': any). Default on a loopback "
+                   "address: 127.0.0.1, localhost and [::1] with the port; elsewhere: any."),
+    api_key_file: Path | None = typer.Option(
+        None, help=f"File holding the API key of the admin endpoints (default: ${ENV_VAR}; none: admin disabled)."),
+    api_key: str | None = typer.Option(None, hidden=True, help="Admin API key (visible in the process list)."),
     device: str = typer.Option("cpu", help="Encoder device."),
 ) -> None:
     """Serve search over HTTP; the first pipeline or index is the default."""
     from sleuth.index.manifest import current_generation, read_manifest
     from sleuth.pipelines.config import load_pipeline, read_config
     from sleuth.pipelines.index_stage import stage_for_index
+    from sleuth.service.admin import read_api_key
     from sleuth.service.app import create_app
+    from sleuth.service.hosts import loopback_hosts
     from sleuth.service.limits import Limits
+    from sleuth.service.query_log import QueryLog
 
     if index and pipeline:
         raise ConfigError("give --index or --pipeline, not both")
-    if host not in LOOPBACK:
+    if api_key is not None:
+        if api_key_file is not None:
+            raise ConfigError("give --api-key-file or --api-key, not both")
+        console.print(f"[yellow]warning: --api-key is visible in the process list; use ${ENV_VAR} or "
+                      "--api-key-file[/yellow]")
+    else:
+        api_key = read_api_key(api_key_file)
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"--port must be between 0 and 65535, got {port}")
+    check_index_names(index or [])
+    QueryLog(query_log)  # a query log that cannot be written fails now, before the (slow) load
+    if host not in LOOPBACK_ADDRESSES:
         console.print(f"[yellow]warning: listening on {host}, not a loopback address[/yellow]")
+    hosts = allowed_host or (loopback_hosts(port) if host in LOOPBACK_ADDRESSES else None)
 
     def load() -> dict:
         """The served stages, loaded from the index folders or pipeline configs (again on each reload), each with
@@ -62,10 +89,12 @@ def serve(
         return stages
 
     limits = Limits(max_query_chars=max_query_chars, max_k=max_k, max_batch=max_batch, max_body_bytes=max_body_bytes,
-                    max_obfuscations=max_obfuscations, timeout_seconds=timeout)
+                    max_obfuscations=max_obfuscations, timeout_seconds=timeout, text_chars=text_chars,
+                    max_text_chars=max_text_chars, max_response_bytes=max_response_bytes, workers=workers,
+                    max_queued=max_queued)
     stages = load()
     app = create_app(stages, query_log=query_log, limits=limits, api_key=api_key, loader=load,
-                     index_dirs={path.name: path for path in index or []})
+                     index_dirs={path.name: path for path in index or []}, allowed_hosts=hosts)
     try:
         import uvicorn
     except ImportError:
@@ -73,6 +102,16 @@ def serve(
     admin = "admin enabled" if api_key else "admin disabled"
     console.print(f"serving {', '.join(stages)} on http://{host}:{port} ({admin})")
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+
+
+def check_index_names(folders: list[Path]) -> None:
+    """Index folders are served by folder name: two with the same name are refused (naming both)."""
+    seen: dict[str, Path] = {}
+    for folder in folders:
+        if folder.name in seen:
+            raise ConfigError(f"--index {seen[folder.name]} and --index {folder} are both named '{folder.name}' "
+                              "(indexes are served by folder name): rename one of the folders")
+        seen[folder.name] = folder
 
 
 def register(app: typer.Typer) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -98,6 +99,7 @@ class DenseIndex:
 
     def __init__(self, index: faiss.Index, docstore: DocStore, encoder_spec: dict, manifest: Manifest | None = None):
         self.index, self.docstore, self.encoder_spec, self.manifest = index, docstore, encoder_spec, manifest
+        self._direct_map = threading.Lock()  # searches may run concurrently; making the IVF direct map may not
 
     @property
     def dim(self) -> int:
@@ -157,5 +159,8 @@ class DenseIndex:
         try:
             return self.index.reconstruct_batch(positions)
         except RuntimeError:
-            faiss.extract_index_ivf(self.index).make_direct_map()
+            with self._direct_map:
+                ivf = faiss.extract_index_ivf(self.index)
+                if ivf.direct_map.no():  # not made yet by another thread
+                    ivf.make_direct_map()
             return self.index.reconstruct_batch(positions)

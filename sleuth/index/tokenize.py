@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -38,15 +39,24 @@ class Analyzer:
 
     @cached_property
     def _stem(self) -> Callable[[list[str]], list[str]] | None:
+        """Stem a list of words with this thread's own stemmer (PyStemmer objects are not thread-safe)."""
         if self.stemmer is None:
             return None
         import Stemmer
 
         try:
-            return Stemmer.Stemmer(self.stemmer).stemWords
+            Stemmer.Stemmer(self.stemmer)
         except KeyError:
             raise ConfigError(f"bm25: unknown stemmer language '{self.stemmer}' "
                               f"(known: {', '.join(Stemmer.algorithms())})") from None
+        local, language = threading.local(), self.stemmer
+
+        def stem_words(words: list[str]) -> list[str]:
+            if not hasattr(local, "stemmer"):
+                local.stemmer = Stemmer.Stemmer(language)
+            return local.stemmer.stemWords(words)
+
+        return stem_words
 
     def tokenize(self, texts: list[str], show_progress: bool = False) -> list[list[str]]:
         """Token strings of every text (queries are analysed this way)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -12,8 +13,8 @@ import numpy as np
 class Encoder(ABC):
     """A bi-encoder. Backends implement :meth:`_encode`; prefixes let asymmetric models (e5, bge) mark sides.
 
-    The last query batch is remembered, so stages that share one encoder (DHR's document and passage stages with a
-    shared model) encode a batch of queries once.
+    The last query batch is remembered per thread, so stages that share one encoder (DHR's document and passage
+    stages with a shared model) encode a batch of queries once, and concurrent searches never see each other's.
     """
 
     name: str = "encoder"
@@ -23,7 +24,7 @@ class Encoder(ABC):
     def __init__(self, query_prefix: str = "", passage_prefix: str = "", batch_size: int = 32, normalize: bool = True):
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.batch_size, self.normalize = batch_size, normalize
-        self._last: tuple[tuple[str, tuple[str, ...]], np.ndarray] | None = None
+        self._local = threading.local()  # .last: (key, vectors) of this thread's last query batch
 
     @abstractmethod
     def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
@@ -36,14 +37,15 @@ class Encoder(ABC):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         key = (side, tuple(texts))
-        if self._last is not None and self._last[0] == key:
-            return self._last[1].copy()  # the same batch again (e.g. two stages sharing one encoder)
+        last = getattr(self._local, "last", None)
+        if last is not None and last[0] == key:
+            return last[1].copy()  # the same batch again (e.g. two stages sharing one encoder)
         vectors = np.ascontiguousarray(self._encode(texts, show_progress), dtype=np.float32)
         if self.normalize:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors /= np.maximum(norms, 1e-12)
         if side == "query":
-            self._last = (key, vectors.copy())
+            self._local.last = (key, vectors.copy())
         return vectors
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:

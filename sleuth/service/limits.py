@@ -28,6 +28,15 @@ class Limits:
     max_body_bytes: int = 1_000_000
     max_obfuscations: int = 50
     timeout_seconds: float = 30.0
+    #: passage title and text are cut to this many characters unless a request asks for more (``max_chars``)
+    text_chars: int = 1000
+    #: the largest ``max_chars`` a request may ask for
+    max_text_chars: int = 100_000
+    #: the largest search response, in bytes of JSON (a request asking for more gets a 400)
+    max_response_bytes: int = 16_000_000
+    #: threads answering requests, and requests that may wait for one (503 beyond)
+    workers: int = 8
+    max_queued: int = 64
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
@@ -62,6 +71,24 @@ class Limits:
         if len(queries) > self.max_batch:
             raise RequestError(f"'queries' holds {len(queries)} queries; the limit is {self.max_batch}")
         return [self.query(q, f"queries[{i}]") for i, q in enumerate(queries)]
+
+
+def check_flag(value: Any, field: str) -> bool:
+    """``value`` checked: a JSON boolean."""
+    if not isinstance(value, bool):
+        raise RequestError(f"'{field}' must be true or false, got {value!r}"[:200])
+    return value
+
+
+def check_fields(body: Any, known: set[str]) -> dict[str, Any]:
+    """``body`` checked: a JSON object with only ``known`` fields, and valid Unicode text throughout."""
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    check_unicode(body)
+    unknown = set(body) - known
+    if unknown:
+        raise RequestError(f"unknown field(s) {sorted(unknown)} (known: {', '.join(sorted(known))})"[:300])
+    return body
 
 
 def check_unicode(body: Any) -> None:
@@ -109,7 +136,7 @@ class BodySizeLimit:
             return
         length = dict(scope.get("headers") or []).get(b"content-length")
         if length is not None and not length.isdigit():
-            await _send_error(send, 400, "invalid Content-Length header")
+            await send_error(send, 400, "invalid Content-Length header")
             return
         if length is not None and int(length) > self.max_bytes:
             await self._reject(send)
@@ -128,10 +155,10 @@ class BodySizeLimit:
         await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
 
     async def _reject(self, send) -> None:
-        await _send_error(send, 413, f"request body larger than {self.max_bytes} bytes")
+        await send_error(send, 413, f"request body larger than {self.max_bytes} bytes")
 
 
-async def _send_error(send, status: int, message: str) -> None:
+async def send_error(send, status: int, message: str) -> None:
     """Answer ``status`` with ``{"error": message}`` straight through ASGI."""
     body = json.dumps({"error": message}).encode()
     await send({"type": "http.response.start", "status": status,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections import defaultdict
 
 #: upper bounds (seconds) of the latency histogram's buckets
@@ -47,6 +48,32 @@ class Metrics:
                 lines.append(f"sleuth_request_duration_seconds_sum{{{label}}} {self.sums[endpoint]:.6f}")
                 lines.append(f"sleuth_request_duration_seconds_count{{{label}}} {self.counts[endpoint]}")
         return "\n".join(lines) + "\n"
+
+
+class MeasureRequests:
+    """ASGI middleware observing every HTTP request's status and latency into ``metrics``, labelled by the route
+    that answered it (``scope["sleuth.endpoint"]`` when a middleware answered, else "unmatched")."""
+
+    def __init__(self, app, metrics: Metrics):
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started, status = time.perf_counter(), [500]
+
+        async def observed(message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, observed)
+        finally:
+            route = scope.get("route")
+            endpoint = getattr(route, "path", None) or scope.get("sleuth.endpoint") or "unmatched"
+            self.metrics.observe(endpoint, status[0], time.perf_counter() - started)
 
 
 def _label(value: str) -> str:

@@ -20,14 +20,24 @@ SECURITY_HEADERS = {
 }
 
 
-def add_page(app) -> None:
-    """Serve the page at ``/`` and its files under ``/static`` on the FastAPI ``app``."""
+def page_router():
+    """A router serving the page at ``/``."""
+    from fastapi import APIRouter
     from fastapi.responses import FileResponse
-    from fastapi.staticfiles import StaticFiles
 
-    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    router = APIRouter()
 
-    @app.get("/", include_in_schema=False)
+    @router.get("/", include_in_schema=False)
     def page() -> FileResponse:
         """The search page."""
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8", headers=SECURITY_HEADERS)
+
+    return router
+
+
+def add_page(app) -> None:
+    """Serve the page at ``/`` and its files under ``/static`` on the FastAPI ``app``."""
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.include_router(page_router())

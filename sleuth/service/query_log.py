@@ -8,15 +8,25 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sleuth.errors import ConfigError
+
 
 class QueryLog:
-    """Appends ``{"time", ...fields}`` lines to ``path``; with ``path=None`` nothing is written."""
+    """Appends ``{"time", ...fields}`` lines to ``path``; with ``path=None`` nothing is written. The file is opened
+    for appending at once, so a path that cannot be written (a folder, no permission) fails here, not per search."""
 
     def __init__(self, path: str | Path | None):
         self.path = Path(path) if path is not None else None
         self._lock = threading.Lock()
         if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.is_dir():
+                raise ConfigError(f"query log {self.path}: is a folder; give a file path")
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.path, "a", encoding="utf-8"):
+                    pass
+            except OSError as exc:
+                raise ConfigError(f"query log {self.path}: cannot write to it ({exc.strerror or exc})") from None
 
     def record(self, **fields: Any) -> None:
         """Append one entry."""

@@ -142,3 +142,67 @@ def test_a_quest_pipeline_is_served(tmp_path, data_dir):
         found = post(url, first["query"], "quest-bm25", k=10)
     assert found["pipeline"] == "quest-bm25" and len(found["hits"]) == 10
     assert {hit["id"] for hit in found["hits"]} & set(first["docs"])  # titles are the document ids
+
+
+def one_line_error(done) -> str:
+    """The single ``error: ...`` line of a `sleuth serve` that refused to start (exit 2, no traceback)."""
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2, done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "Traceback" not in done.stderr and "serving" not in done.stdout
+    return lines[0]
+
+
+def test_a_port_out_of_range_is_refused(sleuth):
+    for port in ("99999", "65536", "-1"):
+        assert "between 0 and 65535" in one_line_error(sleuth("serve", "--port", port, timeout=120))
+
+
+def test_two_index_folders_with_one_name_are_refused(sleuth, tmp_path, scifact_passages):
+    first, second = tmp_path / "a" / "scifact", tmp_path / "b" / "scifact"
+    for folder in (first, second):
+        BM25Index.build(scifact_passages[:20], folder, show_progress=False)
+    line = one_line_error(sleuth("serve", "--index", first, "--index", second, timeout=120))
+    assert str(first) in line and str(second) in line and "'scifact'" in line
+
+
+def test_an_unwritable_query_log_is_refused_at_start(sleuth, tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    assert "is a folder" in one_line_error(sleuth("serve", "--query-log", folder, timeout=120))
+    blocked = tmp_path / "file"
+    blocked.write_text("x", encoding="utf-8")
+    assert "cannot write" in one_line_error(sleuth("serve", "--query-log", blocked / "log.jsonl", timeout=120))
+
+
+def test_the_api_key_on_the_command_line_is_hidden_and_warned(sleuth, tmp_path):
+    assert "--api-key-file" in sleuth("serve", "--help").stdout
+    assert "--api-key " not in sleuth("serve", "--help").stdout
+    done = sleuth("serve", "--api-key", "secret", "--port", "70000", timeout=120)
+    assert done.returncode == 2 and "visible in the process list" in done.stderr
+    assert "cannot read" in one_line_error(sleuth("serve", "--api-key-file", tmp_path / "missing", timeout=120))
+    empty = tmp_path / "empty"
+    empty.write_text("\n", encoding="utf-8")
+    assert "one line" in one_line_error(sleuth("serve", "--api-key-file", empty, timeout=120))
+
+
+def test_foreign_hosts_are_refused_on_loopback(served):
+    url, _ = served
+    port = url.rsplit(":", 1)[1]
+    assert httpx.get(url + "/health", headers={"Host": f"localhost:{port}"}).status_code == 200
+    refused = httpx.get(url + "/metrics", headers={"Host": f"rebind.example:{port}"})
+    assert refused.status_code == 400 and "not allowed" in refused.json()["error"]
+
+
+def test_api_key_file_and_allowed_hosts(tmp_path, scifact_passages):
+    index = tmp_path / "scifact"
+    BM25Index.build(scifact_passages[:50], index, show_progress=False)
+    key = tmp_path / "key"
+    key.write_text("file-key-1\n", encoding="utf-8")
+    args = ["--index", str(index), "--api-key-file", str(key), "--allowed-host", "search.example",
+            "--allowed-host", "127.0.0.1"]
+    with sleuth_server(args, env={"SLEUTH_API_KEY": "not-this-one"}) as url:
+        assert httpx.get(url + "/health", headers={"Host": "search.example"}).status_code == 200
+        assert httpx.get(url + "/health", headers={"Host": "localhost"}).status_code == 400
+        assert httpx.post(url + "/admin/reload", headers={"X-API-Key": "not-this-one"}).status_code == 401
+        assert httpx.post(url + "/admin/reload", headers={"X-API-Key": "file-key-1"}, timeout=60).status_code == 200

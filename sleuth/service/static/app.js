@@ -210,7 +210,7 @@ async function search(event) {
     response = await fetch("/search", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "application/json" },
-      body: JSON.stringify({ query, pipeline: pipeline || undefined, k: Number.isNaN(k) ? undefined : k, extras: true }),
+      body: JSON.stringify({ query, pipeline: pipeline || undefined, k: Number.isNaN(k) ? undefined : k, extras: true, max_chars: 5000 }),
     });
     body = await response.json().catch(() => ({}));
   } catch (error) {

@@ -3,6 +3,7 @@ texts the remote engine returned (no copy of the remote corpus needed)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +24,7 @@ class TextRescore(Stage):
     def __init__(self, encoder: Encoder, name: str = "rescore", cache_size: int = 100_000):
         self.encoder, self.name, self.cache_size = encoder, name, cache_size
         self._cache: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         candidates = candidates or Run()
@@ -30,13 +32,17 @@ class TextRescore(Stage):
         run = Run()
         for query, vector in zip(queries, vectors):
             hits = candidates.get(query.id, [])
-            missing = list({h.id: h for h in hits if h.id not in self._cache}.values())
-            if len(self._cache) + len(missing) > self.cache_size:
-                self._cache.clear()
-                missing = list({h.id: h for h in hits}.values())
+            with self._lock:  # concurrent searches share the cache: read and write it whole, score from a copy
+                known = {h.id: self._cache[h.id] for h in hits if h.id in self._cache}
+            missing = list({h.id: h for h in hits if h.id not in known}.values())
             if missing:
                 texts = [" ".join(p for p in (h.title, h.text) if p) or h.id for h in missing]
-                self._cache.update(zip((h.id for h in missing), self.encoder.encode_passages(texts)))
-            scores = [float(self._cache[h.id] @ vector) for h in hits]
+                made = dict(zip((h.id for h in missing), self.encoder.encode_passages(texts)))
+                known.update(made)
+                with self._lock:
+                    if len(self._cache) + len(made) > self.cache_size:
+                        self._cache.clear()
+                    self._cache.update(made)
+            scores = [float(known[h.id] @ vector) for h in hits]
             run[query.id] = rescored(hits, scores, self.name)
         return run

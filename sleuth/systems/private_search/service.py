@@ -57,7 +57,7 @@ class ObfuscateEndpoint:
     def __call__(self, app, service) -> None:
         from fastapi import Body
 
-        from sleuth.service.app import check_fields
+        from sleuth.service.limits import check_fields
 
         @app.post("/obfuscate")
         def obfuscate(body: Any = Body(...)) -> dict[str, Any]:

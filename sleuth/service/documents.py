@@ -1,0 +1,54 @@
+"""Document updates through the service: add documents to, or delete ids from, a served index folder; a new
+generation is written, then the pipelines are reloaded and swapped in whole (searches see before or after)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sleuth.service.limits import Limits, RequestError, safe_name
+from sleuth.service.served import ServedPipelines
+
+
+class DocumentUpdates:
+    """Updates of the index folders ``index_dirs`` (served name -> bm25 or dense index folder), one at a time."""
+
+    def __init__(self, index_dirs: Mapping[str, str | Path] | None, served: ServedPipelines, limits: Limits):
+        self.index_dirs = {name: Path(path) for name, path in (index_dirs or {}).items()}
+        self.served, self.limits = served, limits
+        self._lock = threading.Lock()
+
+    def update(self, index: Any, documents: Any = None, ids: Any = None) -> dict[str, Any]:
+        """Add ``documents`` (``[{id, title?, text}]``) to, or delete ``ids`` from, the index served as ``index``
+        (default: the only one): ``{"index", "added"|"deleted", "count"}``."""
+        from sleuth.index.updates import add_documents, delete_documents, passages_from_records
+
+        if not self.index_dirs:
+            raise RequestError("this service serves no updatable index folders", 409)
+        if self.served.loader is None:
+            raise RequestError("this service cannot reload its pipelines, so it cannot swap in updates", 409)
+        if index is None:
+            if len(self.index_dirs) > 1:
+                raise RequestError(f"give 'index' (updatable: {', '.join(self.index_dirs)})")
+            index = next(iter(self.index_dirs))
+        index = safe_name(index, "index")
+        if index not in self.index_dirs:
+            raise RequestError(f"unknown index '{index}' (updatable: {', '.join(self.index_dirs)})")
+        limit = self.limits.max_batch * 16
+        items = documents if documents is not None else ids
+        if not isinstance(items, list) or not items:
+            raise RequestError(f"'{'documents' if documents is not None else 'ids'}' must be a non-empty list")
+        if len(items) > limit:
+            raise RequestError(f"at most {limit} documents or ids per request, got {len(items)}", 413)
+        with self._lock:
+            if documents is not None:
+                manifest = add_documents(self.index_dirs[index], passages_from_records(documents))
+            else:
+                if not all(isinstance(item, str) and item for item in ids):
+                    raise RequestError("'ids' must be a list of non-empty strings")
+                manifest = delete_documents(self.index_dirs[index], ids)
+            self.served.reload()
+        done = "added" if documents is not None else "deleted"
+        return {"index": index, done: len(items), "count": manifest.count}

@@ -1,0 +1,45 @@
+"""Admin endpoints behind the API key: ``POST /admin/reload`` and ``POST``/``DELETE /admin/documents``. The key is
+checked by :class:`~sleuth.service.admin.AdminKeyGuard` before the body is read, and again here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Header, Request
+
+from sleuth.service.admin import HEADER, check_api_key
+from sleuth.service.limits import RequestError, check_fields
+from sleuth.service.routes import service_of
+
+router = APIRouter(prefix="/admin", tags=["admin"])
+
+
+def checked(request: Request, key: str | None):
+    check_api_key(request.app.state.api_key, key)
+    return service_of(request)
+
+
+@router.post("/reload")
+def reload(request: Request, x_api_key: str | None = Header(None, alias=HEADER)) -> dict[str, Any]:
+    """Reload the pipelines from their configs (needs the API key)."""
+    return checked(request, x_api_key).served.reload()
+
+
+@router.post("/documents")
+def add_documents(request: Request, body: Any = Body(...),
+                  x_api_key: str | None = Header(None, alias=HEADER)) -> dict[str, Any]:
+    """Add documents to a served index folder: ``{"documents": [{id, title?, text}], "index"?}`` (API key)."""
+    service = checked(request, x_api_key)
+    body = check_fields(body, {"documents", "index"})
+    return service.timed(lambda: service.documents.update(body.get("index"), documents=body.get("documents")))
+
+
+@router.delete("/documents")
+def delete_documents(request: Request, body: Any = Body(...),
+                     x_api_key: str | None = Header(None, alias=HEADER)) -> dict[str, Any]:
+    """Delete documents of a served index folder by id: ``{"ids": [...], "index"?}`` (API key)."""
+    service = checked(request, x_api_key)
+    body = check_fields(body, {"ids", "index"})
+    if body.get("ids") is None:
+        raise RequestError("'ids' is required")
+    return service.timed(lambda: service.documents.update(body.get("index"), ids=body["ids"]))

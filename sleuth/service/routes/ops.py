@@ -1,0 +1,39 @@
+"""Operations endpoints: ``/health`` (liveness), ``/ready`` (readiness), ``/metrics`` (Prometheus text) and
+``/pipelines`` (what is served)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, PlainTextResponse
+
+from sleuth.service.routes import service_of
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/health")
+def health(request: Request) -> dict[str, Any]:
+    """Liveness: the process answers."""
+    return {"status": "ok", "pipelines": list(service_of(request).pipelines)}
+
+
+@router.get("/ready")
+def ready(request: Request):
+    """Readiness: pipelines are loaded (503 otherwise)."""
+    service = service_of(request)
+    body = {"ready": service.ready, "pipelines": list(service.pipelines), "loaded_at": service.served.current.loaded_at}
+    return JSONResponse(status_code=200 if service.ready else 503, content=body)
+
+
+@router.get("/metrics", response_class=PlainTextResponse)
+def metrics(request: Request):
+    """Request counts and latencies, Prometheus text format."""
+    return PlainTextResponse(request.app.state.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@router.get("/pipelines")
+def pipelines(request: Request) -> dict[str, Any]:
+    """The served pipelines: ``{"pipelines": [{name, description}], "default", "max_k"}``."""
+    return service_of(request).describe()

@@ -1,0 +1,48 @@
+"""Search endpoints: ``GET``/``POST /search`` and ``POST /search/batch`` (see :mod:`sleuth.service.app`). They are
+``async``: the search runs on the service's bounded executor, and no server thread waits for it, so the executor's
+slots (not a thread pool in front of it) bound the requests taken."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Query, Request
+from fastapi.responses import Response
+
+from sleuth.service.limits import check_fields
+from sleuth.service.routes import service_of
+from sleuth.service.searcher import DEFAULT_K
+
+SHAPE_FIELDS = {"k", "pipeline", "index", "extras", "max_chars", "fields"}
+router = APIRouter(tags=["search"])
+
+
+def json_bytes(data: bytes) -> Response:
+    return Response(content=data, media_type="application/json")
+
+
+@router.get("/search", response_class=Response)
+async def search_get(request: Request, query: str = Query(...), k: int = Query(DEFAULT_K),
+               pipeline: str | None = Query(None), index: str | None = Query(None), extras: bool = Query(False),
+               max_chars: int | None = Query(None, description="Cut title and text to this many characters."),
+               fields: str | None = Query(None, description="Hit fields, comma-separated (default: all).")):
+    """Search one query."""
+    return json_bytes(await service_of(request).searcher.search(query, k, pipeline or index, extras, max_chars, fields))
+
+
+@router.post("/search", response_class=Response)
+async def search_post(request: Request, body: Any = Body(...)):
+    """Search one query: ``{"query", "k"?, "pipeline"?, "extras"?, "max_chars"?, "fields"?}``."""
+    body = check_fields(body, {"query"} | SHAPE_FIELDS)
+    return json_bytes(await service_of(request).searcher.search(
+        body.get("query"), body.get("k", DEFAULT_K), body.get("pipeline") or body.get("index"),
+        body.get("extras", False), body.get("max_chars"), body.get("fields")))
+
+
+@router.post("/search/batch", response_class=Response)
+async def search_batch(request: Request, body: Any = Body(...)):
+    """Search several queries: ``{"queries": [...], "k"?, "pipeline"?, "extras"?, "max_chars"?, "fields"?}``."""
+    body = check_fields(body, {"queries"} | SHAPE_FIELDS)
+    return json_bytes(await service_of(request).searcher.search_batch(
+        body.get("queries"), body.get("k", DEFAULT_K), body.get("pipeline") or body.get("index"),
+        body.get("extras", False), body.get("max_chars"), body.get("fields")))

@@ -1,0 +1,62 @@
+"""The served pipelines: looked up by name, listed, and reloaded and swapped in whole."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sleuth.errors import ConfigError
+from sleuth.service.limits import RequestError, safe_name
+from sleuth.stages.base import Stage
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One loaded set of pipelines (a search reads one snapshot, so a reload never gives it half of each)."""
+
+    pipelines: dict[str, Stage]
+    loaded_at: float = field(default_factory=time.time)
+
+    @property
+    def default(self) -> str:
+        return next(iter(self.pipelines))
+
+
+class ServedPipelines:
+    """Pipelines by name (the first is the default); ``loader`` gives them anew on :meth:`reload`."""
+
+    def __init__(self, pipelines: Mapping[str, Stage], loader: Callable[[], Mapping[str, Stage]] | None = None):
+        if not pipelines:
+            raise ConfigError("the service needs at least one pipeline or index to serve")
+        self.loader = loader
+        self.current = Snapshot(dict(pipelines))
+        self._reload_lock = threading.Lock()
+
+    def pipeline(self, name: Any) -> tuple[str, Stage]:
+        """The served pipeline called ``name`` (default: the first one)."""
+        snapshot = self.current
+        name = safe_name(name) if name is not None else snapshot.default
+        if name not in snapshot.pipelines:
+            raise RequestError(f"unknown pipeline '{name}' (served: {', '.join(snapshot.pipelines)})")
+        return name, snapshot.pipelines[name]
+
+    def describe(self) -> dict[str, Any]:
+        """The served pipelines with their descriptions, and the default one."""
+        snapshot = self.current
+        return {"pipelines": [{"name": name, "description": str(getattr(stage, "description", None) or "")}
+                              for name, stage in snapshot.pipelines.items()],
+                "default": snapshot.default}
+
+    def reload(self) -> dict[str, Any]:
+        """Load the pipelines again through ``loader`` and swap them in whole."""
+        if self.loader is None:
+            raise RequestError("this service has no pipeline configs to reload from", 409)
+        with self._reload_lock:
+            pipelines = dict(self.loader())
+            if not pipelines:
+                raise ConfigError("reloading gave no pipelines; keeping the current ones")
+            self.current = Snapshot(pipelines)
+        return {"reloaded": list(pipelines)}
