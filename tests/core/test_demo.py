@@ -1,4 +1,4 @@
-"""`sleuth demo`'s pipelines: dense and hybrid use the int8 ONNX MiniLM at 128 tokens, with its own cached index."""
+"""`sleuth demo`'s pipelines: dense and hybrid use the int8 ONNX MiniLM, with its own cached index."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_demo_pipelines_share_one_onnx_index_with_its_own_cache_key(tmp_path, sc
     cached = ws.index_dir(Workspace.dense_key(DEMO_ENCODER))
     manifest = ws.dense(DEMO_ENCODER).manifest
     assert (cached / "manifest.json").is_file() and manifest.encoder["name"] == DEMO_ENCODER
-    assert manifest.encoder["max_length"] == 128
+    assert manifest.encoder["max_length"] == 256
     assert not ws.index_dir(Workspace.dense_key("minilm")).exists()  # the torch index is neither built nor reused
     for name in ("dense", "hybrid"):
         assert stages[name].search(scifact_rows[7]["title"], k=3)[0].id == scifact_rows[7]["_id"]
