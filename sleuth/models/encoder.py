@@ -20,6 +20,7 @@ class Encoder(ABC):
     name: str = "encoder"
     backend: str = "?"
     dim: int = 0
+    max_length: int | None = None  # tokens read per text (longer texts are truncated); None: the model's own limit
 
     def __init__(self, query_prefix: str = "", passage_prefix: str = "", batch_size: int = 32, normalize: bool = True):
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
@@ -56,8 +57,11 @@ class Encoder(ABC):
 
     def spec(self) -> dict[str, Any]:
         """What an index manifest records so the same encoder can be loaded again."""
-        return {"name": self.name, "backend": self.backend, "dim": self.dim, "normalize": self.normalize,
+        spec = {"name": self.name, "backend": self.backend, "dim": self.dim, "normalize": self.normalize,
                 "query_prefix": self.query_prefix, "passage_prefix": self.passage_prefix}
+        if self.max_length is not None:
+            spec["max_length"] = self.max_length
+        return spec
 
 
 def length_sorted_batches(texts: Sequence[Any], batch_size: int, length: Callable[[Any], int] = len) -> list[list[int]]:

@@ -27,12 +27,16 @@ class OnnxEncoder(Encoder):
             if not path.is_file():
                 raise SleuthError(f"encoder file not found: {path}")
         options = ort.SessionOptions()
+        # no busy-waiting between operators: on a shared machine spinning threads burn the CPU other processes need
+        # (measured at load average 12 on 2 cores, 64 SciFact abstracts: 1.60 vs 2.17 CPU s, 9.2 vs 10.3 s wall)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads:
             options.intra_op_num_threads = threads
         self.session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
         self.input_names = {i.name for i in self.session.get_inputs()}
         self.tokenizer = Tokenizer.from_file(str(tokenizer_path))
         self.tokenizer.enable_truncation(max_length=max_length)
+        self.max_length = max_length
         self.tokenizer.enable_padding()
         self.name = name or str(model_path)
         self.dim = dim or int(self.session.get_outputs()[0].shape[-1])

@@ -30,6 +30,7 @@ class SentenceTransformerEncoder(Encoder):
             raise SleuthError(f"cannot load encoder '{model}': {str(exc).splitlines()[0]}") from None
         if max_length:
             self.model.max_seq_length = max_length
+        self.max_length = int(self.model.max_seq_length) if self.model.max_seq_length else None
         self.name, self.device = model, device
         self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                        else self.model.get_sentence_embedding_dimension())

@@ -105,6 +105,14 @@ def test_generic_get_adapter_and_request_errors(server, scifact_rows):
         engine.search("", 3)
 
 
+def test_concurrent_requests_keep_the_query_order(server, scifact_rows):
+    url, _ = server
+    queries = [row["title"] for row in scifact_rows[200:206]]  # not the other tests' queries: they read the log
+    parallel = RemoteEngine.sleuth(url, workers=4).search_many(queries, 5)
+    serial = RemoteEngine.sleuth(url, workers=1).search_many(queries, 5)
+    assert all(parallel) and [[h.id for h in hits] for hits in parallel] == [[h.id for h in hits] for hits in serial]
+
+
 def test_stage_engine_pools_locally(scifact_passages, table, rescorer):
     engine = StageEngine(BM25Retrieve(BM25Index.build(scifact_passages, show_progress=False), k=100))
     client = PrivateSearch(make_obfuscator("vickrey-cmp", embeddings=table), engine, rescorer, n=4, epsilon=10,

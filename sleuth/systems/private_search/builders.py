@@ -2,6 +2,9 @@
 
     stages:
       - private: {engine: "http://127.0.0.1:8000", mechanism: vickrey-mahalanobis, epsilon: 12.5, n: 20}
+
+The local reranker defaults to the client's fast set-up (int8 ONNX MiniLM at 128 tokens over the top 50 of the
+pool by local BM25, see ``sleuth.systems.private_search.rescore``); ``rerank_depth: null`` reranks the whole pool.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from sleuth.pipelines.workspace import Workspace
 
 @register_stage("private")
 def private_stage(ws: Workspace, *, engine: str, mechanism: str = "vickrey-mahalanobis", epsilon: float = 12.5,
-                  n: int = 20, depth: int = 100, pipeline: str | None = None, encoder: str = "minilm",
-                  embeddings: str = "glove-6b-50d", oov: str = "drop", seed: int | None = None,
-                  withhold_original: bool = True, name: str = "private"):
-    """Private search against the sleuth service at ``engine`` (its ``pipeline``), reranked locally by ``encoder``."""
+                  n: int = 20, depth: int = 100, pipeline: str | None = None, encoder: str = "minilm-onnx-128",
+                  rerank_depth: int | None = 50, embeddings: str = "glove-6b-50d", oov: str = "drop",
+                  seed: int | None = None, withhold_original: bool = True, name: str = "private"):
+    """Private search against the sleuth service at ``engine`` (its ``pipeline``), reranked locally by ``encoder``
+    (the top ``rerank_depth`` of the pool by local BM25; null: the whole pool)."""
     from sleuth.systems.private_search.client import PrivateSearch
     from sleuth.systems.private_search.registry import load_vocabulary_table, make_obfuscator
     from sleuth.systems.private_search.remote import RemoteEngine
@@ -23,5 +27,6 @@ def private_stage(ws: Workspace, *, engine: str, mechanism: str = "vickrey-mahal
 
     table = load_vocabulary_table(embeddings) if mechanism not in ("aed", "fsh") else None
     obfuscator = make_obfuscator(mechanism, embeddings=table, oov=oov)
-    return PrivateSearch(obfuscator, RemoteEngine.sleuth(engine, pipeline), TextRescore(ws.encoder(encoder)),
-                         n=n, epsilon=epsilon, depth=depth, seed=seed, withhold_original=withhold_original, name=name)
+    reranker = TextRescore(ws.encoder(encoder), depth=rerank_depth)
+    return PrivateSearch(obfuscator, RemoteEngine.sleuth(engine, pipeline), reranker, n=n, epsilon=epsilon,
+                         depth=depth, seed=seed, withhold_original=withhold_original, name=name)

@@ -119,7 +119,10 @@ def private_search(
     n: int = typer.Option(20, "-n", help="Obfuscated queries sent."),
     depth: int = typer.Option(100, help="Top hits pooled from each response."),
     k: int = typer.Option(10, "-k", help="How many results to show."),
-    encoder: str = typer.Option("minilm", help="Local reranking encoder."),
+    encoder: str = typer.Option("minilm-onnx-128", help="Local reranking encoder (default: int8 ONNX MiniLM, "
+                                                        "128 tokens per passage)."),
+    rerank_depth: int = typer.Option(50, help="Rerank the top N of the pool by local BM25 with the original query "
+                                              "(0: the whole pool, slower)."),
     seed: int | None = typer.Option(None, help="Seed (default: OS randomness)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     device: str = typer.Option("cpu", help="Encoder device."),
@@ -130,11 +133,10 @@ def private_search(
     the command fails (exit 2) instead of printing an empty table."""
     from sleuth.cli.render import hits_json, hits_table
     from sleuth.corpus.model import Query
-    from sleuth.models.registry import load_encoder
     from sleuth.stages.base import check_query
     from sleuth.systems.private_search.client import PrivateSearch, queries_to_send
     from sleuth.systems.private_search.remote import RemoteEngine
-    from sleuth.systems.private_search.rescore import TextRescore
+    from sleuth.systems.private_search.rescore import local_reranker
 
     if mechanism not in MECHANISMS + ("aed",):
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(MECHANISMS)}, aed)")
@@ -143,9 +145,11 @@ def private_search(
     elif epsilon is not None:
         raise ConfigError(f"{mechanism} is not a DP mechanism and takes no --epsilon")
     obfuscator = build_obfuscators([mechanism], "glove-6b-50d", None, "drop")[mechanism]
+    if rerank_depth < 0:
+        raise ConfigError(f"--rerank-depth must be 0 (the whole pool) or a positive integer, got {rerank_depth}")
     client = PrivateSearch(obfuscator, RemoteEngine.sleuth(engine, engine_pipeline),
-                           TextRescore(load_encoder(encoder, device=device)), n=n, epsilon=epsilon, depth=depth,
-                           seed=seed)
+                           local_reranker(encoder, depth=rerank_depth or None, device=device), n=n,
+                           epsilon=epsilon, depth=depth, seed=seed)
     asked = Query("q1", query)
     check_query(asked)
     obfuscated = client.obfuscations([asked])

@@ -2,7 +2,8 @@
 
 :class:`RemoteEngine` fills a URL template (``{query}`` and ``{k}``, URL-encoded) for GET, or a JSON body template
 for POST, and reads the hits from the response at a dotted ``hits_path`` with configurable field names.
-``RemoteEngine.sleuth(base_url)`` is set up for sleuth's own ``sleuth serve``. :class:`StageEngine` runs a local
+``RemoteEngine.sleuth(base_url)`` is set up for sleuth's own ``sleuth serve``. ``search_many`` sends its queries
+concurrently (``workers`` at a time), so n obfuscated queries cost about one round trip, not n. :class:`StageEngine` runs a local
 Stage as if it were the remote engine (for offline evaluation) and keeps its own query log.
 """
 
@@ -56,7 +57,8 @@ class RemoteEngine:
     def __init__(self, url: str, method: str = "GET", body_template: Mapping[str, Any] | None = None,
                  hits_path: str = "hits", id_field: str = "id", score_field: str = "score",
                  title_field: str | None = "title", text_field: str | None = "text",
-                 headers: Mapping[str, str] | None = None, timeout: float = 30.0, name: str = "remote"):
+                 headers: Mapping[str, str] | None = None, timeout: float = 30.0, workers: int = 8,
+                 name: str = "remote"):
         method = method.upper()
         if method not in ("GET", "POST"):
             raise ConfigError(f"remote engine: method must be GET or POST, got '{method}'")
@@ -71,7 +73,9 @@ class RemoteEngine:
         self.url, self.method, self.body_template = url, method, body_template
         self.hits_path, self.id_field, self.score_field = hits_path, id_field, score_field
         self.title_field, self.text_field, self.name = title_field, text_field, name
-        self.client = httpx.Client(headers=dict(headers or {}), timeout=timeout)
+        self.workers = max(1, workers)
+        self.client = httpx.Client(headers=dict(headers or {}), timeout=timeout,
+                                   limits=httpx.Limits(max_connections=self.workers))
 
     @classmethod
     def sleuth(cls, base_url: str, pipeline: str | None = None, **options: Any) -> RemoteEngine:
@@ -111,7 +115,13 @@ class RemoteEngine:
         return Hit(doc_id, score, doc_id, title, text)
 
     def search_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
-        return [self.search(query, k) for query in queries]
+        """The top ``k`` hits of each query, in order; up to ``workers`` requests in flight at once."""
+        if len(queries) <= 1 or self.workers == 1:
+            return [self.search(query, k) for query in queries]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(min(self.workers, len(queries))) as pool:
+            return list(pool.map(lambda query: self.search(query, k), queries))
 
     def close(self) -> None:
         self.client.close()

@@ -1,0 +1,125 @@
+"""`sleuth demo` timing: the encoders' passages/s side by side, then first and second demo runs in a fresh cache.
+
+1. The same SciFact passages (title + text, as the demo indexes them), batch 32, alternating runs: torch MiniLM at
+   256 tokens (the demo's encoder before), int8 ONNX at 256 (``minilm-onnx``) and at 128 (``minilm-onnx-128``, the
+   demo's encoder now). Ratios hold under the load of a shared machine; absolute rates do not.
+2. ``python -m sleuth demo --encoder E`` twice with a fresh ``SLEUTH_HOME`` (first run: builds the indexes; second
+   run: reuses them), wall time of each, the demo's own "indexes ready" time and its nDCG@10 table rows.
+
+    python -m bench.demo_bench [--passages 128] [--encoders minilm-onnx-128 minilm] [--no-demo]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from bench.common import (
+    Report,
+    ResultTable,
+    base_parser,
+    bench_main,
+    load_average,
+    load_scifact,
+    measure_interleaved,
+    progress,
+    ratio,
+)
+from sleuth.models.registry import load_encoder
+
+NAME = "demo_bench"
+ENCODERS = ("minilm", "minilm-onnx", "minilm-onnx-128")
+ROW = re.compile(r"^\W*(bm25|dense|hybrid)\s*│\s*([0-9.]+)")
+READY = re.compile(r"indexes ready in ([0-9.]+) s")
+
+
+def encoder_rates(args: argparse.Namespace) -> tuple[ResultTable, dict[str, Any]]:
+    """Passages/s of each encoder on the same passages, alternating."""
+    texts = load_scifact().contents[:args.passages]
+    encoders = {name: load_encoder(name) for name in ENCODERS}
+    for encoder in encoders.values():
+        encoder.encode_passages(texts[:32])  # warm-up
+    loads = [load_average()]
+    progress(f"encode {len(texts)} passages x{args.repeats} per encoder")
+    timings = measure_interleaved({name: (lambda e=e: e.encode_passages(texts)) for name, e in encoders.items()},
+                                  repeats=args.repeats, warmup=False)
+    loads.append(load_average())
+    base = timings["minilm"].median
+    table = ResultTable(f"Encoders on {len(texts)} SciFact abstracts (batch 32, median of {args.repeats} "
+                        f"alternating runs, load average {loads[0]} -> {loads[1]})",
+                        ["encoder", "tokens", "passages/s", "speed / torch 256"])
+    for name, timing in timings.items():
+        table.add(name, encoders[name].max_length, len(texts) / timing.median, ratio(base, timing.median))
+    return table, {"load_average": loads, "passages": len(texts),
+                   "encode": {n: {**t.summary(), "passages_per_s": len(texts) / t.median} for n, t in timings.items()}}
+
+
+def demo_run(home: str, encoder: str) -> dict[str, Any]:
+    """One `sleuth demo` in ``home``: wall seconds, the demo's index time and its nDCG@10 per pipeline."""
+    load = load_average()
+    start = time.perf_counter()
+    result = subprocess.run([sys.executable, "-m", "sleuth", "demo", "--encoder", encoder], capture_output=True,
+                            text=True, env={**os.environ, "SLEUTH_HOME": home, "COLUMNS": "200"})
+    wall = time.perf_counter() - start
+    if result.returncode != 0:
+        raise RuntimeError(f"sleuth demo failed: {result.stderr[-2000:]}")
+    ready = READY.search(result.stdout + result.stderr)
+    ndcg = {m.group(1): float(m.group(2)) for line in result.stdout.splitlines() if (m := ROW.match(line))}
+    return {"wall_s": wall, "indexes_s": float(ready.group(1)) if ready else None, "ndcg10": ndcg,
+            "load_average": [load, load_average()]}
+
+
+def demo_runs(args: argparse.Namespace) -> tuple[ResultTable, dict[str, Any]]:
+    table = ResultTable("`sleuth demo`, fresh SLEUTH_HOME: first run (builds the indexes) and second run",
+                        ["encoder", "run", "wall s", "indexes s", "nDCG@10 bm25", "nDCG@10 dense", "nDCG@10 hybrid",
+                         "load average (start)"])
+    data: dict[str, Any] = {}
+    for encoder in args.encoders:
+        with tempfile.TemporaryDirectory(prefix="sleuth-demo-") as home:
+            for run in ("first", "second"):
+                progress(f"sleuth demo --encoder {encoder}: {run} run")
+                row = demo_run(home, encoder)
+                data[f"{encoder}/{run}"] = row
+                table.add(encoder, run, row["wall_s"], row["indexes_s"], *(row["ndcg10"].get(p, float("nan"))
+                                                                          for p in ("bm25", "dense", "hybrid")),
+                          str(row["load_average"][0]))
+    return table, data
+
+
+def run(args: argparse.Namespace) -> Report:
+    tables, data = [], {}
+    if args.passages:
+        table, data["encoders"] = encoder_rates(args)
+        tables.append(table)
+    if args.demo:
+        table, data["demo"] = demo_runs(args)
+        tables.append(table)
+    notes = ["minilm = torch all-MiniLM-L6-v2 (sentence-transformers, 256 tokens), the demo's dense encoder before; "
+             "minilm-onnx-128 = its int8 ONNX export reading 128 tokens, the demo's encoder now",
+             "absolute times depend on the load of the shared 2-core machine (load average in the tables); the "
+             "encoder ratios were measured in one process on the same passages"]
+    return Report(tables=tables, data=data, notes=notes)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--passages", type=int, default=128, help="passages per encoder run (0: skip)")
+    parser.add_argument("--encoders", nargs="+", default=["minilm-onnx-128"], help="demo encoders to run")
+    parser.add_argument("--no-demo", dest="demo", action="store_false", help="only the encoder rates")
+    parser.set_defaults(repeats=2)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> Report:
+    return bench_main(NAME, build_parser(), run, argv)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,21 @@
+"""`sleuth demo`'s pipelines: dense and hybrid use the int8 ONNX MiniLM, with its own cached index."""
+
+from __future__ import annotations
+
+from sleuth.cli.demo_cmd import DEMO_ENCODER, demo_pipelines
+from sleuth.pipelines.workspace import CorpusSource, Workspace
+
+
+def test_demo_pipelines_share_one_onnx_index_with_its_own_cache_key(tmp_path, scifact_jsonl, scifact_rows):
+    small = tmp_path / "small.jsonl"
+    small.write_text("".join(scifact_jsonl.read_text().splitlines(keepends=True)[:40]))
+    ws = Workspace(CorpusSource(small, "jsonl"), home=tmp_path / "home", show_progress=False)
+    stages = demo_pipelines(ws)
+    assert list(stages) == ["bm25", "dense", "hybrid"] and [s.name for s in stages.values()] == list(stages)
+    cached = ws.index_dir(Workspace.dense_key(DEMO_ENCODER))
+    manifest = ws.dense(DEMO_ENCODER).manifest
+    assert (cached / "manifest.json").is_file() and manifest.encoder["name"] == DEMO_ENCODER
+    assert manifest.encoder["max_length"] == 256
+    assert not ws.index_dir(Workspace.dense_key("minilm")).exists()  # the torch index is neither built nor reused
+    for name in ("dense", "hybrid"):
+        assert stages[name].search(scifact_rows[7]["title"], k=3)[0].id == scifact_rows[7]["_id"]
