@@ -27,7 +27,7 @@ from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import check_unique
 from sleuth.index.dense import add_vectors, make_faiss_index
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import Manifest, build_directory, read_manifest, write_manifest
+from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
 from sleuth.models.encoder import Encoder
 from sleuth.systems.dhr.structure import DEFAULT_SEPARATOR, DocumentPassages, document_representation
 
@@ -109,22 +109,31 @@ class HierarchicalIndex:
                                 params={"factory": factory, "separator": separator, "documents": len(documents),
                                         "document_dimensions": document_encoder.dim},
                                 corpus=corpus_info or {})
+            built = cls(document_index, document_vectors, passage_vectors, offsets, documents, passages,
+                        document_encoder.spec(), passage_encoder.spec(), manifest)
             if tmp is not None:
-                faiss.write_index(document_index, str(tmp / DOCUMENT_INDEX))
-                np.save(tmp / DOCUMENT_VECTORS, document_vectors)
-                np.save(tmp / PASSAGE_VECTORS, passage_vectors)
-                np.save(tmp / OFFSETS, offsets)
-                for name, store in ((DOCUMENTS_DIR, documents), (PASSAGES_DIR, passages)):
-                    (tmp / name).mkdir()
-                    store.save(tmp / name)
+                built.write_files(tmp)
                 write_manifest(tmp, manifest)
-        return cls(document_index, document_vectors, passage_vectors, offsets, documents, passages,
-                   document_encoder.spec(), passage_encoder.spec(), manifest)
+        return built
+
+    def write_files(self, directory: Path) -> None:
+        """Write everything but the manifest into the existing ``directory`` (the manifest goes last)."""
+        faiss.write_index(self.document_index, str(directory / DOCUMENT_INDEX))
+        np.save(directory / DOCUMENT_VECTORS, np.asarray(self.document_vectors, dtype=np.float32))
+        np.save(directory / PASSAGE_VECTORS, np.asarray(self.passage_vectors, dtype=np.float32))
+        np.save(directory / OFFSETS, self.offsets)
+        for name, store in ((DOCUMENTS_DIR, self.documents), (PASSAGES_DIR, self.passages)):
+            (directory / name).mkdir()
+            store.save(directory / name)
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True) -> HierarchicalIndex:
-        """Load and validate an index directory; passage vectors are memory-mapped unless ``mmap`` is False."""
-        path = Path(path)
+        """Load and validate an index directory (of an updated one: the generation ``CURRENT`` names); passage
+        vectors are memory-mapped unless ``mmap`` is False."""
+        return load_generation(path, lambda generation: cls._load(Path(generation), mmap))
+
+    @classmethod
+    def _load(cls, path: Path, mmap: bool) -> HierarchicalIndex:
         manifest = read_manifest(path, kind=cls.kind)
         encoders = manifest.encoder or {}
         if not {"document", "passage"} <= set(encoders):
