@@ -76,8 +76,9 @@ def dhr_stage(ws: Workspace, *, mode: str = "serial", k1: int = DEFAULT_K1, k: i
               combine: str = "add") -> Stage:
     """Dense hierarchical retrieval: top ``k1`` documents, their passages ranked by passage + lam * document score
     (mode serial), or every passage and document scored and combined (mode parallel); ``k`` passages returned.
-    ``document``: summary (encoded title + lead + table of contents) or centroid (unit mean of the document's passage
-    vectors); ``combine``: add (Eq. 3) or gate (``p + lam * max(d - p, 0)``)."""
+    ``document``: summary (encoded title + lead + table of contents), centroid (unit mean of the document's passage
+    vectors) or max (the document's best passage score); ``combine``: add (Eq. 3) or gate
+    (``p + lam * max(d - p, 0)``)."""
     if documents not in DOCUMENT_BACKENDS:
         raise ConfigError(f"dhr: unknown documents backend '{documents}' (known: {', '.join(DOCUMENT_BACKENDS)})")
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
@@ -101,7 +102,7 @@ def dhr_documents_stage(ws: Workspace, *, k: int = DEFAULT_K1, documents: str = 
         bm25 = document_bm25(ws, loaded, separator, grouping)
         return DocumentRetrieve(loaded, k=k, name=name, device=ws.device, bm25=bm25, document=document)
     doc_enc, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
-    return DocumentRetrieve(loaded, passage_enc if document == "centroid" else doc_enc, k=k, name=name,
+    return DocumentRetrieve(loaded, passage_enc if document != "summary" else doc_enc, k=k, name=name,
                             device=ws.device, document=document)
 
 

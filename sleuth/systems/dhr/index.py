@@ -37,7 +37,8 @@ PASSAGE_VECTORS = "passages.npy"
 OFFSETS = "offsets.npy"
 DOCUMENTS_DIR = "documents"
 PASSAGES_DIR = "passages"
-DOCUMENT_VECTOR_KINDS = ("summary", "centroid")
+DOCUMENT_VECTOR_KINDS = ("summary", "centroid")  # document scores from vectors
+DOCUMENT_SCORES = DOCUMENT_VECTOR_KINDS + ("max",)  # ... or from the document's best passage score
 COMBINATIONS = ("add", "gate")
 SCAN_CHUNK = 65536  # passages scored per block in exhaustive scans (bounds the temporary score matrix)
 
@@ -232,8 +233,26 @@ class HierarchicalIndex:
         raise ConfigError(f"unknown document vectors '{document}' (known: {', '.join(DOCUMENT_VECTOR_KINDS)})")
 
     def document_scores(self, query_vectors: np.ndarray, document: str = "summary") -> np.ndarray:
-        """Exact scores of every document for every query, shape (queries, documents)."""
+        """Exact scores of every document for every query, shape (queries, documents): the inner product with the
+        document's vector (summary, centroid), or its best passage score (max; ``query_vectors`` must then be the
+        passage encoder's)."""
+        if document == "max":
+            return self.max_passage_scores(query_vectors)
         return np.asarray(query_vectors, dtype=np.float32) @ self.document_matrix(document).T
+
+    def max_passage_scores(self, query_vectors: np.ndarray) -> np.ndarray:
+        """Each document's best passage score for every query (-inf for a document without passages), computed
+        block by block over the passage matrix."""
+        queries = np.asarray(query_vectors, dtype=np.float32)
+        best = np.full((len(queries), self.num_documents), -np.inf, dtype=np.float32)
+        for start in range(0, len(self), SCAN_CHUNK):
+            stop = min(start + SCAN_CHUNK, len(self))
+            block = queries @ np.asarray(self.passage_vectors[start:stop], dtype=np.float32).T
+            owners = self.passage_document[start:stop]
+            firsts = np.concatenate([[0], np.flatnonzero(np.diff(owners)) + 1])  # each document's first column
+            docs = owners[firsts]
+            best[:, docs] = np.maximum(best[:, docs], np.maximum.reduceat(block, firsts, axis=1))
+        return best
 
     def scan_passages(self, query_vectors: np.ndarray, k: int, document_weight: float = 0.0,
                       document_scores: np.ndarray | None = None,

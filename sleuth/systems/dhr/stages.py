@@ -26,7 +26,7 @@ from sleuth.stages.base import Stage
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.dhr.index import (
     COMBINATIONS,
-    DOCUMENT_VECTOR_KINDS,
+    DOCUMENT_SCORES,
     HierarchicalIndex,
     combine_scores,
     top_k,
@@ -82,13 +82,13 @@ class DocumentRetrieve(Stage):
                  document: str = "summary"):
         if k < 1:
             raise ConfigError(f"{name}: k must be at least 1, got {k}")
-        check_choice(document, DOCUMENT_VECTOR_KINDS, "document vectors")
-        if document == "centroid" and bm25 is not None:
-            raise ConfigError(f"{name}: centroid documents are dense; BM25 documents need document: summary")
+        check_choice(document, DOCUMENT_SCORES, "document score")
+        if document != "summary" and bm25 is not None:
+            raise ConfigError(f"{name}: {document} documents are dense; BM25 documents need document: summary")
         self.index, self.k, self.name, self.bm25, self.document = index, k, name, bm25, document
         if bm25 is not None:
             self.encoder = None
-        elif document == "centroid":
+        elif document != "summary":
             self.encoder = resolve_passage_encoder(index, encoder, device)
         else:
             self.encoder = resolve_document_encoder(index, encoder, device)
@@ -101,8 +101,9 @@ class DocumentRetrieve(Stage):
             rows = [[self.index.documents.position(self.bm25.docstore.ids[r]) for r, s in zip(rr, ss) if s > 0]
                     for rr, ss in zip(rows, scores)]
             scores = [[s for s in ss if s > 0] for ss in scores]
-        elif self.document == "centroid":  # exact search over the passage centroids (the index passage encoder's)
-            all_scores = self.index.document_scores(self.encoder.encode_queries([q.text for q in queries]), "centroid")
+        elif self.document != "summary":  # exact centroid or best-passage scores (the passage encoder's space)
+            all_scores = self.index.document_scores(self.encoder.encode_queries([q.text for q in queries]),
+                                                    self.document)
             rows = [top_k(row, self.k) for row in all_scores]
             scores = [row[r] for row, r in zip(all_scores, rows)]
         else:
@@ -187,10 +188,10 @@ class ParallelDHR(Stage):
                  passage_encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA, k: int = 100,
                  name: str = "dhr_parallel", device: str = "cpu", document: str = "summary", combine: str = "add"):
         self.index, self.lam, self.k, self.name = index, float(lam), k, name
-        self.document = check_choice(document, DOCUMENT_VECTOR_KINDS, "document vectors")
+        self.document = check_choice(document, DOCUMENT_SCORES, "document score")
         self.combine = check_choice(combine, COMBINATIONS, "score combination")
         self.passage_encoder = resolve_passage_encoder(index, passage_encoder, device)
-        self.document_encoder = (self.passage_encoder if document == "centroid"
+        self.document_encoder = (self.passage_encoder if document != "summary"
                                  else resolve_document_encoder(index, document_encoder, device))
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
@@ -235,7 +236,7 @@ def dhr(index: HierarchicalIndex, *, mode: str = "serial", k1: int = DEFAULT_K1,
             raise ConfigError("dhr: the parallel mode scores documents densely; BM25 documents need mode serial")
         return ParallelDHR(index, document_encoder, passage_encoder, lam=lam, k=k2, name=name, device=device,
                            document=document, combine=combine)
-    documents = DocumentRetrieve(index, passage_encoder if document == "centroid" else document_encoder, k=k1,
+    documents = DocumentRetrieve(index, passage_encoder if document != "summary" else document_encoder, k=k1,
                                  device=device, bm25=bm25, document=document)
     stage = documents >> PassageInDocuments(index, passage_encoder, lam=lam, k=k2, device=device, combine=combine)
     stage.name = name
