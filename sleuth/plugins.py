@@ -32,7 +32,8 @@ class System:
 
     ``cli`` names a module of ``package`` with ``register(app, train_app)`` (adds ``sleuth <name> ...``);
     ``stages`` a module whose import registers its stage builders; ``service`` a module with
-    ``endpoints() -> list`` of callables ``(app, service)`` that add routes to a FastAPI app. Built-in pipeline
+    ``endpoints() -> list`` of callables ``(app, service)`` that add routes to a FastAPI app; ``updates`` a module
+    whose ``UPDATERS`` maps the index kinds it owns to :class:`sleuth.index.updates.Updater`. Built-in pipeline
     YAML files live in the package's ``pipelines/`` folder.
     """
 
@@ -42,6 +43,7 @@ class System:
     cli: str | None = "cli"
     stages: str | None = "builders"
     service: str | None = None
+    updates: str | None = None
 
     def module(self, name: str) -> ModuleType:
         """Import the system's module ``name`` (relative to its package)."""

@@ -46,6 +46,19 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
     return corpus, [q for q in read_queries(queries) if q.id in judged], judged
 
 
+def squad_task(corpus: Path | None, fmt: str | None) -> tuple[list[Query], Qrels] | None:
+    """Questions and gold paragraphs of a SQuAD corpus file (None for any other corpus)."""
+    if corpus is None or corpus.is_dir() or fmt not in (None, "squad"):
+        return None
+    from sleuth.corpus.formats import detect_format
+    from sleuth.corpus.squad import read_squad_questions, squad_qrels
+
+    if (fmt or detect_format(corpus)) != "squad":
+        return None
+    query_list = list(read_squad_questions(corpus))
+    return query_list, squad_qrels(query_list)
+
+
 def eval_command(
     dataset: Path | None = typer.Argument(None, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
                                                         "default: the bundled SciFact."),
@@ -56,6 +69,8 @@ def eval_command(
     questions: Path | None = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
                                                         "answer accuracy."),
     fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus (repeatable, format "
+                                                  "detected) indexed with --corpus as distractor documents."),
     field: list[str] | None = typer.Option(None, "--field", help="Field mapping for jsonl corpora, e.g. text=body."),
     pipeline: list[str] | None = typer.Option(None, help="Pipeline (repeatable): built-in name or YAML file; "
                                                             "the first is the baseline."),
@@ -76,17 +91,29 @@ def eval_command(
     names = pipeline or ([] if index else ["bm25"])
     for name in names:
         validate_pipeline(name)  # fail on a bad config before any index is built
-    corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
-                                                need_corpus=bool(names))
+    squad = squad_task(corpus, fmt) if queries is None and qrels is None and questions is None else None
+    if squad is not None:  # a SQuAD file holds its questions: gold paragraphs as qrels, answers where present
+        corpus_path, (query_list, judged) = corpus, squad
+    else:
+        corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
+                                                    need_corpus=bool(names))
+    with_answers = questions is not None or squad is not None
     if max_queries is not None:
         query_list = query_list[:max_queries]
     if not query_list:
         raise ConfigError("no queries to evaluate")
     source = corpus_source(corpus_path, fmt, field) if names else None  # --index folders only: no corpus read
+    if source is not None and distractors:
+        from dataclasses import fields
+
+        from sleuth.pipelines.mixed_source import MixedCorpusSource
+
+        source = MixedCorpusSource(**{f.name: getattr(source, f.name) for f in fields(source)},
+                                   distractors=tuple(distractors))
     ws = workspace(source, device, progress=not as_json)
     if ray_address is not None:
         run_on_ray(ray_address, ray_workers, names, index or [], depth, source, ws, device, query_list, judged,
-                   questions is not None, metric, top_k, runs_dir, as_json)
+                   with_answers, metric, top_k, runs_dir, as_json)
         return
     stages = {}
     for name in names:
@@ -96,7 +123,7 @@ def eval_command(
         from sleuth.pipelines.index_stage import stage_for_index
 
         stages[index_stage_name(path, stages)] = stage_for_index(path, depth, device)
-    report(stages, query_list, judged, questions is not None, metric, top_k, runs_dir, as_json)
+    report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json)
 
 
 def index_stage_name(path: Path, taken: dict) -> str:
@@ -107,7 +134,8 @@ def index_stage_name(path: Path, taken: dict) -> str:
 def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_answers: bool,
            metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None, as_json: bool) -> None:
     """Run the experiment and print its table (or JSON), writing the run files when asked."""
-    answers = {q.id: q.metadata["answers"] for q in query_list} if with_answers else None
+    answers = ({q.id: q.metadata["answers"] for q in query_list if q.metadata.get("answers")}  # unanswerable: none
+               if with_answers else None)
     experiment = Experiment(stages, query_list, qrels=judged, answers=answers,
                             measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS)
     if not as_json:

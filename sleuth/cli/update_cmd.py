@@ -29,7 +29,7 @@ def read_records(path: Path) -> list[dict]:
 
 
 def update(
-    index: Path = typer.Argument(..., help="Index folder (bm25 or dense) to update."),
+    index: Path = typer.Argument(..., help="Index folder (bm25, dense, or a kind a system can update, e.g. hierarchical) to update."),
     add: Path | None = typer.Option(None, "--add", help="JSONL file of documents to add: id, title, text."),
     delete: str | None = typer.Option(None, "--delete", help="Comma-separated passage ids to delete."),
     encoder: str | None = typer.Option(None, help="Encoder of new dense documents (default: the index's)."),

@@ -13,6 +13,7 @@ from sleuth.corpus.model import Document, Query
 from sleuth.corpus.musique import read_musique_corpus
 from sleuth.corpus.ottqa import read_ottqa_tables
 from sleuth.corpus.quest import read_quest_documents
+from sleuth.corpus.squad import read_squad_documents
 from sleuth.corpus.trec import read_trec_documents
 from sleuth.errors import ConfigError, InputError
 from sleuth.io import open_text
@@ -26,6 +27,7 @@ _READERS: dict[str, Callable[[Path], Iterator[Document]]] = {
     "musique": read_musique_corpus,  # list of {title, text} JSON
     "quest": read_quest_documents,  # QUEST documents.jsonl
     "ottqa": read_ottqa_tables,  # an OTT-QA folder with tables/
+    "squad": read_squad_documents,  # SQuAD v1.1/v2.0 JSON: one passage per paragraph
 }
 FORMATS: tuple[str, ...] = tuple(_READERS)
 
@@ -54,7 +56,8 @@ def read_documents(path: str | Path, format: str | None = None,
 def detect_format(path: str | Path) -> str:
     """The format of a corpus path: a folder with corpus.jsonl -> beir, with tables/ -> ottqa; *.xml(.bz2/.gz) or
     a file starting with <mediawiki -> mediawiki; *.trec or a file starting with <DOC -> trec; *.jsonl(.gz/.bz2) ->
-    quest when its first record is ``{"title", "text"}`` without an id (QUEST documents), else jsonl. Anything else raises InputError listing the format names."""
+    quest when its first record is ``{"title", "text"}`` without an id (QUEST documents), else jsonl; a JSON object
+    whose articles have "paragraphs" -> squad. Anything else raises InputError listing the format names."""
     path = Path(path)
     if path.is_dir():
         if any((path / f"corpus.jsonl{suffix}").is_file() for suffix in COMPRESSION_SUFFIXES):
@@ -76,6 +79,8 @@ def detect_format(path: str | Path) -> str:
             return "mediawiki"
         if head[:4].lower() == "<doc":
             return "trec"
+        if head.startswith("{") and '"paragraphs"' in head and '"data"' in head:
+            return "squad"
     raise InputError(f"cannot tell the corpus format; pass format= one of: {', '.join(FORMATS)}", path=path)
 
 

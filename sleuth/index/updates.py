@@ -22,6 +22,9 @@ Costs, per kind:
   average length), so the new generation is re-indexed from the stored passages (the docstore) plus the new ones:
   O(corpus) tokenisation and indexing, but no encoder and no corpus file needed. This is the simplest approach that
   gives exactly the scores of a fresh build (a delta segment would need merged statistics to be exact).
+* **other kinds** (a system's, e.g. DHR's hierarchical indexes): the :class:`Updater` that a system's ``updates``
+  module lists in ``UPDATERS`` under the kind its manifests record (see :class:`sleuth.plugins.System`); it runs
+  under the same lock and commits through :func:`commit_generation`, so the guarantees above hold for it too.
 * **dense**: only new passages are encoded. Adding is copy-on-write: the stored FAISS index is read, the new
   vectors are appended (no retraining) and written as the new generation, so every existing vector and score is
   unchanged. Deleting rebuilds the FAISS index (same factory string) from the kept stored vectors: exact for Flat
@@ -36,7 +39,8 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +58,28 @@ from sleuth.io import atomic_write_text
 
 LOCK = ".update.lock"
 GENERATION = re.compile(r"^gen-(\d{6,})$")
+
+
+@dataclass(frozen=True)
+class Updater:
+    """How a system updates its own index kind: ``add(index_dir, passages, encoder) -> Manifest`` and
+    ``delete(index_dir, ids) -> Manifest``, called with the directory's update lock held; both end with
+    :func:`commit_generation`."""
+
+    add: Callable[[Path, list[Passage], Any], Manifest]
+    delete: Callable[[Path, list[str]], Manifest]
+
+
+def system_updater(kind: str, index_dir: str | Path) -> Updater:
+    """The Updater a registered system gives for ``kind`` (ConfigError when none does)."""
+    from sleuth.plugins import systems
+
+    for system in systems():
+        if system.updates is not None:
+            updater = getattr(system.module(system.updates), "UPDATERS", {}).get(kind)
+            if updater is not None:
+                return updater
+    raise ConfigError(f"{index_dir}: '{kind}' indexes cannot be updated (no system registers an updater for them)")
 
 
 def passages_from_records(records: Iterable[dict[str, Any]]) -> list[Passage]:
@@ -82,6 +108,9 @@ def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=No
     if not passages:
         raise InputError("no documents to add")
     with _locked(index_dir):
+        kind = read_manifest(current_generation(index_dir)).kind
+        if kind not in ("bm25", "dense"):
+            return system_updater(kind, index_dir).add(Path(index_dir), passages, encoder)
         current = _current(index_dir)
         seen: set[str] = set()
         for p in passages:
@@ -114,6 +143,9 @@ def delete_documents(index_dir: str | Path, ids: Sequence[str]) -> Manifest:
     if not ids:
         raise InputError("no ids to delete")
     with _locked(index_dir):
+        kind = read_manifest(current_generation(index_dir)).kind
+        if kind not in ("bm25", "dense"):
+            return system_updater(kind, index_dir).delete(Path(index_dir), ids)
         current = _current(index_dir)
         for item_id in ids:
             if current.docstore.position(item_id) is None:
@@ -166,7 +198,7 @@ def _current(index_dir: str | Path) -> BM25Index | DenseIndex:
         return BM25Index.load(index_dir)
     if kind == "dense":
         return DenseIndex.load(index_dir)
-    raise ConfigError(f"{index_dir}: '{kind}' indexes cannot be updated (only bm25 and dense)")
+    raise ConfigError(f"{index_dir}: '{kind}' indexes are not updated here")  # other kinds go to system_updater
 
 
 def _write_bm25(index_dir: str | Path, current: BM25Index, docstore: DocStore) -> Manifest:
@@ -182,7 +214,7 @@ def _write_bm25(index_dir: str | Path, current: BM25Index, docstore: DocStore) -
     def write(tmp: Path) -> None:
         model.save(str(tmp / "bm25s"), show_progress=False)
 
-    return _commit(index_dir, docstore, manifest, write)
+    return commit_generation(index_dir, manifest, write, docstore)
 
 
 def _write_dense(index_dir: str | Path, current: DenseIndex, docstore: DocStore, index: faiss.Index) -> Manifest:
@@ -191,18 +223,25 @@ def _write_dense(index_dir: str | Path, current: DenseIndex, docstore: DocStore,
     def write(tmp: Path) -> None:
         faiss.write_index(index, str(tmp / VECTORS))
 
-    return _commit(index_dir, docstore, manifest, write)
+    return commit_generation(index_dir, manifest, write, docstore)
 
 
 def _next_manifest(old: Manifest, docstore: DocStore) -> Manifest:
+    return next_manifest(old, len(docstore))
+
+
+def next_manifest(old: Manifest, count: int, params: dict[str, Any] | None = None) -> Manifest:
+    """The manifest of the next generation: ``count`` passages, the update counter incremented."""
     corpus = dict(old.corpus)
     corpus["updates"] = int(corpus.get("updates", 0)) + 1
-    return Manifest(kind=old.kind, count=len(docstore), params=old.params, encoder=old.encoder,
+    return Manifest(kind=old.kind, count=count, params=old.params if params is None else params, encoder=old.encoder,
                     dimensions=old.dimensions, corpus=corpus)
 
 
-def _commit(index_dir: str | Path, docstore: DocStore, manifest: Manifest, write) -> Manifest:
-    """Write a complete generation into a temporary folder, rename it into place, switch CURRENT, collect garbage."""
+def commit_generation(index_dir: str | Path, manifest: Manifest, write: Callable[[Path], None],
+                      docstore: DocStore | None = None) -> Manifest:
+    """Write a complete generation into a temporary folder (``write(tmp)``, then ``docstore`` if given, then the
+    manifest), rename it into place, switch CURRENT, collect garbage. Call it with the update lock held."""
     index_dir = Path(index_dir)
     folder = index_dir / GENERATIONS
     folder.mkdir(exist_ok=True)
@@ -213,7 +252,8 @@ def _commit(index_dir: str | Path, docstore: DocStore, manifest: Manifest, write
     tmp.mkdir()
     try:
         write(tmp)
-        docstore.save(tmp)
+        if docstore is not None:
+            docstore.save(tmp)
         write_manifest(tmp, manifest)
         os.replace(tmp, folder / name)
     except BaseException:

@@ -23,6 +23,7 @@ from sleuth.corpus.quest import (
     read_quest_examples,
     write_quest_predictions,
 )
+from sleuth.corpus.squad import read_squad_documents, read_squad_questions, squad_qrels
 from sleuth.corpus.trec import read_trec_documents, read_trec_topics
 from sleuth.errors import ConfigError, InputError
 
@@ -405,3 +406,39 @@ def test_quest_documents_are_detected_by_their_records(tmp_path):
     assert detect_format(quest) == "quest" and detect_format(beir) == "jsonl"
     assert [d.id for d in read_documents(quest)] == ["Alien (film)"]
     assert [d.id for d in read_documents(quest, fields={"id": "title"})] == ["Alien (film)"]  # jsonl when mapped
+
+
+# --- SQuAD ------------------------------------------------------------------------------------------------------
+
+
+def test_squad_v2_paragraphs_questions_and_qrels(data_dir):
+    path = data_dir / "squad2" / "dev-v2.0.json"
+    assert detect_format(path) == "squad"
+    paragraphs = list(read_documents(path))
+    assert len(paragraphs) == 646 and len({p.metadata["article"] for p in paragraphs}) == 16
+    first = paragraphs[0]
+    assert (first.id, first.title, first.metadata) == ("Normans#0", "Normans", {"article": "Normans", "paragraph": 0})
+    assert paragraphs[49].title == "Computational complexity theory"  # underscores of the article name as spaces
+    questions = list(read_squad_questions(path))
+    assert len(questions) == 6078
+    assert sum(q.metadata["is_impossible"] for q in questions) == 3168
+    assert all(bool(q.metadata["answers"]) != q.metadata["is_impossible"] for q in questions)
+    assert questions[0].metadata["answers"] == ["France"]  # four identical spans, one answer string
+    qrels = squad_qrels(questions)
+    ids = {p.id for p in paragraphs}
+    assert all(list(judged)[0] in ids for judged in qrels.values())
+
+
+def test_squad_v1_and_errors(tmp_path):
+    v1 = {"version": "1.1", "data": [{"title": "A_b", "paragraphs": [
+        {"context": "One.", "qas": [{"id": "q1", "question": "Which?", "answers": [{"text": "One", "answer_start": 0}]}]},
+        {"context": "Two.", "qas": []}]}]}
+    path = write(tmp_path / "v1.json", json.dumps(v1))
+    assert detect_format(path) == "squad"
+    assert [d.id for d in read_squad_documents(path)] == ["A_b#0", "A_b#1"]
+    assert [(q.id, q.metadata["gold_passage"], q.metadata["answers"]) for q in read_squad_questions(path)] == [
+        ("q1", "A_b#0", ["One"])]
+    del v1["data"][0]["paragraphs"][1]["context"]
+    write(path, json.dumps(v1))
+    with pytest.raises(InputError, match=r"v1.json\[data 0\].paragraphs\[1\]: field 'context': missing"):
+        list(read_squad_documents(path))

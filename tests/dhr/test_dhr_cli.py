@@ -54,3 +54,23 @@ def test_bad_inputs_are_one_line_errors(sleuth, nq_slice, tmp_path):
         assert result.returncode == 2, result.stderr
         lines = result.stderr.strip().splitlines()
         assert lines[-1].startswith("error: ") and fragment in lines[-1] and "Traceback" not in result.stderr
+
+
+def test_eval_on_squad_articles_with_distractors(sleuth, data_dir, nq_slice, tmp_path):
+    """A SQuAD file is its own test collection (gold paragraphs, answers where present); --distractors mixes in NQ
+    passages; the default dhr is never below flat dense at rank 1 (its top passage is flat search's)."""
+    squad = json.loads((data_dir / "squad2" / "dev-v2.0.json").read_text(encoding="utf-8"))
+    small = {"version": "v2.0", "data": [{"title": a["title"], "paragraphs": a["paragraphs"][:5]}
+                                         for a in squad["data"][:2]]}
+    path = tmp_path / "small-squad.json"
+    path.write_text(json.dumps(small), encoding="utf-8")
+    result = sleuth("eval", "--corpus", path, "--distractors", nq_slice / "corpus.jsonl", "--pipeline", "bm25",
+                    "--pipeline", "dhr-p", "--pipeline", "dhr", "--metric", "R@1", "--top-k", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    table = json.loads(result.stdout)
+    assert table["queries"] == sum(len(p["qas"]) for a in small["data"] for p in a["paragraphs"])
+    means = {p["name"]: p["measures"] for p in table["pipelines"]}
+    assert all(0 < m["R@1"] <= 1 and 0 < m["Top-1"] <= 1 for m in means.values())
+    assert means["dhr"]["R@1"] == means["dhr-p"]["R@1"]
+    result = sleuth("eval", "--corpus", path, "--distractors", tmp_path / "missing.jsonl", "--pipeline", "bm25")
+    assert result.returncode == 2 and "distractor corpus not found" in result.stderr

@@ -154,6 +154,41 @@ def test_dhr_p_and_lambda_zero(index, encoder):
     assert [h.id for h in unranked["q2"]] == [h.id for h in flat["q2"]]
 
 
+def test_document_scores_and_combinations(index, encoder):
+    queries = encoder.encode_queries([q.text for q in QUESTIONS])
+    passages = np.asarray(index.passage_vectors) @ queries.T  # (passages, queries)
+    owner = index.passage_document
+    best = np.array([[passages[owner == d, i].max() for d in range(index.num_documents)]
+                     for i in range(len(QUESTIONS))])
+    np.testing.assert_allclose(index.document_scores(queries, "max"), best, atol=1e-5)
+    centroids = index.centroids
+    np.testing.assert_allclose(np.linalg.norm(centroids, axis=1), 1.0, atol=1e-5)
+    mean = np.asarray(index.passage_vectors)[owner == 0].mean(axis=0)
+    np.testing.assert_allclose(centroids[0], mean / np.linalg.norm(mean), atol=1e-5)
+    assert combine_scores(np.array([0.5, 0.2]), np.array([0.1, 0.4]), 0.5, "gate").tolist() == pytest.approx(
+        [0.5, 0.3])  # the document lifts a passage it beats, never sinks one that beats it
+    flat = PassageRetrieve(index, encoder, k=20).transform(QUESTIONS)
+    for document in ("max", "centroid", "summary"):
+        for combine in ("add", "gate"):
+            run = dhr(index, mode="parallel", k2=20, lam=1.0, document=document, combine=combine,
+                      document_encoder=encoder, passage_encoder=encoder).transform(QUESTIONS)
+            hit = run["q1"][0]
+            assert hit.score == pytest.approx(float(combine_scores(hit.extras["passage_score"],
+                                                                   hit.extras["document_score"], 1.0, combine)),
+                                              abs=1e-5)
+            if (document, combine) == ("max", "add"):  # the best passage overall has the best document: top 1 = flat
+                assert [h[0].id for h in run.values()] == [h[0].id for h in flat.values()]
+    serial = dhr(index, k1=index.num_documents, k2=20, document="max", document_encoder=encoder,
+                 passage_encoder=encoder).transform(QUESTIONS)
+    parallel = dhr(index, mode="parallel", k2=20, document="max", document_encoder=encoder,
+                   passage_encoder=encoder).transform(QUESTIONS)
+    assert [h.id for h in serial["q2"]] == [h.id for h in parallel["q2"]]
+    with pytest.raises(ConfigError, match="unknown document score 'titles'"):
+        dhr(index, mode="parallel", document="titles", document_encoder=encoder, passage_encoder=encoder)
+    with pytest.raises(ConfigError, match="unknown score combination 'mul'"):
+        dhr(index, mode="parallel", combine="mul", document_encoder=encoder, passage_encoder=encoder)
+
+
 def test_bm25_documents_and_mode_checks(index, encoder):
     from sleuth.corpus.model import Passage
     from sleuth.index.bm25 import BM25Index
@@ -193,7 +228,7 @@ def test_pipeline_configs(tmp_path, groups, data_dir):
     from sleuth.pipelines.config import load_pipeline, validate_pipeline
     from sleuth.pipelines.workspace import CorpusSource, Workspace
 
-    for name in ("dhr", "dhr-parallel", "dhr-p"):
+    for name in ("dhr", "dhr-serial", "dhr-parallel", "dhr-p"):
         validate_pipeline(name)
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text("".join(json.dumps({"_id": p.id, "title": g.document.title, "text": p.text}) + "\n"

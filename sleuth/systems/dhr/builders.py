@@ -72,43 +72,49 @@ def encoders_for(ws: Workspace, index: str | None, document_encoder: str, passag
 def dhr_stage(ws: Workspace, *, mode: str = "serial", k1: int = DEFAULT_K1, k: int = 100, lam: float = DEFAULT_LAMBDA,
               documents: str = "dense", index: str | None = None, document_encoder: str = "minilm",
               passage_encoder: str = "minilm", search: VectorSearch = VectorSearch(),
-              separator: str = DEFAULT_SEPARATOR, grouping: str = "auto", name: str = "dhr") -> Stage:
+              separator: str = DEFAULT_SEPARATOR, grouping: str = "auto", name: str = "dhr", document: str = "summary",
+              combine: str = "add") -> Stage:
     """Dense hierarchical retrieval: top ``k1`` documents, their passages ranked by passage + lam * document score
-    (mode serial), or every passage and document scored and added (mode parallel); ``k`` passages returned."""
+    (mode serial), or every passage and document scored and combined (mode parallel); ``k`` passages returned.
+    ``document``: summary (encoded title + lead + table of contents), centroid (unit mean of the document's passage
+    vectors) or max (the document's best passage score); ``combine``: add (Eq. 3) or gate
+    (``p + lam * max(d - p, 0)``)."""
     if documents not in DOCUMENT_BACKENDS:
         raise ConfigError(f"dhr: unknown documents backend '{documents}' (known: {', '.join(DOCUMENT_BACKENDS)})")
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     bm25 = document_bm25(ws, loaded, separator, grouping) if documents == "bm25" else None
     doc_enc, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
     return dhr(loaded, mode=mode, k1=k1, k2=k, lam=lam, document_encoder=doc_enc if bm25 is None else None,
-               passage_encoder=passage_enc, bm25=bm25, device=ws.device, name=name)
+               passage_encoder=passage_enc, bm25=bm25, device=ws.device, name=name, document=document, combine=combine)
 
 
 @register_stage("dhr_documents")
 def dhr_documents_stage(ws: Workspace, *, k: int = DEFAULT_K1, documents: str = "dense", index: str | None = None,
                         document_encoder: str = "minilm", passage_encoder: str = "minilm",
                         search: VectorSearch = VectorSearch(), separator: str = DEFAULT_SEPARATOR,
-                        grouping: str = "auto", name: str = "dhr_documents") -> DocumentRetrieve:
+                        grouping: str = "auto", name: str = "dhr_documents",
+                        document: str = "summary") -> DocumentRetrieve:
     """DHR stage 1 alone: the top ``k`` documents (dense, or BM25 over document representations)."""
     if documents not in DOCUMENT_BACKENDS:
         raise ConfigError(f"dhr_documents: unknown documents backend '{documents}'")
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     if documents == "bm25":
         bm25 = document_bm25(ws, loaded, separator, grouping)
-        return DocumentRetrieve(loaded, k=k, name=name, device=ws.device, bm25=bm25)
-    doc_enc, _ = encoders_for(ws, index, document_encoder, passage_encoder)
-    return DocumentRetrieve(loaded, doc_enc, k=k, name=name, device=ws.device)
+        return DocumentRetrieve(loaded, k=k, name=name, device=ws.device, bm25=bm25, document=document)
+    doc_enc, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
+    return DocumentRetrieve(loaded, passage_enc if document != "summary" else doc_enc, k=k, name=name,
+                            device=ws.device, document=document)
 
 
 @register_stage("dhr_passages")
 def dhr_passages_stage(ws: Workspace, *, k: int = 100, lam: float = DEFAULT_LAMBDA, index: str | None = None,
                        document_encoder: str = "minilm", passage_encoder: str = "minilm",
                        search: VectorSearch = VectorSearch(), separator: str = DEFAULT_SEPARATOR,
-                       grouping: str = "auto", name: str = "dhr_passages") -> PassageInDocuments:
+                       grouping: str = "auto", name: str = "dhr_passages", combine: str = "add") -> PassageInDocuments:
     """DHR stage 2 alone: passages of the candidate documents ranked by passage + lam * document score."""
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     _, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
-    return PassageInDocuments(loaded, passage_enc, lam=lam, k=k, name=name, device=ws.device)
+    return PassageInDocuments(loaded, passage_enc, lam=lam, k=k, name=name, device=ws.device, combine=combine)
 
 
 @register_stage("dhr_p")

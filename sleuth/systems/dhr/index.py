@@ -27,7 +27,7 @@ from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import check_unique
 from sleuth.index.dense import add_vectors, make_faiss_index
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import Manifest, build_directory, read_manifest, write_manifest
+from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
 from sleuth.models.encoder import Encoder
 from sleuth.systems.dhr.structure import DEFAULT_SEPARATOR, DocumentPassages, document_representation
 
@@ -37,6 +37,9 @@ PASSAGE_VECTORS = "passages.npy"
 OFFSETS = "offsets.npy"
 DOCUMENTS_DIR = "documents"
 PASSAGES_DIR = "passages"
+DOCUMENT_VECTOR_KINDS = ("summary", "centroid")  # document scores from vectors
+DOCUMENT_SCORES = DOCUMENT_VECTOR_KINDS + ("max",)  # ... or from the document's best passage score
+COMBINATIONS = ("add", "gate")
 SCAN_CHUNK = 65536  # passages scored per block in exhaustive scans (bounds the temporary score matrix)
 
 
@@ -81,6 +84,7 @@ class HierarchicalIndex:
         self.document_encoder_spec, self.passage_encoder_spec = document_encoder_spec, passage_encoder_spec
         self.manifest = manifest
         self._passage_document: np.ndarray | None = None
+        self._centroids: np.ndarray | None = None
 
     # ------------------------------------------------------------------ building and loading
     @classmethod
@@ -109,22 +113,31 @@ class HierarchicalIndex:
                                 params={"factory": factory, "separator": separator, "documents": len(documents),
                                         "document_dimensions": document_encoder.dim},
                                 corpus=corpus_info or {})
+            built = cls(document_index, document_vectors, passage_vectors, offsets, documents, passages,
+                        document_encoder.spec(), passage_encoder.spec(), manifest)
             if tmp is not None:
-                faiss.write_index(document_index, str(tmp / DOCUMENT_INDEX))
-                np.save(tmp / DOCUMENT_VECTORS, document_vectors)
-                np.save(tmp / PASSAGE_VECTORS, passage_vectors)
-                np.save(tmp / OFFSETS, offsets)
-                for name, store in ((DOCUMENTS_DIR, documents), (PASSAGES_DIR, passages)):
-                    (tmp / name).mkdir()
-                    store.save(tmp / name)
+                built.write_files(tmp)
                 write_manifest(tmp, manifest)
-        return cls(document_index, document_vectors, passage_vectors, offsets, documents, passages,
-                   document_encoder.spec(), passage_encoder.spec(), manifest)
+        return built
+
+    def write_files(self, directory: Path) -> None:
+        """Write everything but the manifest into the existing ``directory`` (the manifest goes last)."""
+        faiss.write_index(self.document_index, str(directory / DOCUMENT_INDEX))
+        np.save(directory / DOCUMENT_VECTORS, np.asarray(self.document_vectors, dtype=np.float32))
+        np.save(directory / PASSAGE_VECTORS, np.asarray(self.passage_vectors, dtype=np.float32))
+        np.save(directory / OFFSETS, self.offsets)
+        for name, store in ((DOCUMENTS_DIR, self.documents), (PASSAGES_DIR, self.passages)):
+            (directory / name).mkdir()
+            store.save(directory / name)
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True) -> HierarchicalIndex:
-        """Load and validate an index directory; passage vectors are memory-mapped unless ``mmap`` is False."""
-        path = Path(path)
+        """Load and validate an index directory (of an updated one: the generation ``CURRENT`` names); passage
+        vectors are memory-mapped unless ``mmap`` is False."""
+        return load_generation(path, lambda generation: cls._load(Path(generation), mmap))
+
+    @classmethod
+    def _load(cls, path: Path, mmap: bool) -> HierarchicalIndex:
         manifest = read_manifest(path, kind=cls.kind)
         encoders = manifest.encoder or {}
         if not {"document", "passage"} <= set(encoders):
@@ -200,13 +213,52 @@ class HierarchicalIndex:
             return np.zeros(0, dtype=np.float32)
         return np.asarray(self.passage_vectors[rows], dtype=np.float32) @ np.asarray(query_vector, dtype=np.float32)
 
-    def document_scores(self, query_vectors: np.ndarray) -> np.ndarray:
-        """Exact scores of every document for every query, shape (queries, documents)."""
-        return np.asarray(query_vectors, dtype=np.float32) @ self.document_vectors.T
+    @property
+    def centroids(self) -> np.ndarray:
+        """Each document's passage vectors averaged and scaled to unit length (no encoder needed; computed once)."""
+        if self._centroids is None:
+            sums = np.add.reduceat(np.asarray(self.passage_vectors, dtype=np.float32), self.offsets[:-1], axis=0)
+            sums[np.diff(self.offsets) == 0] = 0.0  # reduceat gives an empty document its next row; it has none
+            norms = np.linalg.norm(sums, axis=1, keepdims=True)
+            self._centroids = (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        return self._centroids
+
+    def document_matrix(self, document: str = "summary") -> np.ndarray:
+        """The document vectors a document score uses: "summary" (the encoded representation, title + lead + table
+        of contents) or "centroid" (the unit mean of the document's passage vectors)."""
+        if document == "summary":
+            return self.document_vectors
+        if document == "centroid":
+            return self.centroids
+        raise ConfigError(f"unknown document vectors '{document}' (known: {', '.join(DOCUMENT_VECTOR_KINDS)})")
+
+    def document_scores(self, query_vectors: np.ndarray, document: str = "summary") -> np.ndarray:
+        """Exact scores of every document for every query, shape (queries, documents): the inner product with the
+        document's vector (summary, centroid), or its best passage score (max; ``query_vectors`` must then be the
+        passage encoder's)."""
+        if document == "max":
+            return self.max_passage_scores(query_vectors)
+        return np.asarray(query_vectors, dtype=np.float32) @ self.document_matrix(document).T
+
+    def max_passage_scores(self, query_vectors: np.ndarray) -> np.ndarray:
+        """Each document's best passage score for every query (-inf for a document without passages), computed
+        block by block over the passage matrix."""
+        queries = np.asarray(query_vectors, dtype=np.float32)
+        best = np.full((len(queries), self.num_documents), -np.inf, dtype=np.float32)
+        for start in range(0, len(self), SCAN_CHUNK):
+            stop = min(start + SCAN_CHUNK, len(self))
+            block = queries @ np.asarray(self.passage_vectors[start:stop], dtype=np.float32).T
+            owners = self.passage_document[start:stop]
+            firsts = np.concatenate([[0], np.flatnonzero(np.diff(owners)) + 1])  # each document's first column
+            docs = owners[firsts]
+            best[:, docs] = np.maximum(best[:, docs], np.maximum.reduceat(block, firsts, axis=1))
+        return best
 
     def scan_passages(self, query_vectors: np.ndarray, k: int, document_weight: float = 0.0,
-                      document_scores: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """Exhaustive top-k over all passages of ``passage score + document_weight * document score``.
+                      document_scores: np.ndarray | None = None,
+                      combine: str = "add") -> tuple[np.ndarray, np.ndarray]:
+        """Exhaustive top-k over all passages of the passage score combined with ``document_weight`` times the
+        document score by :func:`combine_scores` (``combine``: add or gate).
 
         With ``document_weight`` 0 this is flat passage search (DHR-P alone); otherwise ``document_scores``
         (queries x documents) must be given: the parallel mode of DHR. Passages are scored in blocks of SCAN_CHUNK.
@@ -221,13 +273,29 @@ class HierarchicalIndex:
             stop = min(start + SCAN_CHUNK, len(self))
             block = queries @ np.asarray(self.passage_vectors[start:stop], dtype=np.float32).T
             if document_weight:
-                block += document_weight * document_scores[:, self.passage_document[start:stop]]
+                block = combine_scores(block, document_scores[:, self.passage_document[start:stop]],
+                                       document_weight, combine)
             rows = np.concatenate([best_rows, np.broadcast_to(np.arange(start, stop), block.shape)], axis=1)
             scores = np.concatenate([best_scores, block], axis=1)
             keep = np.stack([top_k(row, k) for row in scores])
             best_rows = np.take_along_axis(rows, keep, axis=1)
             best_scores = np.take_along_axis(scores, keep, axis=1)
         return best_rows, best_scores
+
+
+def combine_scores(passage_scores: np.ndarray, document_scores: np.ndarray, lam: float,
+                   combine: str = "add") -> np.ndarray:
+    """Final passage scores, element-wise. ``add`` is Eq. 3 of the paper, ``p + lam * d``. ``gate`` adds the
+    document score only where it exceeds the passage's own, ``p + lam * max(d - p, 0)``: a document can lift its
+    passages but never sink them, and a one-passage document, whose representation is its passage, adds about nothing
+    (under ``add`` it adds ``lam * p``, which favours short documents over the passages of long ones)."""
+    p = np.asarray(passage_scores, dtype=np.float32)
+    d = np.asarray(document_scores, dtype=np.float32)
+    if combine == "add":
+        return p + np.float32(lam) * d
+    if combine == "gate":
+        return p + np.float32(lam) * np.maximum(d - p, np.float32(0))
+    raise ConfigError(f"unknown score combination '{combine}' (known: {', '.join(COMBINATIONS)})")
 
 
 def encode_both(document_encoder: Encoder, document_texts: list[str], passage_encoder: Encoder,

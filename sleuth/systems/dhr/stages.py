@@ -24,17 +24,24 @@ from sleuth.models.encoder import Encoder
 from sleuth.models.registry import encoder_from_spec
 from sleuth.stages.base import Stage
 from sleuth.stages.run import Hit, Run
-from sleuth.systems.dhr.index import HierarchicalIndex, top_k
+from sleuth.systems.dhr.index import (
+    COMBINATIONS,
+    DOCUMENT_SCORES,
+    HierarchicalIndex,
+    combine_scores,
+    top_k,
+)
 
 DEFAULT_K1 = 100  # documents passed to stage 2 (the paper's best k1 on NQ)
 DEFAULT_LAMBDA = 1.0  # weight of the document score in Eq. 3 (the recipe's value; the paper finds 0.5..1 robust)
 MODES = ("serial", "parallel")
 
 
-def combine_scores(passage_scores: np.ndarray, document_scores: np.ndarray, lam: float) -> np.ndarray:
-    """Eq. 3 of the paper: ``f(q, p) = f_psi(q, p) + lambda * f_phi(q, d_p)``, element-wise."""
-    return np.asarray(passage_scores, dtype=np.float32) + np.float32(lam) * np.asarray(document_scores,
-                                                                                        dtype=np.float32)
+def check_choice(value: str, known: tuple[str, ...], what: str) -> str:
+    """``value`` when it is one of ``known``, else a ConfigError naming them."""
+    if value not in known:
+        raise ConfigError(f"dhr: unknown {what} '{value}' (known: {', '.join(known)})")
+    return value
 
 
 def check_encoder(encoder: Encoder, dim: int, what: str) -> Encoder:
@@ -71,11 +78,20 @@ class DocumentRetrieve(Stage):
     """
 
     def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, k: int = DEFAULT_K1,
-                 name: str = "dhr_documents", device: str = "cpu", bm25: BM25Index | None = None):
+                 name: str = "dhr_documents", device: str = "cpu", bm25: BM25Index | None = None,
+                 document: str = "summary"):
         if k < 1:
             raise ConfigError(f"{name}: k must be at least 1, got {k}")
-        self.index, self.k, self.name, self.bm25 = index, k, name, bm25
-        self.encoder = None if bm25 is not None else resolve_document_encoder(index, encoder, device)
+        check_choice(document, DOCUMENT_SCORES, "document score")
+        if document != "summary" and bm25 is not None:
+            raise ConfigError(f"{name}: {document} documents are dense; BM25 documents need document: summary")
+        self.index, self.k, self.name, self.bm25, self.document = index, k, name, bm25, document
+        if bm25 is not None:
+            self.encoder = None
+        elif document != "summary":
+            self.encoder = resolve_passage_encoder(index, encoder, device)
+        else:
+            self.encoder = resolve_document_encoder(index, encoder, device)
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         if candidates is not None:
@@ -85,6 +101,11 @@ class DocumentRetrieve(Stage):
             rows = [[self.index.documents.position(self.bm25.docstore.ids[r]) for r, s in zip(rr, ss) if s > 0]
                     for rr, ss in zip(rows, scores)]
             scores = [[s for s in ss if s > 0] for ss in scores]
+        elif self.document != "summary":  # exact centroid or best-passage scores (the passage encoder's space)
+            all_scores = self.index.document_scores(self.encoder.encode_queries([q.text for q in queries]),
+                                                    self.document)
+            rows = [top_k(row, self.k) for row in all_scores]
+            scores = [row[r] for row, r in zip(all_scores, rows)]
         else:
             rows, scores = self.index.search_documents(self.encoder.encode_queries([q.text for q in queries]), self.k)
         run = Run()
@@ -110,10 +131,11 @@ class PassageInDocuments(Stage):
     """
 
     def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA,
-                 k: int = 100, name: str = "dhr_passages", device: str = "cpu"):
+                 k: int = 100, name: str = "dhr_passages", device: str = "cpu", combine: str = "add"):
         if k < 1:
             raise ConfigError(f"{name}: k must be at least 1, got {k}")
         self.index, self.lam, self.k, self.name = index, float(lam), k, name
+        self.combine = check_choice(combine, COMBINATIONS, "score combination")
         self.encoder = resolve_passage_encoder(index, encoder, device)
 
     def document_rows(self, hits: Sequence[Hit]) -> tuple[np.ndarray, np.ndarray]:
@@ -136,22 +158,24 @@ class PassageInDocuments(Stage):
         run = Run()
         for query, vector in zip(queries, vectors):
             doc_rows, doc_scores = self.document_rows(candidates.get(query.id, []))
-            ranked = rank_passages_in_documents(self.index, vector, doc_rows, doc_scores, self.lam, self.k)
+            ranked = rank_passages_in_documents(self.index, vector, doc_rows, doc_scores, self.lam, self.k,
+                                                self.combine)
             run[query.id] = [passage_hit(self.index, row, final, passage_score=p, document_score=d, document_rank=r)
                              for row, final, p, d, r in zip(*(a.tolist() for a in ranked))]
         return run
 
 
 def rank_passages_in_documents(index: HierarchicalIndex, query_vector: np.ndarray, document_rows: np.ndarray,
-                               document_scores: np.ndarray, lam: float, k: int) -> tuple[np.ndarray, ...]:
+                               document_scores: np.ndarray, lam: float, k: int,
+                               combine: str = "add") -> tuple[np.ndarray, ...]:
     """Stage 2 for one query: gather the passages of the given documents, score them with one matrix product,
-    combine by Eq. 3 and keep the top ``k``. Returns passage rows, final scores, passage scores, document scores and
+    combine (Eq. 3, or the gate: :func:`combine_scores`) and keep the top ``k``. Returns passage rows, final scores, passage scores, document scores and
     1-based document ranks (the documents' order as given), best first."""
     counts = index.offsets[document_rows + 1] - index.offsets[document_rows]
     rows = index.passage_rows(document_rows)
     passage_scores = index.score_passages(query_vector, rows)
     per_passage = np.repeat(np.asarray(document_scores, dtype=np.float32), counts)
-    final = combine_scores(passage_scores, per_passage, lam)
+    final = combine_scores(passage_scores, per_passage, lam, combine)
     best = top_k(final, k)
     ranks = np.repeat(np.arange(1, len(document_rows) + 1), counts)
     return rows[best], final[best], passage_scores[best], per_passage[best], ranks[best]
@@ -162,23 +186,27 @@ class ParallelDHR(Stage):
 
     def __init__(self, index: HierarchicalIndex, document_encoder: Encoder | None = None,
                  passage_encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA, k: int = 100,
-                 name: str = "dhr_parallel", device: str = "cpu"):
+                 name: str = "dhr_parallel", device: str = "cpu", document: str = "summary", combine: str = "add"):
         self.index, self.lam, self.k, self.name = index, float(lam), k, name
-        self.document_encoder = resolve_document_encoder(index, document_encoder, device)
+        self.document = check_choice(document, DOCUMENT_SCORES, "document score")
+        self.combine = check_choice(combine, COMBINATIONS, "score combination")
         self.passage_encoder = resolve_passage_encoder(index, passage_encoder, device)
+        self.document_encoder = (self.passage_encoder if document != "summary"
+                                 else resolve_document_encoder(index, document_encoder, device))
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         texts = [q.text for q in queries]
-        document_scores = self.index.document_scores(self.document_encoder.encode_queries(texts))
-        rows, scores = self.index.scan_passages(self.passage_encoder.encode_queries(texts), self.k,
-                                                document_weight=self.lam, document_scores=document_scores)
+        document_scores = self.index.document_scores(self.document_encoder.encode_queries(texts), self.document)
+        passage_vectors = self.passage_encoder.encode_queries(texts)
+        rows, scores = self.index.scan_passages(passage_vectors, self.k, document_weight=self.lam,
+                                                document_scores=document_scores, combine=self.combine)
         run = Run()
         for i, query in enumerate(queries):
-            doc_of = self.index.passage_document[rows[i]]
-            doc_scores = document_scores[i, doc_of]
-            run[query.id] = [passage_hit(self.index, row, score, passage_score=float(score - self.lam * d),
-                                         document_score=float(d))
-                             for row, score, d in zip(rows[i].tolist(), scores[i].tolist(), doc_scores.tolist())]
+            doc_scores = document_scores[i, self.index.passage_document[rows[i]]]
+            own = self.index.score_passages(passage_vectors[i], rows[i])
+            run[query.id] = [passage_hit(self.index, row, score, passage_score=float(p), document_score=float(d))
+                             for row, score, p, d in zip(rows[i].tolist(), scores[i].tolist(), own.tolist(),
+                                                         doc_scores.tolist())]
         return run
 
 
@@ -198,15 +226,18 @@ class PassageRetrieve(Stage):
 
 def dhr(index: HierarchicalIndex, *, mode: str = "serial", k1: int = DEFAULT_K1, k2: int = 100,
         lam: float = DEFAULT_LAMBDA, document_encoder: Encoder | None = None, passage_encoder: Encoder | None = None,
-        bm25: BM25Index | None = None, device: str = "cpu", name: str = "dhr") -> Stage:
+        bm25: BM25Index | None = None, device: str = "cpu", name: str = "dhr", document: str = "summary",
+        combine: str = "add") -> Stage:
     """The DHR pipeline: serial ``DocumentRetrieve(k1) >> PassageInDocuments(lam, k2)`` or :class:`ParallelDHR`."""
     if mode not in MODES:
         raise ConfigError(f"dhr: unknown mode '{mode}' (known: {', '.join(MODES)})")
     if mode == "parallel":
         if bm25 is not None:
             raise ConfigError("dhr: the parallel mode scores documents densely; BM25 documents need mode serial")
-        return ParallelDHR(index, document_encoder, passage_encoder, lam=lam, k=k2, name=name, device=device)
-    documents = DocumentRetrieve(index, document_encoder, k=k1, device=device, bm25=bm25)
-    stage = documents >> PassageInDocuments(index, passage_encoder, lam=lam, k=k2, device=device)
+        return ParallelDHR(index, document_encoder, passage_encoder, lam=lam, k=k2, name=name, device=device,
+                           document=document, combine=combine)
+    documents = DocumentRetrieve(index, passage_encoder if document != "summary" else document_encoder, k=k1,
+                                 device=device, bm25=bm25, document=document)
+    stage = documents >> PassageInDocuments(index, passage_encoder, lam=lam, k=k2, device=device, combine=combine)
     stage.name = name
     return stage
