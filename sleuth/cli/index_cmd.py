@@ -67,6 +67,7 @@ def index(
         return
     for what, target in selected_kinds(kind, out):
         start = time.perf_counter()
+        built: BM25Index | DenseIndex
         if target is not None:
             if what == "bm25":
                 built = BM25Index.build(source.passages(), target, params, analyzer, source.info(),
@@ -108,6 +109,7 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
     with session:
         for what, target in selected_kinds(kind, out):
             start = time.perf_counter()
+            built: ShardedBM25Index | ShardedDenseIndex
             if target is None:
                 key = ws.bm25_key(params, analyzer) if what == "bm25" else ws.dense_key(encoder, factory)
                 target = ws.index_dir(f"{key}-shards{shards}")

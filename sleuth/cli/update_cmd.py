@@ -50,7 +50,7 @@ def update(
         passages = passages_from_records(read_records(add))
         manifest = add_documents(index, passages, encoder=loaded)
         done = f"added {len(passages):,}"
-    else:
+    elif delete is not None:  # always so here: exactly one of --add / --delete was checked above
         ids = list(dict.fromkeys(item.strip() for item in delete.split(",") if item.strip()))  # a,a deletes one
         manifest = delete_documents(index, ids)
         done = f"deleted {len(ids):,}"

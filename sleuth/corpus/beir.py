@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require
 from sleuth.corpus.model import Document, Qrels, Query
@@ -28,7 +29,8 @@ def read_beir_queries(path: str | Path) -> Iterator[Query]:
     for number, obj in iter_jsonl(path):
         query_id = require(obj, "_id", path, number)
         text = require(obj, "text", path, number)
-        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        given = obj.get("metadata")
+        metadata: dict[str, Any] = given if isinstance(given, dict) else {}
         extra = {k: v for k, v in obj.items() if k not in ("_id", "text", "metadata")}
         yield Query(id=query_id, text=text, metadata={**metadata, **extra})
 

@@ -22,7 +22,7 @@ def read_hotpotqa_questions(path: str | Path) -> Iterator[Query]:
     for where, record in iter_json_records(path):
         query_id = require(record, "_id", where, None)
         question = require(record, "question", where, None)
-        metadata = {key: record[key] for key in ("answer", "type", "level") if key in record}
+        metadata: dict[str, Any] = {key: record[key] for key in ("answer", "type", "level") if key in record}
         if "supporting_facts" in record:
             facts = [_supporting_fact(fact, where) for fact in require(record, "supporting_facts", where, None, list)]
             metadata["supporting_facts"] = facts

@@ -31,7 +31,7 @@ def read_musique_questions(path: str | Path) -> Iterator[Query]:
         question = require(record, "question", where, None)
         paragraphs = _paragraphs(record, where)
         supporting = [p for p in paragraphs if p["is_supporting"]]
-        metadata = {key: record[key] for key in ("answer", "answer_aliases", "answerable") if key in record}
+        metadata: dict[str, Any] = {key: record[key] for key in ("answer", "answer_aliases", "answerable") if key in record}
         metadata["question_decomposition"] = record.get("question_decomposition", [])
         metadata["paragraphs"] = paragraphs
         metadata["supporting_ids"] = [p["id"] for p in supporting]

@@ -48,7 +48,8 @@ def iter_sgml_elements(path: str | Path, tag: str) -> Iterator[tuple[int, str]]:
     ``line`` is where the element opens; an element opened inside another one or never closed raises InputError.
     """
     opening, closing = _tag_patterns(tag)
-    start, parts = None, []
+    start: int | None = None
+    parts: list[str] = []
     with open_text(path) as handle:
         for number, text in enumerate(handle, start=1):
             pos = 0

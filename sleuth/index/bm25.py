@@ -12,7 +12,14 @@ import numpy as np
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, InputError
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
+from sleuth.index.manifest import (
+    Manifest,
+    build_directory,
+    load_generation,
+    read_manifest,
+    require_manifest,
+    write_manifest,
+)
 from sleuth.index.tokenize import Analyzer
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
@@ -50,6 +57,11 @@ class BM25Index:
     def __init__(self, model: bm25s.BM25, analyzer: Analyzer, docstore: DocStore, manifest: Manifest | None = None):
         self.model, self.analyzer, self.docstore, self.manifest = model, analyzer, docstore, manifest
 
+    @property
+    def loaded_manifest(self) -> Manifest:
+        """The manifest (a built or loaded index always has one); an IndexError_ when there is none."""
+        return require_manifest(self.manifest, self.kind)
+
     @classmethod
     def build(cls, passages: Iterable[Passage], path: str | Path | None = None, params: BM25Params = BM25Params(),
               analyzer: Analyzer = Analyzer(), corpus_info: dict | None = None, show_progress: bool = True) -> BM25Index:
@@ -73,7 +85,7 @@ class BM25Index:
         """Write the bm25s model, the document store and (last) the manifest into the existing ``directory``."""
         self.model.save(str(directory / "bm25s"), show_progress=False)
         self.docstore.save(directory)
-        write_manifest(directory, self.manifest)
+        write_manifest(directory, self.loaded_manifest)
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = False) -> BM25Index:

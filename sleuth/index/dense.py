@@ -14,7 +14,14 @@ from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import check_unique
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
+from sleuth.index.manifest import (
+    Manifest,
+    build_directory,
+    load_generation,
+    read_manifest,
+    require_manifest,
+    write_manifest,
+)
 from sleuth.models.encoder import Encoder
 
 VECTORS = "vectors.faiss"
@@ -53,7 +60,7 @@ def add_vectors(index: faiss.Index, vectors: np.ndarray) -> None:
 def apply_search_params(index: faiss.Index, ef_search: int | None = None, nprobe: int | None = None) -> None:
     """Set HNSW efSearch / IVF nprobe where the index type has them."""
     if ef_search is not None and hasattr(faiss.downcast_index(index), "hnsw"):
-        faiss.downcast_index(index).hnsw.efSearch = ef_search
+        faiss.downcast_index(index).hnsw.efSearch = ef_search  # type: ignore[attr-defined]  # faiss stubs: Index only
     if nprobe is not None:
         try:
             faiss.extract_index_ivf(index).nprobe = nprobe
@@ -102,6 +109,11 @@ class DenseIndex:
         self._direct_map = threading.Lock()  # searches may run concurrently; making the IVF direct map may not
 
     @property
+    def loaded_manifest(self) -> Manifest:
+        """The manifest (a built or loaded index always has one); an IndexError_ when there is none."""
+        return require_manifest(self.manifest, self.kind)
+
+    @property
     def dim(self) -> int:
         return self.index.d
 
@@ -124,7 +136,7 @@ class DenseIndex:
 
     def save(self, directory: Path) -> None:
         """Write the vectors, the document store and (last) the manifest into the existing ``directory``."""
-        save_vectors(directory, self.index, self.docstore, self.manifest)
+        save_vectors(directory, self.index, self.docstore, self.loaded_manifest)
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = False) -> DenseIndex:
@@ -153,14 +165,14 @@ class DenseIndex:
         scores, positions = self.index.search(np.ascontiguousarray(vectors, dtype=np.float32), min(k, len(self)))
         return positions, scores
 
-    def vectors(self, positions: Sequence[int]) -> np.ndarray:
+    def vectors(self, positions: Sequence[int] | np.ndarray) -> np.ndarray:
         """Stored vectors of the given rows (exact for flat/HNSW-flat, approximate for PQ)."""
-        positions = np.asarray(positions, dtype=np.int64)
+        rows = np.asarray(positions, dtype=np.int64)
         try:
-            return self.index.reconstruct_batch(positions)
+            return self.index.reconstruct_batch(rows)
         except RuntimeError:
             with self._direct_map:
                 ivf = faiss.extract_index_ivf(self.index)
                 if ivf.direct_map.no():  # not made yet by another thread
                     ivf.make_direct_map()
-            return self.index.reconstruct_batch(positions)
+            return self.index.reconstruct_batch(rows)

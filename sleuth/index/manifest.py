@@ -49,6 +49,13 @@ class Manifest:
         return json.dumps(asdict(self), indent=2, sort_keys=True)
 
 
+def require_manifest(manifest: Manifest | None, what: str) -> Manifest:
+    """The manifest of a built or loaded index; an IndexError_ for an index made in memory without one."""
+    if manifest is None:
+        raise IndexError_(f"this {what} index has no manifest (only built or loaded indexes can be saved or updated)")
+    return manifest
+
+
 def file_digest(path: Path) -> dict[str, Any]:
     """Size and SHA-256 of one file."""
     digest = hashlib.sha256()

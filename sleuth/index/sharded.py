@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +35,7 @@ from sleuth.models.encoder import Encoder
 SHARDED_BM25 = "sharded-bm25"
 SHARDED_DENSE = "sharded-dense"
 T = TypeVar("T")
+SizedT = TypeVar("SizedT", bound=Sized)
 Tokenizer = Callable[[Analyzer, list[list[str]]], list[Any]]
 
 
@@ -83,14 +84,14 @@ def scatter(shards: Sequence[T], call: Callable[[T], Any], threads: int) -> list
     return list(thread_pool(min(threads, len(shards))).map(call, shards))
 
 
-def by_shard(positions: Sequence[int], offsets: np.ndarray, counts: np.ndarray) -> list[tuple[int, np.ndarray,
-                                                                                                np.ndarray]]:
+def by_shard(positions: Sequence[int] | np.ndarray, offsets: np.ndarray,
+             counts: np.ndarray) -> list[tuple[int, np.ndarray, np.ndarray]]:
     """Group global positions by shard: (shard, indices into ``positions``, local rows) per shard touched."""
-    positions = np.asarray(positions, dtype=np.int64)
-    owner = np.searchsorted(offsets, positions, side="right") - 1
-    if len(positions) and (positions.min() < 0 or np.any(positions >= offsets[owner] + counts[owner])):
+    rows = np.asarray(positions, dtype=np.int64)
+    owner = np.searchsorted(offsets, rows, side="right") - 1
+    if len(rows) and (rows.min() < 0 or np.any(rows >= offsets[owner] + counts[owner])):
         raise IndexError(f"row out of range (the index holds {int(offsets[-1] + counts[-1])} rows)")
-    return [(int(s), np.flatnonzero(owner == s), positions[owner == s] - offsets[s]) for s in np.unique(owner)]
+    return [(int(s), np.flatnonzero(owner == s), rows[owner == s] - offsets[s]) for s in np.unique(owner)]
 
 
 def write_root_manifest(directory: Path, manifest: Manifest) -> None:
@@ -114,7 +115,7 @@ def read_root_manifest(path: str | Path, kind: str | None) -> Manifest:
         raise IndexError_(f"{path}: shard unusable: {text}") from None
 
 
-def load_shards(path: Path, manifest: Manifest, load: Callable[[Path], T]) -> list[T]:
+def load_shards(path: Path, manifest: Manifest, load: Callable[[Path], SizedT]) -> list[SizedT]:
     """Load every shard listed in the manifest, checking its row count; errors name the shard."""
     shards = []
     listed = manifest.params.get("shards") or []
@@ -205,7 +206,7 @@ class ShardedBM25Index(_Sharded):
         shards = load_shards(path, manifest, lambda where: BM25Index.load(where, mmap=mmap))
         expected = manifest.params.get("global_stats")
         for i, shard in enumerate(shards):
-            if shard.manifest.params.get("global_stats") != expected:
+            if shard.loaded_manifest.params.get("global_stats") != expected:
                 raise IndexError_(f"shard {i + 1} of {len(shards)} ({path / manifest.params['shards'][i]['path']}) "
                                   "was built with other global statistics than its siblings")
         return cls(shards, manifest, threads)

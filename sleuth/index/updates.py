@@ -159,7 +159,7 @@ def delete_documents(index_dir: str | Path, ids: Sequence[str]) -> Manifest:
         if isinstance(current, BM25Index):
             return _write_bm25(index_dir, current, docstore)
         vectors = current.vectors(keep).astype(np.float32)
-        index = make_faiss_index(current.manifest.params.get("factory", "Flat"), current.dim)
+        index = make_faiss_index(current.loaded_manifest.params.get("factory", "Flat"), current.dim)
         add_vectors(index, vectors)
         return _write_dense(index_dir, current, docstore, index)
 
@@ -203,13 +203,13 @@ def _current(index_dir: str | Path) -> BM25Index | DenseIndex:
 
 def _write_bm25(index_dir: str | Path, current: BM25Index, docstore: DocStore) -> Manifest:
     """Re-index the whole docstore with the current parameters and analyser (exact global statistics)."""
-    params = BM25Params(**current.manifest.params["bm25"])
+    params = BM25Params(**current.loaded_manifest.params["bm25"])
     model = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta)
     tokens = current.analyzer.tokenize_ids(docstore.contents(), show_progress=False)
     if not tokens.vocab:
         raise InputError(f"{index_dir}: the passages left have no indexable words; an empty BM25 index is refused")
     model.index(tokens, show_progress=False)
-    manifest = _next_manifest(current.manifest, docstore)
+    manifest = _next_manifest(current.loaded_manifest, docstore)
 
     def write(tmp: Path) -> None:
         model.save(str(tmp / "bm25s"), show_progress=False)
@@ -218,7 +218,7 @@ def _write_bm25(index_dir: str | Path, current: BM25Index, docstore: DocStore) -
 
 
 def _write_dense(index_dir: str | Path, current: DenseIndex, docstore: DocStore, index: faiss.Index) -> Manifest:
-    manifest = _next_manifest(current.manifest, docstore)
+    manifest = _next_manifest(current.loaded_manifest, docstore)
 
     def write(tmp: Path) -> None:
         faiss.write_index(index, str(tmp / VECTORS))

@@ -32,8 +32,11 @@ class SentenceTransformerEncoder(Encoder):
             self.model.max_seq_length = max_length
         self.max_length = int(self.model.max_seq_length) if self.model.max_seq_length else None
         self.name, self.device = model, device
-        self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
-                       else self.model.get_sentence_embedding_dimension())
+        dim = (self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
+               else self.model.get_sentence_embedding_dimension())
+        if dim is None:
+            raise SleuthError(f"encoder '{model}' does not report its embedding dimension")
+        self.dim = int(dim)
 
     def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
         return self.model.encode(texts, batch_size=self.batch_size, show_progress_bar=show_progress,

@@ -234,7 +234,7 @@ class MultiExpertEncoder:
         if any(pairs) and not all(pairs):
             raise SleuthError("a batch must hold either all single texts or all (text, text) pairs")
         first = [t[0] if isinstance(t, tuple) else t for t in texts]
-        second = [t[1] for t in texts] if all(pairs) else None  # type: ignore[index]
+        second = [t[1] for t in texts] if all(pairs) else None
         batch = self.tokenizer(first, second, padding=True, truncation=True, max_length=self.config.max_length,
                                return_tensors="pt", return_offsets_mapping=offsets)
         return batch.to(self.device)

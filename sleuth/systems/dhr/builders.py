@@ -46,7 +46,7 @@ def hierarchical_index(ws: Workspace, index: str | None, document_encoder: str, 
                                           "factory": search.factory, "separator": separator, "grouping": grouping})
         loaded = ws.cached_index(key, HierarchicalIndex.load, lambda path: HierarchicalIndex.build(
             corpus_groups(ws, grouping), ws.encoder(document_encoder), ws.encoder(passage_encoder), path, search.factory,
-            separator, ws.corpus.info(), ws.show_progress))
+            separator, ws.source().info(), ws.show_progress))
     search.apply(loaded.document_index)
     return loaded
 

@@ -27,7 +27,14 @@ from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import check_unique
 from sleuth.index.dense import add_vectors, make_faiss_index
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest, write_manifest
+from sleuth.index.manifest import (
+    Manifest,
+    build_directory,
+    load_generation,
+    read_manifest,
+    require_manifest,
+    write_manifest,
+)
 from sleuth.models.encoder import Encoder
 from sleuth.systems.dhr.structure import DEFAULT_SEPARATOR, DocumentPassages, document_representation
 
@@ -43,17 +50,17 @@ COMBINATIONS = ("add", "gate")
 SCAN_CHUNK = 65536  # passages scored per block in exhaustive scans (bounds the temporary score matrix)
 
 
-def passage_offsets(counts: Sequence[int]) -> np.ndarray:
+def passage_offsets(counts: Sequence[int] | np.ndarray) -> np.ndarray:
     """``[0, c0, c0+c1, ...]``: the first passage row of each document, and the total at the end."""
     return np.concatenate([[0], np.cumsum(np.asarray(counts, dtype=np.int64))]).astype(np.int64)
 
 
-def rows_of_documents(offsets: np.ndarray, documents: Sequence[int]) -> np.ndarray:
+def rows_of_documents(offsets: np.ndarray, documents: Sequence[int] | np.ndarray) -> np.ndarray:
     """The passage rows of the given documents, document by document (each document's rows in order)."""
-    documents = np.asarray(documents, dtype=np.int64)
-    if documents.size == 0:
+    doc_rows = np.asarray(documents, dtype=np.int64)
+    if doc_rows.size == 0:
         return np.zeros(0, dtype=np.int64)
-    starts, ends = offsets[documents], offsets[documents + 1]
+    starts, ends = offsets[doc_rows], offsets[doc_rows + 1]
     lengths = ends - starts
     # rows = start of the owning document + position within it, built without a Python loop
     owner_start = np.repeat(starts, lengths)
@@ -85,6 +92,11 @@ class HierarchicalIndex:
         self.manifest = manifest
         self._passage_document: np.ndarray | None = None
         self._centroids: np.ndarray | None = None
+
+    @property
+    def loaded_manifest(self) -> Manifest:
+        """The manifest (a built or loaded index always has one); an IndexError_ when there is none."""
+        return require_manifest(self.manifest, self.kind)
 
     # ------------------------------------------------------------------ building and loading
     @classmethod
@@ -202,10 +214,10 @@ class HierarchicalIndex:
                                                   min(k, self.num_documents))
         return rows, scores
 
-    def passage_rows(self, documents: Sequence[int]) -> np.ndarray:
+    def passage_rows(self, documents: Sequence[int] | np.ndarray) -> np.ndarray:
         """The passage rows of these document rows (-1 entries are ignored)."""
-        documents = np.asarray(documents, dtype=np.int64)
-        return rows_of_documents(self.offsets, documents[documents >= 0])
+        doc_rows = np.asarray(documents, dtype=np.int64)
+        return rows_of_documents(self.offsets, doc_rows[doc_rows >= 0])
 
     def score_passages(self, query_vector: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """Inner products of one query vector with the given passage rows: one gather, one matrix product."""
@@ -272,7 +284,7 @@ class HierarchicalIndex:
         for start in range(0, len(self), SCAN_CHUNK):
             stop = min(start + SCAN_CHUNK, len(self))
             block = queries @ np.asarray(self.passage_vectors[start:stop], dtype=np.float32).T
-            if document_weight:
+            if document_weight and document_scores is not None:  # checked above: a weight comes with scores
                 block = combine_scores(block, document_scores[:, self.passage_document[start:stop]],
                                        document_weight, combine)
             rows = np.concatenate([best_rows, np.broadcast_to(np.arange(start, stop), block.shape)], axis=1)

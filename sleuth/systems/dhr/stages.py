@@ -86,6 +86,7 @@ class DocumentRetrieve(Stage):
         if document != "summary" and bm25 is not None:
             raise ConfigError(f"{name}: {document} documents are dense; BM25 documents need document: summary")
         self.index, self.k, self.name, self.bm25, self.document = index, k, name, bm25, document
+        self.encoder: Encoder | None
         if bm25 is not None:
             self.encoder = None
         elif document != "summary":
@@ -93,21 +94,28 @@ class DocumentRetrieve(Stage):
         else:
             self.encoder = resolve_document_encoder(index, encoder, device)
 
+    def _encode(self, queries: Sequence[Query]) -> np.ndarray:
+        """The query vectors (a dense stage always has an encoder; only a BM25 stage has none)."""
+        if self.encoder is None:
+            raise ConfigError(f"{self.name}: BM25 document retrieval has no query encoder")
+        return self.encoder.encode_queries([q.text for q in queries])
+
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         if candidates is not None:
             raise ConfigError(f"{self.name} retrieves documents itself: put it first in the pipeline")
+        rows: Sequence[Sequence[int | None]] | Sequence[np.ndarray] | np.ndarray
+        scores: Sequence[Sequence[float]] | Sequence[np.ndarray] | np.ndarray
         if self.bm25 is not None:
-            rows, scores = self.bm25.search([q.text for q in queries], k=self.k)
+            bm25_rows, bm25_scores = self.bm25.search([q.text for q in queries], k=self.k)
             rows = [[self.index.documents.position(self.bm25.docstore.ids[r]) for r, s in zip(rr, ss) if s > 0]
-                    for rr, ss in zip(rows, scores)]
-            scores = [[s for s in ss if s > 0] for ss in scores]
+                    for rr, ss in zip(bm25_rows, bm25_scores)]
+            scores = [[s for s in ss if s > 0] for ss in bm25_scores]
         elif self.document != "summary":  # exact centroid or best-passage scores (the passage encoder's space)
-            all_scores = self.index.document_scores(self.encoder.encode_queries([q.text for q in queries]),
-                                                    self.document)
+            all_scores = self.index.document_scores(self._encode(queries), self.document)
             rows = [top_k(row, self.k) for row in all_scores]
             scores = [row[r] for row, r in zip(all_scores, rows)]
         else:
-            rows, scores = self.index.search_documents(self.encoder.encode_queries([q.text for q in queries]), self.k)
+            rows, scores = self.index.search_documents(self._encode(queries), self.k)
         run = Run()
         for query, query_rows, query_scores in zip(queries, rows, scores):
             hits = []

@@ -139,6 +139,8 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
         folder = out / f"round{round_number}"
         mined_passages = mined_documents = None
         if round_number > 1:
+            if index is None:  # every round builds one, so later rounds always have the previous round's
+                raise RuntimeError(f"round {round_number}: no index from round {round_number - 1} to mine")
             mined_passages, mined_documents = mine(index, corpus, items, settings.mined_negatives, config.device)
         document_data = document_examples(items, corpus, settings.document_negatives, mined_documents)
         passage_data = passage_examples(items, corpus, settings.passage_negatives, settings.split_seed, mined_passages)
@@ -154,14 +156,15 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
         index = build_round_index(corpus, document_model, passage_model, folder / "index", config.device,
                                   config.show_progress)
         dev = evaluate(index, corpus, dev_questions, settings, config.device)
-        entry = {"round": round_number, "document_encoder": document_model, "passage_encoder": passage_model,
-                 "index": str(folder / "index"), "document_loss": document_result.first_last(),
-                 "passage_loss": passage_result.first_last(), "train_seconds": document_result.seconds
-                 + (passage_result.seconds if passage_result is not document_result else 0.0),
-                 "negatives_per_example": {
-                     "document": sum(len(e.negatives) for e in document_data) / len(document_data),
-                     "passage": sum(len(e.negatives) for e in passage_data) / len(passage_data)},
-                 "dev": dev}
+        entry: dict[str, Any] = {
+            "round": round_number, "document_encoder": document_model, "passage_encoder": passage_model,
+            "index": str(folder / "index"), "document_loss": document_result.first_last(),
+            "passage_loss": passage_result.first_last(), "train_seconds": document_result.seconds
+            + (passage_result.seconds if passage_result is not document_result else 0.0),
+            "negatives_per_example": {
+                "document": sum(len(e.negatives) for e in document_data) / len(document_data),
+                "passage": sum(len(e.negatives) for e in passage_data) / len(passage_data)},
+            "dev": dev}
         report["rounds"].append(entry)
         log(f"round {round_number}: document loss {entry['document_loss'][0]:.3f} -> {entry['document_loss'][1]:.3f}, "
             f"passage loss {entry['passage_loss'][0]:.3f} -> {entry['passage_loss'][1]:.3f}; dev: {format_accuracy(dev)}")

@@ -181,7 +181,7 @@ def document_negatives(item: LabelledQuestion, corpus: DHRCorpus, kinds: dict[st
 def first_negatives(ranked: Iterable[int], is_negative: Callable[[int], bool], count: int,
                     exclude: Iterable[int] = ()) -> list[int]:
     """The first ``count`` rows of a ranking that are negatives and not excluded (ANCE-style mining)."""
-    excluded, chosen = set(exclude), []
+    excluded, chosen = set(exclude), list[int]()
     for row in ranked:
         if len(chosen) >= count:
             break
@@ -194,12 +194,18 @@ def mine_with_ranking(items: Sequence[LabelledQuestion], corpus: DHRCorpus, pass
                       document_rankings: Sequence[Sequence[int]], count: int = 1
                       ) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
     """Mined negatives per question id from a model's passage and document rankings (rows, best first)."""
-    passages, documents = {}, {}
+    passages: dict[str, list[int]] = {}
+    documents: dict[str, list[int]] = {}
     for item, p_rank, d_rank in zip(items, passage_rankings, document_rankings):
-        passages[item.query.id] = first_negatives(
-            p_rank, lambda r, item=item: not item.has_answer(corpus.passages[r].text), count, exclude=[item.positive])
-        documents[item.query.id] = first_negatives(
-            d_rank, lambda d, item=item: not item.has_answer(corpus.document_text(d)), count, exclude=[item.document])
+
+        def passage_negative(r: int, item: LabelledQuestion = item) -> bool:
+            return not item.has_answer(corpus.passages[r].text)
+
+        def document_negative(d: int, item: LabelledQuestion = item) -> bool:
+            return not item.has_answer(corpus.document_text(d))
+
+        passages[item.query.id] = first_negatives(p_rank, passage_negative, count, exclude=[item.positive])
+        documents[item.query.id] = first_negatives(d_rank, document_negative, count, exclude=[item.document])
     return passages, documents
 
 

@@ -56,7 +56,7 @@ def add(index_dir: Path, passages: list[Passage], encoder: Encoder | None = None
         if p.id in seen:
             raise ConfigError(f"duplicate passage id '{p.id}' in the documents to add")
         seen.add(p.id)
-    separator = current.manifest.params.get("separator", DEFAULT_SEPARATOR)
+    separator = current.loaded_manifest.params.get("separator", DEFAULT_SEPARATOR)
     groups: dict[str, list[Passage]] = {}
     for p in passages:
         groups.setdefault(p.doc_id, []).append(p)
@@ -113,9 +113,9 @@ def delete(index_dir: Path, ids: list[str]) -> Manifest:
 def commit(index_dir: Path, current: HierarchicalIndex, documents: DocStore, document_vectors: np.ndarray,
            passages: DocStore, passage_vectors: np.ndarray, offsets: np.ndarray) -> Manifest:
     """Write the updated index as the next generation."""
-    document_index = make_faiss_index(current.manifest.params.get("factory", "Flat"), document_vectors.shape[1])
+    document_index = make_faiss_index(current.loaded_manifest.params.get("factory", "Flat"), document_vectors.shape[1])
     add_vectors(document_index, np.ascontiguousarray(document_vectors, dtype=np.float32))
-    manifest = next_manifest(current.manifest, len(passages), {**current.manifest.params, "documents": len(documents)})
+    manifest = next_manifest(current.loaded_manifest, len(passages), {**current.loaded_manifest.params, "documents": len(documents)})
     updated = HierarchicalIndex(document_index, document_vectors, passage_vectors, offsets, documents, passages,
                                 current.document_encoder_spec, current.passage_encoder_spec, manifest)
     updated.validate(index_dir)

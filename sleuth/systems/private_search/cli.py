@@ -245,7 +245,7 @@ def eval_privacy(
     if "fsh" in names and fsh_corpus is None:
         raise ConfigError("fsh needs --fsh-corpus (a local corpus path, or sample:0.5 of --corpus)")
     words = corpus_words(corpus, fmt) if vocabulary == "collection" and corpus is not None else None
-    fsh_index = local_bm25(fsh_corpus, corpus, fmt, seed) if "fsh" in names else None
+    fsh_index = local_bm25(fsh_corpus, corpus, fmt, seed) if "fsh" in names and fsh_corpus is not None else None
     obfuscators = build_obfuscators(names, "glove-6b-50d", words, "drop", fsh_index)
     similarity_encoder = load_encoder(encoder, device=device)
     payload: dict = {"queries": str(queries_path), "num_queries": len(query_list), "n": n, "seed": seed,
@@ -255,7 +255,7 @@ def eval_privacy(
         payload["table1"] = table1_report(output, [q.text for q in query_list],
                                           {k: obfuscators[k] for k in table_names}, epsilons, similarity_encoder,
                                           n, seed, paper)
-    if systems:
+    if systems and corpus is not None:  # systems are only chosen with a corpus
         results = run_effectiveness(systems, obfuscators, query_list, judged, corpus, fmt, reranker, device,
                                     similarity_encoder, n, depth, seed, not as_json)
         payload.update(effectiveness_report(output, results, corpus, reranker, out_dir))
@@ -274,7 +274,8 @@ class ReportOutput:
     """Tables for people (rich on stdout, unless ``quiet``) and for the report file (Markdown)."""
 
     def __init__(self, quiet: bool = False):
-        self.quiet, self.markdown = quiet, []
+        self.quiet = quiet
+        self.markdown: list[str] = []
 
     def table(self, title: str, header: list[str], rows: list[list[str]], note: str = "") -> None:
         from sleuth.systems.private_search import report
