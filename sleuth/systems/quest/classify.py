@@ -13,22 +13,26 @@ from sleuth.models.cross_encoder import CrossEncoderClassifier, pair_text, sigmo
 from sleuth.stages.base import Stage
 from sleuth.stages.hits import rescored
 from sleuth.stages.run import Hit, Run
+from sleuth.systems.quest.cut import SetCut
 
 
 class Classify(Stage):
     """Scores candidates with :class:`CrossEncoderClassifier`; ``hit.score`` becomes the relevance probability
-    (the input score kept in ``extras["classify_input_score"]``). With ``threshold`` only hits whose probability
-    is above it remain; with None every candidate remains, ranked by probability (for threshold tuning).
+    (the input score kept in ``extras["classify_input_score"]``). With ``threshold`` (a number, or a
+    :class:`~sleuth.systems.quest.cut.SetCut` with a score-gap rule) only the set's members remain; with None every
+    candidate remains, ranked by probability (for threshold tuning).
 
     Logits are cached per (query text, candidate id), so pipelines that share candidates or constraints
     (BM25 and dense pools, set-operation constraints) classify each pair once.
     """
 
-    def __init__(self, classifier: CrossEncoderClassifier, threshold: float | None = None, name: str = "classify",
-                 show_progress: bool = False):
-        if threshold is not None and not 0.0 <= threshold < 1.0:
-            raise ConfigError(f"classify: threshold must be in [0, 1), got {threshold}")
-        self.classifier, self.threshold, self.name, self.show_progress = classifier, threshold, name, show_progress
+    def __init__(self, classifier: CrossEncoderClassifier, threshold: float | SetCut | None = None,
+                 name: str = "classify", show_progress: bool = False):
+        try:
+            self.cut = threshold if threshold is None or isinstance(threshold, SetCut) else SetCut(float(threshold))
+        except ConfigError as exc:
+            raise ConfigError(f"classify: {exc}") from None
+        self.classifier, self.name, self.show_progress = classifier, name, show_progress
         self.cache: dict[tuple[str, str], float] = {}
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
@@ -40,7 +44,7 @@ class Classify(Stage):
             hits = candidates.get(query.id, [])
             logits = np.array([self.cache[(query.text, h.id)] for h in hits], dtype=np.float64)
             scored = rescored(hits, sigmoid(logits), self.name)
-            run[query.id] = [h for h in scored if self.threshold is None or h.score > self.threshold]
+            run[query.id] = scored if self.cut is None else self.cut.members(scored)
         return run
 
     def fill_cache(self, queries: Sequence[Query], candidates: Run) -> None:
