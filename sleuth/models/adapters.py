@@ -65,6 +65,8 @@ def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings,
     from sleuth.io import atomic_write_text
 
     with atomic_directory(path) as tmp:
+        # peft fills an existing README.md instead of rendering its own card (which needs Jinja2)
+        atomic_write_text(Path(tmp) / "README.md", card or "# Adapter\n")
         model.save_pretrained(str(tmp))
         marker = {"backbone": backbone, "lora": asdict(settings), **(extra or {})}
         atomic_write_text(Path(tmp) / MARKER, json.dumps(marker, indent=2) + "\n")
