@@ -22,11 +22,13 @@ from sleuth.paths import home_dir, shared_data_dir
 from sleuth.stages.run import Run
 from sleuth.systems.quest.cut import SetCut, predicted_sets
 from sleuth.systems.quest.methods import (
+    fused_run,
     quest_workspace,
     retriever,
     shipped_classifier_dir,
     top_k_sets,
     tune_cut,
+    tune_fusion,
     tune_top_k,
 )
 from sleuth.systems.quest.set_metrics import RECALL_KS
@@ -47,6 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--candidates", type=int, default=50, help="retriever candidates the classifier reads")
     parser.add_argument("--expand-depth", type=int, default=10, help="per-constraint retrieval depth (setops)")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--update-record", type=Path, default=None, help="write the val-tuned retriever weight and "
+                                                                         "set rule of bm25 into DIR/training.json")
     return parser
 
 
@@ -138,10 +142,33 @@ def run(args: argparse.Namespace) -> Report:
         for rule_name, options in (("threshold only", {"gaps": (None,), "keep_top": (False,)}),
                                    ("threshold + gap/keep-top", {})):
             def tuned_cut(part: QuestTask, scored: Run = scored, options: dict = options):
-                cut, _ = tune_cut(Run({q: scored[q] for q in part.gold}), part.gold, **options)
-                return lambda ids: predicted_sets(Run({q: scored[q] for q in ids}), cut)
+                cut, _ = tune_cut(Run({q: scored.get(q, []) for q in part.gold}), part.gold, **options)
+                return lambda ids: predicted_sets(Run({q: scored.get(q, []) for q in ids}), cut)
 
             held_out[f"{label} ({rule_name})"] = evaluate(val, held_out_sets(val, tuned_cut), run_sets(scored))
+    retrieved, classified = runs["bm25"], runs["bm25 >> classify"]
+    weight, cut, _ = tune_fusion(classified, retrieved, gold)
+    voted = fused_run(classified, retrieved, weight)
+    reports[f"bm25 >> classify + BM25 vote (w={weight:.1f}, {describe(cut)}, tuned on val)"] = evaluate(
+        val, predicted_sets(voted, cut), run_sets(voted))
+
+    def tuned_fusion(part: QuestTask):
+        w, c, _ = tune_fusion(Run({q: classified.get(q, []) for q in part.gold}), retrieved, part.gold)
+        return lambda ids: predicted_sets(fused_run(Run({q: classified.get(q, []) for q in ids}), retrieved, w), c)
+
+    held_out["bm25 >> classify + BM25 vote (w and rule tuned)"] = evaluate(val, held_out_sets(val, tuned_fusion),
+                                                                           run_sets(voted))
+    only_bm25 = fused_run(classified, retrieved, 1.0)
+    bm25_cut, _ = tune_cut(only_bm25, gold)
+    reports[f"bm25 score alone, cut by the rule ({describe(bm25_cut)}, tuned on val)"] = evaluate(
+        val, predicted_sets(only_bm25, bm25_cut), run_sets(only_bm25))
+    if args.update_record is not None:
+        from sleuth.systems.quest.classifier_training import write_training_record
+
+        record.setdefault("retriever_weights", {})["bm25"] = weight
+        record.setdefault("cuts", {})["bm25"] = cut.record()
+        record.setdefault("thresholds", {})["bm25"] = cut.threshold
+        write_training_record(args.update_record, record)
     title = f"QUEST val, {len(val.queries)} queries ({', '.join(args.domains)}), proxy corpus"
     tables = [overall_table(f"{title}: rules tuned on val (the paper's protocol)", reports),
               overall_table(f"{title}: held out (two folds: rule tuned on one half of val, measured on the other)",

@@ -48,7 +48,7 @@ def test_the_shipped_classifier_separates_gold_from_bm25_candidates(val_setup):
     import torch
 
     from sleuth.models.cross_encoder import CrossEncoderClassifier
-    from sleuth.systems.quest.builders import resolve_threshold
+    from sleuth.systems.quest.builders import resolve_threshold, resolve_weight
     from sleuth.systems.quest.classify import Classify
 
     ws, task, _ = val_setup
@@ -66,12 +66,14 @@ def test_the_shipped_classifier_separates_gold_from_bm25_candidates(val_setup):
             positives, negatives = scores[labels], scores[~labels]
             aucs.append(float((positives[:, None] > negatives[None, :]).mean()))
     assert len(aucs) >= QUERIES // 2 and np.mean(aucs) > 0.75
-    cut = resolve_threshold("tuned", None, "bm25")
+    shipped = Classify(classify.classifier, resolve_threshold("tuned", None, "bm25"),
+                       retriever_weight=resolve_weight("tuned", None, "bm25"))
+    shipped.cache = classify.cache
 
     def precision(sets):
         return np.mean([len(set(s) & set(gold[q])) / len(s) for q, s in sets.items() if s])
 
-    members = {q.id: [h.id for h in cut.members(scored[q.id])] for q in queries}
+    members = {qid: [h.id for h in hits] for qid, hits in shipped.transform(queries, candidates).items()}
     bm25_top10 = {q.id: [h.id for h in candidates[q.id][:10]] for q in queries}
     assert precision(members) > precision(bm25_top10)
 

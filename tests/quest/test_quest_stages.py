@@ -114,6 +114,20 @@ def test_threshold_sweep_by_hand():
     assert best_cut(sweep) == SetCut(0.2)  # the lowest of the tied best
 
 
+def test_the_retriever_vote_mixes_min_max_scaled_retriever_scores():
+    from sleuth.systems.quest.classify import fused
+    from sleuth.systems.quest.methods import fused_run, tune_fusion
+
+    assert fused(np.array([0.9, 0.1]), np.array([2.0, 12.0]), 0.0).tolist() == pytest.approx([0.9, 0.1])
+    assert fused(np.array([0.9, 0.1]), np.array([2.0, 12.0]), 0.5).tolist() == pytest.approx([0.45, 0.55])
+    classified = Run({"q": [Hit("a", 0.9), Hit("b", 0.2), Hit("c", 0.1)]})
+    retrieved = Run({"q": [Hit("c", 30.0), Hit("b", 20.0), Hit("a", 10.0)]})
+    assert [h.id for h in fused_run(classified, retrieved, 1.0)["q"]] == ["c", "b", "a"]
+    weight, cut, f1 = tune_fusion(classified, retrieved, {"q": ["b", "c"]})
+    assert f1 == pytest.approx(1.0) and weight > 0.5  # only the retriever ranks b and c first
+    assert [h.id for h in cut.members(fused_run(classified, retrieved, weight)["q"])] == ["c", "b"]
+
+
 def test_a_score_gap_and_keep_top_cut_the_set():
     run = Run({"q1": [Hit("a", 0.97), Hit("b", 0.6), Hit("c", 0.2)], "q2": [Hit("d", 0.4), Hit("e", 0.1)]})
     assert predicted_sets(run, SetCut(0.1, gap=0.3)) == {"q1": ["a"], "q2": ["d"]}  # b is .37 below a

@@ -48,12 +48,22 @@ def resolve_threshold(threshold: Any, model: str | None, system: str) -> SetCut 
     return SetCut.from_record(tuned[system])
 
 
+def resolve_weight(weight: Any, model: str | None, system: str) -> float:
+    """A number, or the retriever weight tuned for ``system`` with the model (0 when none was tuned)."""
+    if weight != "tuned":
+        return float(weight)
+    from sleuth.systems.quest.classifier_training import read_training_record
+
+    return float(read_training_record(model_dir(model)).get("retriever_weights", {}).get(system, 0.0))
+
+
 @register_stage("classify")
 def classify_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "tuned", system: str = "bm25",
-                   int8: bool = False, name: str = "classify") -> Classify:
-    """Relevance classifier over the candidates; keeps the set's members (see the module docstring)."""
+                   retriever_weight: Any = "tuned", int8: bool = False, name: str = "classify") -> Classify:
+    """Relevance classifier over the candidates, optionally voting with the retriever's score
+    (``retriever_weight``); keeps the set's members (see the module docstring)."""
     return Classify(classifier_model(ws, model, int8), resolve_threshold(threshold, model, system), name=name,
-                    show_progress=ws.show_progress)
+                    show_progress=ws.show_progress, retriever_weight=resolve_weight(retriever_weight, model, system))
 
 
 @register_stage("setops")

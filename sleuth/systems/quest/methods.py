@@ -72,6 +72,36 @@ def tune_cut(run: Run, gold: Mapping[str, Sequence[str]], thresholds: Sequence[f
     return best_cut(sweep), sweep
 
 
+WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))  # retriever weights tried by tune_fusion
+
+
+def fused_run(classified: Run, retrieved: Run, weight: float) -> Run:
+    """A classified run re-scored as ``(1 - weight) * probability + weight * min-max retriever score``."""
+    from sleuth.systems.quest.classify import fused
+
+    run = Run()
+    for qid, hits in classified.items():
+        by_id = {h.id: h.score for h in retrieved.get(qid, [])}
+        pool = list(by_id.values()) or [0.0]
+        low = min(pool)
+        inputs = [by_id.get(h.id, low) for h in hits]
+        scores = fused([h.score for h in hits], inputs, weight) if hits else []
+        run[qid] = sorted((h.with_score(float(s)) for h, s in zip(hits, scores)), key=lambda h: (-h.score, h.id))
+    return run
+
+
+def tune_fusion(classified: Run, retrieved: Run, gold: Mapping[str, Sequence[str]],
+                weights: Sequence[float] = WEIGHTS) -> tuple[float, SetCut, float]:
+    """The retriever weight and set rule of best average F1 (ties: the smaller weight), and that F1."""
+    best = None
+    for weight in weights:
+        cut, sweep = tune_cut(fused_run(classified, retrieved, weight), gold)
+        f1 = max(row["F1"] for row in sweep)
+        if best is None or f1 > best[2] + 1e-12:
+            best = (weight, cut, f1)
+    return best
+
+
 def top_k_sets(run: Run, k: int) -> dict[str, list[str]]:
     """A retriever alone: each query's first ``k`` hits are its predicted set."""
     return {qid: [h.id for h in hits[:k]] for qid, hits in run.items()}

@@ -3,7 +3,8 @@
 Set rules (threshold, optional score gap and keep-top, :mod:`sleuth.systems.quest.cut`) are tuned per system:
 ``<retriever>`` (retriever top ``candidates`` >> classifier) and ``<retriever>+setops`` (the same candidates plus
 each positive constraint's own top ``expand_depth`` >> set-operation-aware scoring with the classifier), each by a
-sweep on the tuning queries (the paper tunes on its validation split).
+sweep on the tuning queries (the paper tunes on its validation split); for ``<retriever>`` also the weight of the
+retriever's score voting with the classifier (``retriever_weights``; 0 = the classifier alone).
 """
 
 from __future__ import annotations
@@ -26,7 +27,14 @@ from sleuth.systems.quest.classifier_training import (
     write_training_record,
 )
 from sleuth.systems.quest.classify import Classify
-from sleuth.systems.quest.methods import CANDIDATES, corpus_documents, retriever, set_operations, tune_cut
+from sleuth.systems.quest.methods import (
+    CANDIDATES,
+    corpus_documents,
+    retriever,
+    set_operations,
+    tune_cut,
+    tune_fusion,
+)
 from sleuth.systems.quest.task import QuestTask
 
 
@@ -97,6 +105,9 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
             record["cuts"][system] = cut.record()
             record["tuned_f1"][system] = max(row["F1"] for row in sweep)
             record["sweeps"][system] = sweep
+        weight, cut, f1 = tune_fusion(runs[f"{kind} >> classify"], candidates, tune_gold)
+        record.setdefault("retriever_weights", {})[kind] = weight
+        record["cuts"][kind], record["thresholds"][kind], record["tuned_f1"][kind] = cut.record(), cut.threshold, f1
     write_training_record(target, record)
     if plan.runs is not None:
         write_runs(plan.runs, runs)
