@@ -97,7 +97,7 @@ def client(val_setup, tmp_path_factory):
 
 
 def test_quest_predict_gives_the_set_with_scores_and_constraints(client):
-    query = "1990s science fiction films that are not American"
+    query = "Films about World War III that are not Environmental films"
     response = client.post("/quest/predict", json={"query": query})
     assert response.status_code == 200
     body = response.json()
