@@ -10,7 +10,11 @@ Generic: any transformers model with a LoRA over its linear layers (a cross-enco
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -61,10 +65,9 @@ def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings,
                  extra: dict | None = None) -> Path:
     """Write a LoRA-wrapped ``model``'s adapter (not the backbone) to ``path`` atomically, with the backbone's
     sleuth name, the settings, ``extra`` metadata and an optional model card."""
-    from sleuth.index.manifest import atomic_directory
     from sleuth.io import atomic_write_text
 
-    with atomic_directory(path) as tmp:
+    with staged_directory(path) as tmp:
         # peft fills an existing README.md instead of rendering its own card (which needs Jinja2)
         atomic_write_text(Path(tmp) / "README.md", card or "# Adapter\n")
         model.save_pretrained(str(tmp))
@@ -73,6 +76,25 @@ def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings,
         if card is not None:
             atomic_write_text(Path(tmp) / "README.md", card)
     return Path(path)
+
+
+@contextlib.contextmanager
+def staged_directory(target: str | Path):
+    """Yield a temporary sibling of ``target``; on success swap it into place (any old ``target`` is replaced)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    os.chmod(tmp, 0o755)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = target.parent / f".{target.name}.old-{tmp.name[-8:]}"
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
 
 
 def adapter_info(path: str | Path) -> dict:
