@@ -2,8 +2,9 @@
 
 The model is a transformers sequence classifier with one output (``num_labels=1``); ``probability`` is the sigmoid
 of the logit, trained with binary cross-entropy (QUEST's classifier, paper 003, with a MiniLM backbone instead of
-T5). A saved classifier is an ordinary model directory (``config.json``, weights, tokenizer) that
-``AutoModelForSequenceClassification.from_pretrained`` also reads.
+T5). A saved classifier is either an ordinary model directory (``config.json``, weights, tokenizer) that
+``AutoModelForSequenceClassification.from_pretrained`` also reads, or a low-rank adapter over a packaged backbone
+(:mod:`sleuth.models.adapters`, a few MB), merged into the backbone when loaded.
 """
 
 from __future__ import annotations
@@ -51,16 +52,21 @@ class CrossEncoderClassifier:
             raise MissingExtraError("transformers", "torch", "the cross-encoder classifier") from None
         hf_logging.set_verbosity_error()  # a fresh classification head is expected when starting from a backbone
         hf_logging.disable_progress_bar()
-        path = backbone_path(model)
+        from sleuth.models.adapters import adapter_info, is_adapter, load_adapter
+
+        adapter = model if is_adapter(model) else None
+        path = backbone_path(adapter_info(adapter)["backbone"] if adapter else model)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+            if adapter:
+                self.model = load_adapter(self.model, adapter)
         except (OSError, ValueError) as exc:
             raise SleuthError(f"cannot load classifier '{model}': {str(exc).splitlines()[0]}") from None
         self.model.to(device)
         self.model.eval()
         self.name, self.device, self.max_length, self.batch_size = model, device, max_length, batch_size
-        self.int8 = False
+        self.int8, self.lora = False, None
         if int8:
             self.quantize()
 
@@ -77,6 +83,21 @@ class CrossEncoderClassifier:
             warnings.simplefilter("ignore")
             self.model = torch.ao.quantization.quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
         self.int8 = True
+        return self
+
+    def add_lora(self, settings) -> CrossEncoderClassifier:
+        """Make the model a LoRA over its (frozen) backbone for training (:class:`sleuth.models.adapters.
+        LoraSettings`); :meth:`save` then writes the adapter only."""
+        from sleuth.models.adapters import add_lora
+
+        self.model, self.lora = add_lora(self.model, settings), settings
+        return self
+
+    def merge(self) -> CrossEncoderClassifier:
+        """Fold a trained LoRA into the weights (faster inference; :meth:`save` then writes a full model)."""
+        if self.lora is not None:
+            self.model, self.lora = self.model.merge_and_unload(), None
+            self.model.eval()
         return self
 
     def tokenize(self, texts: Sequence[str]):
@@ -103,10 +124,15 @@ class CrossEncoderClassifier:
         """Sigmoid of the logits: the probability that each document is relevant to its query."""
         return sigmoid(self.logits(texts, show_progress))
 
-    def save(self, path: str | Path) -> Path:
-        """Write the model and tokenizer as an ordinary model directory."""
+    def save(self, path: str | Path, card: str | None = None, extra: dict | None = None) -> Path:
+        """Write the model and tokenizer as an ordinary model directory, or with a LoRA the adapter alone (with
+        the model ``card`` and ``extra`` metadata)."""
         if self.int8:
             raise SleuthError("an int8-quantised classifier cannot be saved; save it before quantising")
+        if self.lora is not None:
+            from sleuth.models.adapters import save_adapter
+
+            return save_adapter(self.model, path, self.name, self.lora, card=card, extra=extra)
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.model.save_pretrained(str(path))

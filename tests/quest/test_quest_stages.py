@@ -9,15 +9,8 @@ import pytest
 from sleuth.corpus.quest import quest_attribution_documents, write_quest_documents
 from sleuth.errors import ConfigError, InputError
 from sleuth.stages.run import Hit, Run
-from sleuth.systems.quest.classifier_training import (
-    THRESHOLDS,
-    ExampleBudget,
-    TrainingConfig,
-    best_threshold,
-    predicted_sets,
-    threshold_sweep,
-    training_pairs,
-)
+from sleuth.systems.quest.classifier_training import ExampleBudget, TrainingConfig, training_pairs
+from sleuth.systems.quest.cut import THRESHOLDS, SetCut, best_cut, cut_sweep, predicted_sets
 from sleuth.systems.quest.methods import corpus_documents, quest_workspace, retriever
 from sleuth.systems.quest.set_ops import SetOperations
 from sleuth.systems.quest.task import load_task
@@ -111,14 +104,45 @@ def test_threshold_sweep_by_hand():
     run = Run({"q1": [Hit("a", 0.97), Hit("b", 0.6), Hit("c", 0.2)], "q2": [Hit("d", 0.92), Hit("e", 0.5)]})
     gold = {"q1": ["a"], "q2": ["d", "e"]}
     assert predicted_sets(run, 0.55) == {"q1": ["a", "b"], "q2": ["d"]}
-    sweep = threshold_sweep(run, gold)
+    sweep = cut_sweep(run, gold)
     assert [row["threshold"] for row in sweep] == list(THRESHOLDS) and THRESHOLDS[-1] == 0.95
     f1 = {row["threshold"]: row["F1"] for row in sweep}
     assert f1[0.15] == pytest.approx((0.5 + 1) / 2)  # q1 {a, b, c}, q2 {d, e}
     assert f1[0.2] == pytest.approx((2 / 3 + 1) / 2)  # q1 {a, b}
     assert f1[0.5] == pytest.approx((2 / 3 + 2 / 3) / 2)  # q2 {d}: e's 0.5 is not above 0.5
     assert f1[0.6] == pytest.approx((1 + 2 / 3) / 2) and f1[0.95] == pytest.approx(0.5)
-    assert best_threshold(sweep) == 0.2  # the lowest of the tied best
+    assert best_cut(sweep) == SetCut(0.2)  # the lowest of the tied best
+
+
+def test_the_retriever_vote_mixes_min_max_scaled_retriever_scores():
+    from sleuth.systems.quest.classify import fused
+    from sleuth.systems.quest.methods import fused_run, tune_fusion
+
+    assert fused(np.array([0.9, 0.1]), np.array([2.0, 12.0]), 0.0).tolist() == pytest.approx([0.9, 0.1])
+    assert fused(np.array([0.9, 0.1]), np.array([2.0, 12.0]), 0.5).tolist() == pytest.approx([0.45, 0.55])
+    classified = Run({"q": [Hit("a", 0.9), Hit("b", 0.2), Hit("c", 0.1)]})
+    retrieved = Run({"q": [Hit("c", 30.0), Hit("b", 20.0), Hit("a", 10.0)]})
+    assert [h.id for h in fused_run(classified, retrieved, 1.0)["q"]] == ["c", "b", "a"]
+    weight, cut, f1 = tune_fusion(classified, retrieved, {"q": ["b", "c"]})
+    assert f1 == pytest.approx(1.0) and weight > 0.5  # only the retriever ranks b and c first
+    assert [h.id for h in cut.members(fused_run(classified, retrieved, weight)["q"])] == ["c", "b"]
+
+
+def test_a_score_gap_and_keep_top_cut_the_set():
+    run = Run({"q1": [Hit("a", 0.97), Hit("b", 0.6), Hit("c", 0.2)], "q2": [Hit("d", 0.4), Hit("e", 0.1)]})
+    assert predicted_sets(run, SetCut(0.1, gap=0.3)) == {"q1": ["a"], "q2": ["d"]}  # b is .37 below a
+    assert predicted_sets(run, SetCut(0.5)) == {"q1": ["a", "b"], "q2": []}
+    assert predicted_sets(run, SetCut(0.5, keep_top=True)) == {"q1": ["a", "b"], "q2": ["d"]}
+    gold = {"q1": ["a"], "q2": ["d"]}
+    sweep = cut_sweep(run, gold, gaps=(None, 0.3), keep_top=(False, True))
+    assert len(sweep) == len(THRESHOLDS) * 4
+    assert {(r["threshold"], r["gap"], r["keep_top"]) for r in sweep if r["F1"] == 1.0} >= {(0.1, 0.3, False),
+                                                                                          (0.6, None, True)}
+    assert best_cut(sweep) == SetCut(0.6, keep_top=True)  # of the rules with F1 1: no gap first, lowest threshold
+    assert SetCut.from_record(0.4) == SetCut(0.4) and SetCut.from_record(SetCut(0.3, 0.2, True).record()) == \
+        SetCut(0.3, 0.2, True)
+    with pytest.raises(ConfigError, match="gap"):
+        SetCut(0.5, gap=0.0)
 
 
 @pytest.mark.slow
@@ -157,6 +181,32 @@ def test_classifier_trains_saves_reloads_and_classifies(quest_setup, tmp_path):
         Classify(reloaded, threshold=1.5)
 
 
+@pytest.mark.slow
+def test_a_lora_classifier_trains_and_ships_as_a_small_adapter(quest_setup, tmp_path):
+    from sleuth.models.adapters import adapter_bytes, adapter_info, is_adapter
+    from sleuth.models.cross_encoder import CrossEncoderClassifier
+    from sleuth.systems.quest.classifier_training import train_classifier
+
+    ws, task = quest_setup
+    queries = task.queries[:2]
+    pairs = training_pairs(queries, task.gold, corpus_documents(ws), retriever(ws, "bm25", 50).transform(queries),
+                           ExampleBudget(positive_repeats=1, retriever_negatives=2, random_negatives=2))
+    config = TrainingConfig(batch_size=4, max_steps=2, max_length=64, lora_rank=4, lora_layers=(4, 5), threads=1,
+                            learning_rate=5e-4)
+    classifier, losses = train_classifier(pairs[:8], config, show_progress=False)
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    trainable = {n for n, p in classifier.model.named_parameters() if p.requires_grad}
+    assert trainable and not any("layer.0." in n or "layer.3." in n for n in trainable)  # lower layers frozen
+    path = classifier.save(tmp_path / "adapter", card="# card\n")
+    assert is_adapter(path) and adapter_info(path)["backbone"] == "minilm" and adapter_bytes(path) < 5_000_000
+    assert (path / "README.md").read_text() == "# card\n"
+    texts = [text for text, _ in pairs[:4]]
+    expected = classifier.logits(texts)
+    reloaded = CrossEncoderClassifier(str(path), max_length=64)
+    assert reloaded.logits(texts) == pytest.approx(expected, abs=1e-4)
+    assert classifier.merge().logits(texts) == pytest.approx(expected, abs=1e-4)
+
+
 def test_builtin_quest_pipelines_validate_and_tuned_thresholds_resolve(tmp_path):
     from sleuth.pipelines.config import builtin_pipelines, validate_pipeline
     from sleuth.systems.quest.builders import resolve_threshold
@@ -167,8 +217,10 @@ def test_builtin_quest_pipelines_validate_and_tuned_thresholds_resolve(tmp_path)
                      "quest-dense-setops"]
     for name in names:
         validate_pipeline(name)
-    write_training_record(tmp_path, {"thresholds": {"bm25": 0.85}})
-    assert resolve_threshold("tuned", str(tmp_path), "bm25") == 0.85
-    assert resolve_threshold(0.3, str(tmp_path), "bm25") == 0.3 and resolve_threshold(None, None, "x") is None
+    write_training_record(tmp_path, {"thresholds": {"bm25": 0.85}})  # an older record: thresholds only
+    assert resolve_threshold("tuned", str(tmp_path), "bm25") == SetCut(0.85)
+    assert resolve_threshold(0.3, str(tmp_path), "bm25") == SetCut(0.3) and resolve_threshold(None, None, "x") is None
+    write_training_record(tmp_path, {"cuts": {"bm25": {"threshold": 0.4, "gap": 0.3, "keep_top": True}}})
+    assert resolve_threshold("tuned", str(tmp_path), "bm25") == SetCut(0.4, 0.3, True)
     with pytest.raises(ConfigError, match="no tuned threshold for 'dense'"):
         resolve_threshold("tuned", str(tmp_path), "dense")

@@ -6,4 +6,4 @@ dataset construction tool. See README.md here."""
 from sleuth.plugins import System
 
 SYSTEM = System(name="quest", title="QUEST: A Retrieval Dataset of Entity-Seeking Queries with Implicit Set "
-                "Operations (ACL 2023)", package=__name__)
+                "Operations (ACL 2023)", package=__name__, service="service")

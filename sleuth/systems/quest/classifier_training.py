@@ -4,9 +4,13 @@ Training data per query: every gold document repeated ``positive_repeats`` times
 ``retriever_negatives`` non-gold documents sampled from the retriever's top ``retriever_depth`` (250 of BM25's top
 1000) and ``random_negatives`` non-gold documents sampled from the whole corpus (250). The loss is binary
 cross-entropy on the logit of the input "query: {query}, doc: {title} {text}" (384 tokens at most). The decision
-threshold is then chosen on validation queries by sweeping 0.00, 0.05, ..., 0.95 for the best average F1.
+threshold is then chosen on validation queries by sweeping 0.00, 0.05, ..., 0.95 for the best average F1
+(:mod:`sleuth.systems.quest.cut`, which also tries a cut by score gap).
 
-Every count is a named parameter so that CPU runs and tests can shrink them (and say so).
+Every count is a named parameter so that CPU runs and tests can shrink them (and say so). On a CPU the full recipe
+(about 900 pairs per query) cannot be read in full: ``max_steps`` then trains on the first batches of the shuffled
+recipe, i.e. a uniform sample of it. With ``lora`` the backbone stays frozen and only a low-rank adapter (plus the
+fresh head) trains; an adapter limited to the top layers skips the backward pass through the lower ones.
 """
 
 from __future__ import annotations
@@ -25,10 +29,8 @@ from sleuth.index.manifest import atomic_directory
 from sleuth.io import atomic_write_text
 from sleuth.models.cross_encoder import DEFAULT_BACKBONE, MAX_LENGTH, CrossEncoderClassifier, pair_text
 from sleuth.stages.run import Run
-from sleuth.systems.quest.set_metrics import average, set_per_query
 from sleuth.train.optimisation import Optimisation
 
-THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(20))  # 0.00 .. 0.95, the paper's sweep
 TRAINING_FILE = "training.json"
 
 
@@ -61,6 +63,10 @@ class TrainingConfig:
     max_length: int = MAX_LENGTH
     max_steps: int | None = None
     seed: int = 0
+    lora_rank: int | None = None  # train a LoRA of this rank instead of every weight
+    lora_layers: tuple[int, ...] | None = None  # encoder layers with a LoRA (None: all)
+    threads: int | None = None  # torch CPU threads (1 is fastest on a CPU shared with other work)
+    max_minutes: float | None = None  # stop after this much wall time (the schedule still spans max_steps)
 
 
 @dataclass(frozen=True)
@@ -116,15 +122,26 @@ def random_negatives(ids: Sequence[str], excluded: set[str], count: int, rng: ra
 
 def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig = TrainingConfig(),
                      backbone: str = DEFAULT_BACKBONE, device: str = "cpu",
-                     show_progress: bool = True) -> tuple[CrossEncoderClassifier, list[float]]:
-    """Fine-tune a cross-encoder with binary cross-entropy; returns it and the loss of every step."""
+                     show_progress: bool = True, seconds: list[float] | None = None,
+                     ) -> tuple[CrossEncoderClassifier, list[float]]:
+    """Fine-tune a cross-encoder with binary cross-entropy; returns it and the loss of every step (and appends
+    the wall seconds of every step to ``seconds`` when given)."""
+    import time
+
     import torch
 
     if not pairs:
         raise ConfigError("classifier training: no training pairs (do the gold documents appear in the corpus?)")
     torch.manual_seed(config.seed)
+    if config.threads is not None:
+        torch.set_num_threads(config.threads)
     classifier = CrossEncoderClassifier(backbone, device=device, max_length=config.max_length,
                                         batch_size=config.batch_size)
+    if config.lora_rank is not None:
+        from sleuth.models.adapters import LoraSettings
+
+        classifier.add_lora(LoraSettings(rank=config.lora_rank, alpha=2 * config.lora_rank,
+                                         layers=config.lora_layers))
     model = classifier.model
     steps_per_epoch = -(-len(pairs) // config.batch_size)
     total = steps_per_epoch * config.epochs if config.max_steps is None else min(config.max_steps,
@@ -134,16 +151,20 @@ def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig 
     loss_fn = torch.nn.BCEWithLogitsLoss()
     rng = random.Random(config.seed)
     losses: list[float] = []
+    deadline = None if config.max_minutes is None else time.perf_counter() + 60 * config.max_minutes
     model.train()
     with tqdm(total=total, desc="training classifier", unit="step", disable=not show_progress) as bar:
         for _ in range(config.epochs):
             for indices in length_grouped_batches([text for text, _ in pairs], config.batch_size, rng):
-                if len(losses) >= total:
+                if len(losses) >= total or (deadline is not None and time.perf_counter() > deadline):
                     break
+                started = time.perf_counter()
                 batch = [pairs[i] for i in indices]
                 inputs = classifier.tokenize([text for text, _ in batch])
                 labels = torch.tensor([label for _, label in batch], dtype=torch.float32, device=device)
                 losses.append(optimisation.step(loss_fn(model(**inputs).logits.reshape(-1), labels)))
+                if seconds is not None:
+                    seconds.append(time.perf_counter() - started)
                 bar.update(1)
                 bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
     model.eval()
@@ -165,24 +186,9 @@ def length_grouped_batches(texts: Sequence[str], batch_size: int, rng: random.Ra
     return batches
 
 
-def predicted_sets(run: Run, threshold: float) -> dict[str, list[str]]:
-    """Each query's candidates whose score (a probability) is above ``threshold``."""
-    return {qid: [h.id for h in hits if h.score > threshold] for qid, hits in run.items()}
-
-
-def threshold_sweep(run: Run, gold: Mapping[str, Sequence[str]],
-                    thresholds: Sequence[float] = THRESHOLDS) -> list[dict[str, float]]:
-    """Average P / R / F1 over ``gold``'s queries for each threshold applied to a classified ``run``."""
-    return [{"threshold": t, **average(set_per_query(predicted_sets(run, t), gold))} for t in thresholds]
-
-
-def best_threshold(sweep: Sequence[Mapping[str, float]]) -> float:
-    """The threshold of the best average F1 (the lowest one on ties)."""
-    return max(sweep, key=lambda row: (row["F1"], -row["threshold"]))["threshold"]
-
-
 def save_classifier(classifier: CrossEncoderClassifier, path: str | Path, record: Mapping) -> Path:
-    """Write the model directory atomically, with ``training.json`` (budgets, counts, losses, threshold)."""
+    """Write the model directory (or adapter) atomically, with ``training.json`` (budgets, counts, losses,
+    thresholds)."""
     with atomic_directory(path) as tmp:
         classifier.save(tmp)
         write_training_record(tmp, record)

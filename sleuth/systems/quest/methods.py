@@ -13,8 +13,9 @@ from sleuth.pipelines.workspace import CorpusSource, Workspace
 from sleuth.stages.base import Stage
 from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
 from sleuth.stages.run import Run
-from sleuth.systems.quest.classifier_training import THRESHOLDS, Documents, best_threshold, threshold_sweep
+from sleuth.systems.quest.classifier_training import Documents
 from sleuth.systems.quest.classify import Classify
+from sleuth.systems.quest.cut import GAPS, THRESHOLDS, SetCut, best_cut, cut_sweep
 from sleuth.systems.quest.set_ops import SetOperations
 
 RETRIEVERS = ("bm25", "dense")
@@ -25,6 +26,12 @@ TOP_K_GRID = (1, 2, 3, 5, 10, 15, 20, 30, 50, 100)  # predicted-set sizes tried 
 def default_classifier_dir() -> Path:
     """Where ``sleuth quest train`` writes and the QUEST pipelines read the classifier by default."""
     return home_dir() / "models" / "quest-classifier"
+
+
+def shipped_classifier_dir() -> Path:
+    """The trained classifier shipped in the package (a LoRA adapter over the packaged MiniLM, with its model card
+    and tuned set rules): the default model of the QUEST classify and setops pipelines."""
+    return Path(__file__).parent / "weights" / "quest-classifier"
 
 
 def quest_workspace(documents: str | Path, device: str = "cpu", show_progress: bool = True) -> Workspace:
@@ -50,16 +57,49 @@ def corpus_documents(ws: Workspace) -> Documents:
     return Documents(dict(zip(store.ids, store.titles)), dict(zip(store.ids, store.texts)))
 
 
-def set_operations(classify: Classify, t_norm: str = "min", threshold: float | None = None) -> SetOperations:
-    """Set-operation-aware scoring of candidates with the classifier as constraint scorer."""
-    return SetOperations(classify, t_norm=t_norm, normalise="none", threshold=threshold, name="setops")
+def set_operations(classify: Classify, t_norm: str = "min", threshold: float | SetCut | None = None,
+                   expand: Stage | None = None, expand_depth: int = 0) -> SetOperations:
+    """Set-operation-aware scoring of candidates with the classifier as constraint scorer; with ``expand`` each
+    positive constraint's own top ``expand_depth`` documents join the candidates (per-constraint retrieval)."""
+    return SetOperations(classify, t_norm=t_norm, normalise="none", threshold=threshold, expand=expand,
+                         expand_depth=expand_depth, name="setops")
 
 
-def tune_threshold(run: Run, gold: Mapping[str, Sequence[str]],
-                   thresholds: Sequence[float] = THRESHOLDS) -> tuple[float, list[dict[str, float]]]:
-    """The best-F1 threshold of a probability-scored run, and the whole sweep."""
-    sweep = threshold_sweep(run, gold, thresholds)
-    return best_threshold(sweep), sweep
+def tune_cut(run: Run, gold: Mapping[str, Sequence[str]], thresholds: Sequence[float] = THRESHOLDS,
+             gaps: Sequence[float | None] = GAPS, keep_top: Sequence[bool] = (False, True)) -> tuple[SetCut, list]:
+    """The best-F1 set rule of a probability-scored run (threshold, score gap, keep-top), and the whole sweep."""
+    sweep = cut_sweep(run, gold, thresholds, gaps, keep_top)
+    return best_cut(sweep), sweep
+
+
+WEIGHTS = tuple(round(0.1 * i, 1) for i in range(11))  # retriever weights tried by tune_fusion
+
+
+def fused_run(classified: Run, retrieved: Run, weight: float) -> Run:
+    """A classified run re-scored as ``(1 - weight) * probability + weight * min-max retriever score``."""
+    from sleuth.systems.quest.classify import fused
+
+    run = Run()
+    for qid, hits in classified.items():
+        by_id = {h.id: h.score for h in retrieved.get(qid, [])}
+        pool = list(by_id.values()) or [0.0]
+        low = min(pool)
+        inputs = [by_id.get(h.id, low) for h in hits]
+        scores = fused([h.score for h in hits], inputs, weight) if hits else []
+        run[qid] = sorted((h.with_score(float(s)) for h, s in zip(hits, scores)), key=lambda h: (-h.score, h.id))
+    return run
+
+
+def tune_fusion(classified: Run, retrieved: Run, gold: Mapping[str, Sequence[str]],
+                weights: Sequence[float] = WEIGHTS) -> tuple[float, SetCut, float]:
+    """The retriever weight and set rule of best average F1 (ties: the smaller weight), and that F1."""
+    best = None
+    for weight in weights:
+        cut, sweep = tune_cut(fused_run(classified, retrieved, weight), gold)
+        f1 = max(row["F1"] for row in sweep)
+        if best is None or f1 > best[2] + 1e-12:
+            best = (weight, cut, f1)
+    return best
 
 
 def top_k_sets(run: Run, k: int) -> dict[str, list[str]]:

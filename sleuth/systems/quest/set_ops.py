@@ -17,6 +17,7 @@ from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
 from sleuth.stages.run import Hit, Run
+from sleuth.systems.quest.cut import SetCut
 from sleuth.systems.quest.fuzzy import check_t_norm, combine
 from sleuth.systems.quest.query_parser import parse_query
 from sleuth.systems.quest.templates import ParsedQuery
@@ -26,18 +27,20 @@ SEPARATOR = "\x1f"  # joins a query id and a constraint number into a sub-query 
 
 
 class SetOperations(Stage):
-    """Ranks candidates by the fuzzy combination of their constraint scores; keeps those above ``threshold``."""
+    """Ranks candidates by the fuzzy combination of their constraint scores; keeps the members of the set
+    ``threshold`` (a number or a :class:`~sleuth.systems.quest.cut.SetCut`) gives, or every candidate with None."""
 
     def __init__(self, scorer: Stage, parser: Callable[[str], ParsedQuery] = parse_query, t_norm: str = "min",
                  normalise: str = "none", expand: Stage | None = None, expand_depth: int = 0,
-                 threshold: float | None = None, name: str = "setops"):
+                 threshold: float | SetCut | None = None, name: str = "setops"):
         if normalise not in NORMALISATIONS:
             raise ConfigError(f"setops: unknown normalise '{normalise}' (known: {', '.join(NORMALISATIONS)})")
         if expand_depth < 0 or (expand_depth and expand is None):
             raise ConfigError("setops: expand_depth needs an expand retriever and must not be negative")
         self.scorer, self.parser, self.t_norm = scorer, parser, check_t_norm(t_norm)
         self.normalise, self.expand, self.expand_depth = normalise, expand, expand_depth
-        self.threshold, self.name = threshold, name
+        self.cut = threshold if threshold is None or isinstance(threshold, SetCut) else SetCut(float(threshold))
+        self.name = name
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         if candidates is None:
@@ -88,7 +91,7 @@ class SetOperations(Stage):
         return np.clip(raw, 0.0, 1.0)
 
     def ranked(self, pool: list[Hit], structure: ParsedQuery, memberships: list[np.ndarray]) -> list[Hit]:
-        """Pool hits with the combined score, best first (ties keep pool order), above the threshold if any."""
+        """Pool hits with the combined score, best first (ties keep pool order), cut to the set if a cut is set."""
         combined = combine(structure, memberships, self.t_norm) if pool else np.zeros(0)
         hits = []
         for position, hit in enumerate(pool):
@@ -97,7 +100,8 @@ class SetOperations(Stage):
                 combined[position], template=structure.template, constraints=list(structure.constraints),
                 constraint_scores=constraint_scores, **{f"{self.name}_input_score": hit.score})))
         hits.sort(key=lambda item: (item[0], item[1]))
-        return [h for _, _, h in hits if self.threshold is None or h.score > self.threshold]
+        ranked = [h for _, _, h in hits]
+        return ranked if self.cut is None else self.cut.members(ranked)
 
 
 def minmax(values: np.ndarray) -> np.ndarray:

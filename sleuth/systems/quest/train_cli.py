@@ -35,7 +35,16 @@ def train_classifier_command(
     epochs: int = typer.Option(1, help="Passes over the training pairs."),
     max_steps: int | None = typer.Option(None, help="Stop after this many optimiser steps."),
     batch_size: int = typer.Option(16, help="Training batch size."),
-    learning_rate: float = typer.Option(2e-5, help="AdamW learning rate."),
+    learning_rate: float = typer.Option(2e-5, help="AdamW learning rate (a LoRA wants more, e.g. 5e-4)."),
+    max_length: int = typer.Option(384, help="Tokens of query + document the classifier reads (paper: 384)."),
+    lora_rank: int | None = typer.Option(None, help="Train a LoRA adapter of this rank over the frozen backbone "
+                                                       "(a few MB; what ships) instead of every weight."),
+    lora_layer: list[int] | None = typer.Option(None, help="Encoder layers that get the LoRA (repeatable; default "
+                                                              "all); top layers only skip the lower backward pass."),
+    threads: int | None = typer.Option(None, help="Torch CPU threads (1 is fastest on a busy shared CPU)."),
+    max_minutes: float | None = typer.Option(None, help="Stop training after this much wall time."),
+    expand_depth: int = typer.Option(10, help="Per-constraint retrieval depth of the set-operation variant."),
+    save_runs: Path | None = typer.Option(None, help="Write the scored tuning runs here (JSON) for reports."),
     backbone: str = typer.Option("minilm", help="Backbone: minilm (packaged all-MiniLM-L6-v2) or a model path."),
     seed: int = typer.Option(0, help="Seed of negative sampling and shuffling."),
     int8: bool = typer.Option(False, "--int8", help="Classify the tuning candidates with int8 dynamic quantisation "
@@ -53,18 +62,21 @@ def train_classifier_command(
     budget = ExampleBudget(positive_repeats, retriever_negatives, random_negatives, retriever_depth, max_queries,
                            seed)
     config = TrainingConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps,
-                            seed=seed)
+                            seed=seed, max_length=max_length, lora_rank=lora_rank,
+                            lora_layers=tuple(lora_layer) if lora_layer else None, threads=threads,
+                            max_minutes=max_minutes)
     train = load_task(examples, domain, skip_empty=True)
     tune = load_task(tune_examples, domain, skip_empty=True) if tune_examples is not None else None
     plan = TuningPlan(tune=tune, held_out=tune_queries, retrievers=tuple(tune_retriever or ("bm25", "dense")),
-                      candidates=candidates, int8=int8)
+                      candidates=candidates, int8=int8, expand_depth=expand_depth, runs=save_runs)
     ws = quest_workspace(documents, device)
     start = time.perf_counter()
     target = out_dir or default_classifier_dir()
     record = train_and_tune(ws, train, plan, budget, config, target, backbone=backbone, device=device)
-    console.print(f"trained on {record['train_pairs']:,} pairs from {record['train_queries']} queries in "
-                  f"{time.perf_counter() - start:.0f} s; wrote {target}")
-    for name, threshold in record["thresholds"].items():
-        out.print(f"threshold {name}: {threshold:.2f} (average F1 {record['tuned_f1'][name]:.4f} on "
+    console.print(f"trained {record['steps']} steps ({record['examples_seen']:,} of {record['train_pairs']:,} recipe "
+                  f"pairs from {record['train_queries']} queries, {record['examples_per_second']} examples/s) in "
+                  f"{record['train_seconds']:.0f} s; {time.perf_counter() - start:.0f} s in all; wrote {target}")
+    for name, cut in record["cuts"].items():
+        out.print(f"set rule {name}: {cut} (average F1 {record['tuned_f1'][name]:.4f} on "
                   f"{record['tune_queries']} tuning queries)")
 

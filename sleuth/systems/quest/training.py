@@ -1,15 +1,22 @@
-"""Train the QUEST classifier on a corpus and tune its thresholds, recording everything in ``training.json``.
+"""Train the QUEST classifier on a corpus and tune its set rules, recording everything in ``training.json``.
 
-Thresholds are tuned per system: ``<retriever>`` (retriever top 100 >> classifier) and ``<retriever>+setops``
-(retriever top 100 >> set-operation-aware scoring with the classifier), each by the paper's sweep on held-out queries.
+Set rules (threshold, optional score gap and keep-top, :mod:`sleuth.systems.quest.cut`) are tuned per system:
+``<retriever>`` (retriever top ``candidates`` >> classifier) and ``<retriever>+setops`` (the same candidates plus
+each positive constraint's own top ``expand_depth`` >> set-operation-aware scoring with the classifier), each by a
+sweep on the tuning queries (the paper tunes on its validation split); for ``<retriever>`` also the weight of the
+retriever's score voting with the classifier (``retriever_weights``; 0 = the classifier alone).
 """
 
 from __future__ import annotations
 
+import json
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sleuth.io import atomic_write_text
 from sleuth.pipelines.workspace import Workspace
+from sleuth.stages.run import Run
 from sleuth.systems.quest.classifier_training import (
     ExampleBudget,
     TrainingConfig,
@@ -20,20 +27,30 @@ from sleuth.systems.quest.classifier_training import (
     write_training_record,
 )
 from sleuth.systems.quest.classify import Classify
-from sleuth.systems.quest.methods import CANDIDATES, corpus_documents, retriever, set_operations, tune_threshold
+from sleuth.systems.quest.methods import (
+    CANDIDATES,
+    corpus_documents,
+    retriever,
+    set_operations,
+    tune_cut,
+    tune_fusion,
+)
 from sleuth.systems.quest.task import QuestTask
 
 
 @dataclass
 class TuningPlan:
-    """Where the threshold-tuning queries come from: ``tune`` examples, else the last ``held_out`` training
-    queries (then not trained on); ``retrievers`` whose candidates are classified for tuning."""
+    """Where the tuning queries come from: ``tune`` examples, else the last ``held_out`` training queries (then
+    not trained on); ``retrievers`` whose candidates are classified for tuning; ``runs`` a JSON file where the
+    scored tuning runs are written (for reports without classifying again)."""
 
     tune: QuestTask | None = None
     held_out: int = 60
     retrievers: tuple[str, ...] = ("bm25", "dense")
     candidates: int = CANDIDATES  # retriever depth the classifier reads (paper: 100)
     int8: bool = False  # classify the tuning candidates with int8 dynamic quantisation (CPU, about 2x faster)
+    expand_depth: int = 10  # per-constraint retrieval depth of the set-operation variant
+    runs: Path | None = None
 
 
 def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: ExampleBudget, config: TrainingConfig,
@@ -53,25 +70,66 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
     negatives_from = retriever(ws, "bm25", budget.retriever_depth).transform(train_queries) \
         if budget.retriever_negatives else {}
     pairs = training_pairs(train_queries, gold, documents, negatives_from, budget)
+    seconds: list[float] = []
+    started = time.perf_counter()
     classifier, losses = train_classifier(pairs, config, backbone=backbone, device=device,
-                                          show_progress=ws.show_progress)
+                                          show_progress=ws.show_progress, seconds=seconds)
+    train_seconds = time.perf_counter() - started
     save_classifier(classifier, target, {})
+    classifier.merge()
     if plan.int8:
         classifier.quantize()
+    examples = len(losses) * config.batch_size
     record = {**budget_record(budget, config), "backbone": backbone, "train_queries": len(train_queries),
               "train_pairs": len(pairs), "positive_share": sum(label for _, label in pairs) / len(pairs),
+              "steps": len(losses), "examples_seen": examples, "train_seconds": round(train_seconds, 1),
+              "examples_per_second": round(examples / sum(seconds), 2) if seconds else None,
               "losses": losses, "train_query_ids": [q.id for q in train_queries],
               "tune_query_ids": [q.id for q in tune_queries], "tune_queries": len(tune_queries),
               "corpus": ws.corpus.info() if ws.corpus else None, "tuned_int8": plan.int8,
-              "tune_candidates": plan.candidates, "thresholds": {}, "tuned_f1": {}, "sweeps": {}}
+              "tune_candidates": plan.candidates, "expand_depth": plan.expand_depth,
+              "thresholds": {}, "cuts": {}, "tuned_f1": {}, "sweeps": {}}
     tune_gold = QuestTask(tune_queries).gold
     classify = Classify(classifier, threshold=None, show_progress=ws.show_progress)
+    runs: dict[str, Run] = {}
     for kind in plan.retrievers:
         candidates = retriever(ws, kind, plan.candidates).transform(tune_queries)
-        for name, stage in ((kind, classify), (f"{kind}+setops", set_operations(classify))):
-            threshold, sweep = tune_threshold(stage.transform(tune_queries, candidates), tune_gold)
-            record["thresholds"][name] = threshold
-            record["tuned_f1"][name] = max(row["F1"] for row in sweep)
-            record["sweeps"][name] = sweep
+        runs[kind] = candidates
+        setops = set_operations(classify, expand=retriever(ws, kind, plan.expand_depth) if plan.expand_depth
+                                else None, expand_depth=plan.expand_depth)
+        for name, stage in ((f"{kind} >> classify", classify), (f"{kind} >> setops", setops)):
+            system = name.replace(" >> classify", "").replace(" >> setops", "+setops")
+            runs[name] = stage.transform(tune_queries, candidates)
+            cut, sweep = tune_cut(runs[name], tune_gold)
+            record["thresholds"][system] = cut.threshold
+            record["cuts"][system] = cut.record()
+            record["tuned_f1"][system] = max(row["F1"] for row in sweep)
+            record["sweeps"][system] = sweep
+        weight, cut, f1 = tune_fusion(runs[f"{kind} >> classify"], candidates, tune_gold)
+        record.setdefault("retriever_weights", {})[kind] = weight
+        record["cuts"][kind], record["thresholds"][kind], record["tuned_f1"][kind] = cut.record(), cut.threshold, f1
     write_training_record(target, record)
+    if plan.runs is not None:
+        write_runs(plan.runs, runs)
     return record
+
+
+def write_runs(path: str | Path, runs: dict[str, Run]) -> None:
+    """Scored runs as JSON: ``{system: {query id: [{"id", "score", "constraint_scores"?}]}}``."""
+    def records(hits):
+        return [{"id": h.id, "score": float(h.score),
+                 **({"constraint_scores": [float(s) for s in h.extras["constraint_scores"]]}
+                    if "constraint_scores" in h.extras else {})} for h in hits]
+
+    atomic_write_text(path, json.dumps({name: {qid: records(hits) for qid, hits in run.items()}
+                                        for name, run in runs.items()}) + "\n")
+
+
+def read_runs(path: str | Path) -> dict[str, Run]:
+    """Runs written by :func:`write_runs` (hits with id, score and constraint scores in extras)."""
+    from sleuth.stages.run import Hit
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {name: Run({qid: [Hit(h["id"], h["score"], extras={"constraint_scores": h["constraint_scores"]}
+                                 if "constraint_scores" in h else {}) for h in hits] for qid, hits in run.items()})
+            for name, run in data.items()}

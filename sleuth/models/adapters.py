@@ -1,0 +1,119 @@
+"""Low-rank adapters (LoRA, through ``peft``) over a packaged backbone, so that a trained model ships as a few MB
+inside the package instead of a full copy of the backbone's weights.
+
+An adapter directory holds peft's ``adapter_config.json`` and ``adapter_model.safetensors`` plus ``sleuth-adapter
+.json`` naming the backbone by sleuth name ("minilm" = the packaged all-MiniLM-L6-v2), so the adapter loads on any
+machine whatever the path of the backbone there; a model card (README.md) sits beside them. Loading merges the
+adapter into the backbone, so inference (and int8 quantisation) costs the same as an ordinary model.
+Generic: any transformers model with a LoRA over its linear layers (a cross-encoder classifier, a bi-encoder).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from sleuth.errors import MissingExtraError, SleuthError
+
+MARKER = "sleuth-adapter.json"
+PEFT_CONFIG = "adapter_config.json"
+BERT_LINEAR = ("query", "key", "value", "output.dense", "intermediate.dense")  # every encoder linear, no pooler
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """Rank, scaling and placement of a LoRA: ``layers`` limits it to those encoder layers (the others then need
+    no gradients at all, which makes training faster); ``modules_to_save`` are trained in full (a fresh head)."""
+
+    rank: int = 16
+    alpha: int = 32
+    dropout: float = 0.1
+    target_modules: tuple[str, ...] = BERT_LINEAR
+    layers: tuple[int, ...] | None = None
+    modules_to_save: tuple[str, ...] = ("classifier", "pooler")
+
+
+def is_adapter(path: str | Path) -> bool:
+    """Whether ``path`` is an adapter directory written by :func:`save_adapter`."""
+    return (Path(path) / MARKER).is_file()
+
+
+def _peft():
+    try:
+        import peft
+    except ImportError:
+        raise MissingExtraError("peft", "peft", "low-rank adapters") from None
+    return peft
+
+
+def add_lora(model, settings: LoraSettings = LoraSettings()):
+    """Wrap ``model`` in a trainable LoRA; the backbone's own weights are frozen."""
+    peft = _peft()
+    config = peft.LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+                             target_modules=list(settings.target_modules),
+                             layers_to_transform=list(settings.layers) if settings.layers is not None else None,
+                             modules_to_save=list(settings.modules_to_save))
+    return peft.get_peft_model(model, config)
+
+
+def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings, card: str | None = None,
+                 extra: dict | None = None) -> Path:
+    """Write a LoRA-wrapped ``model``'s adapter (not the backbone) to ``path`` atomically, with the backbone's
+    sleuth name, the settings, ``extra`` metadata and an optional model card."""
+    from sleuth.io import atomic_write_text
+
+    with staged_directory(path) as tmp:
+        # peft fills an existing README.md instead of rendering its own card (which needs Jinja2)
+        atomic_write_text(Path(tmp) / "README.md", card or "# Adapter\n")
+        model.save_pretrained(str(tmp))
+        marker = {"backbone": backbone, "lora": asdict(settings), **(extra or {})}
+        atomic_write_text(Path(tmp) / MARKER, json.dumps(marker, indent=2) + "\n")
+        if card is not None:
+            atomic_write_text(Path(tmp) / "README.md", card)
+    return Path(path)
+
+
+@contextlib.contextmanager
+def staged_directory(target: str | Path):
+    """Yield a temporary sibling of ``target``; on success swap it into place (any old ``target`` is replaced)."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    os.chmod(tmp, 0o755)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = target.parent / f".{target.name}.old-{tmp.name[-8:]}"
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def adapter_info(path: str | Path) -> dict:
+    """The ``sleuth-adapter.json`` of an adapter directory."""
+    file = Path(path) / MARKER
+    if not file.is_file():
+        raise SleuthError(f"{path} is not a sleuth adapter (no {MARKER})")
+    return json.loads(file.read_text(encoding="utf-8"))
+
+
+def load_adapter(base_model, path: str | Path, merge: bool = True):
+    """``base_model`` with the adapter at ``path`` applied; merged into plain weights unless ``merge`` is False."""
+    peft = _peft()
+    if not (Path(path) / PEFT_CONFIG).is_file():
+        raise SleuthError(f"{path}: no {PEFT_CONFIG}; not a LoRA adapter directory")
+    model = peft.PeftModel.from_pretrained(base_model, str(path))
+    return model.merge_and_unload() if merge else model
+
+
+def adapter_bytes(path: str | Path) -> int:
+    """Size on disk of an adapter directory's files."""
+    return sum(f.stat().st_size for f in Path(path).iterdir() if f.is_file())
