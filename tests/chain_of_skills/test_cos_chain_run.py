@@ -136,12 +136,12 @@ def test_expanded_retrieval_and_entity_linking_stages(hotpot):
     from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve
 
     model = cos_model(workspace, "minilm")
-    expanded = ExpandedRetrieve(model, skill_index(workspace, "minilm", "retrieval", "Flat"), k=3)
+    expanded = ExpandedRetrieve(model, skill_index(workspace, "minilm", "retrieval"), k=3)
     run = (cos_retrieve_stage(workspace, k=2) >> expanded)(questions[:1])
     hits = run[questions[0].id]
     assert len(hits) == 6 and all(h.id != h.extras["hop1"] for h in hits)
     assert all(h.score == h.extras["expanded"] for h in hits)
-    linker = EntityLink(model, span_head(workspace, "minilm", 0), skill_index(workspace, "minilm", "linking", "Flat"),
+    linker = EntityLink(model, span_head(workspace, "minilm", 0), skill_index(workspace, "minilm", "linking"),
                         k=2)
     text = questions[0].text
     links = linker(questions[:1])[questions[0].id]

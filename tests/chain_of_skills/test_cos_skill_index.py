@@ -52,12 +52,12 @@ def test_a_second_workspace_loads_the_cached_index_without_the_model(documents, 
     corpus = tmp_path / "corpus.json"
     corpus.write_text(json.dumps({d.id: d.metadata["sentences"] for d in documents}), encoding="utf-8")
     first = Workspace(CorpusSource(corpus, format="hotpotqa"), home=tmp_path / "home", show_progress=False)
-    built = skill_index(first, "minilm", "retrieval", "Flat")
+    built = skill_index(first, "minilm", "retrieval")
     assert "cos-model:minilm" in first._loaded  # encoding needed the model
     second = Workspace(CorpusSource(corpus, format="hotpotqa"), home=tmp_path / "home", show_progress=False)
-    cached = skill_index(second, "minilm", "retrieval", "Flat")
+    cached = skill_index(second, "minilm", "retrieval")
     assert "cos-model:minilm" not in second._loaded  # loaded from disk: nothing re-encoded
     assert cached.manifest.created == built.manifest.created and cached.docstore.ids == built.docstore.ids
     assert np.allclose(cached.index.reconstruct_n(0, len(cached)), built.index.reconstruct_n(0, len(built)))
     # another skill (another context expert) is another index
-    assert skill_index(second, "minilm", "linking", "Flat").skill == "linking"
+    assert skill_index(second, "minilm", "linking").skill == "linking"

@@ -26,7 +26,7 @@ def cos_model(ws: Workspace, model: str):
                    if model == "minilm" else MultiExpertEncoder.load(model, device=ws.device))
 
 
-def skill_index(ws: Workspace, model: str, skill: str, search: VectorSearch):
+def skill_index(ws: Workspace, model: str, skill: str, search: VectorSearch = VectorSearch()):
     """The corpus passages encoded for ``skill`` (context side): built once and saved in the workspace's index
     cache (keyed by the model, its weights' size and time, the skill and the factory), loaded from there after."""
     from sleuth.pipelines.workspace import params_key
