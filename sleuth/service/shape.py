@@ -73,8 +73,8 @@ def cut_strings(value: Any, max_chars: int) -> tuple[Any, bool]:
         parts = [cut_strings(item, max_chars) for item in value]
         return [item for item, _ in parts], any(cut for _, cut in parts)
     if isinstance(value, dict):
-        parts = {key: cut_strings(item, max_chars) for key, item in value.items()}
-        return {key: item for key, (item, _) in parts.items()}, any(cut for _, cut in parts.values())
+        cut_items = {key: cut_strings(item, max_chars) for key, item in value.items()}
+        return {key: item for key, (item, _) in cut_items.items()}, any(cut for _, cut in cut_items.values())
     return value, False
 
 

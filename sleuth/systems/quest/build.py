@@ -110,7 +110,7 @@ def overlapping_pairs(sets: Sets) -> set[tuple[str, str]]:
     for category, entities in sets.items():
         for entity in entities:
             by_entity[entity].append(category)
-    return {tuple(sorted(pair)) for cats in by_entity.values() for pair in combinations(sorted(cats), 2)}
+    return {(a, b) for cats in by_entity.values() for a, b in combinations(sorted(cats), 2)}
 
 
 def compositions(template: str, sets: Sets, limits: SizeLimits = PAPER) -> Iterator[tuple[tuple[str, ...], frozenset]]:

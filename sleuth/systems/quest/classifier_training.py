@@ -178,7 +178,7 @@ def length_grouped_batches(texts: Sequence[str], batch_size: int, rng: random.Ra
     order = list(range(len(texts)))
     rng.shuffle(order)
     window = batch_size * group
-    batches = []
+    batches: list[list[int]] = []
     for start in range(0, len(order), window):
         chunk = sorted(order[start:start + window], key=lambda i: len(texts[i]))
         batches.extend(chunk[i:i + batch_size] for i in range(0, len(chunk), batch_size))

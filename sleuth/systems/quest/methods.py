@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.paths import home_dir
@@ -85,7 +87,7 @@ def fused_run(classified: Run, retrieved: Run, weight: float) -> Run:
         pool = list(by_id.values()) or [0.0]
         low = min(pool)
         inputs = [by_id.get(h.id, low) for h in hits]
-        scores = fused([h.score for h in hits], inputs, weight) if hits else []
+        scores = fused(np.array([h.score for h in hits]), np.array(inputs), weight) if hits else np.zeros(0)
         run[qid] = sorted((h.with_score(float(s)) for h, s in zip(hits, scores)), key=lambda h: (-h.score, h.id))
     return run
 
@@ -93,12 +95,14 @@ def fused_run(classified: Run, retrieved: Run, weight: float) -> Run:
 def tune_fusion(classified: Run, retrieved: Run, gold: Mapping[str, Sequence[str]],
                 weights: Sequence[float] = WEIGHTS) -> tuple[float, SetCut, float]:
     """The retriever weight and set rule of best average F1 (ties: the smaller weight), and that F1."""
-    best = None
+    best: tuple[float, SetCut, float] | None = None
     for weight in weights:
         cut, sweep = tune_cut(fused_run(classified, retrieved, weight), gold)
         f1 = max(row["F1"] for row in sweep)
         if best is None or f1 > best[2] + 1e-12:
             best = (weight, cut, f1)
+    if best is None:
+        raise ConfigError("tune_fusion needs at least one weight")
     return best
 
 

@@ -70,6 +70,7 @@ class SetOperations(Stage):
             return pools
         subs = [Query(f"{q.id}{SEPARATOR}{i}", c) for q in queries
                 for i, (c, neg) in enumerate(zip(parsed[q.id].constraints, parsed[q.id].negated)) if not neg]
+        assert self.expand is not None, "expand_depth needs an expansion retriever (checked in __init__)"
         found = self.expand.transform(subs, None)
         for sub in subs:
             qid = sub.id.split(SEPARATOR)[0]

@@ -68,7 +68,7 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
         train_queries = train_queries[:budget.max_queries]
     gold = QuestTask(train_queries).gold
     negatives_from = retriever(ws, "bm25", budget.retriever_depth).transform(train_queries) \
-        if budget.retriever_negatives else {}
+        if budget.retriever_negatives else Run()
     pairs = training_pairs(train_queries, gold, documents, negatives_from, budget)
     seconds: list[float] = []
     started = time.perf_counter()
