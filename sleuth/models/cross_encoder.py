@@ -1,7 +1,7 @@
 """A cross-encoder relevance classifier: one text "query: {query}, doc: {title} {text}" in, a relevance logit out.
 
 The model is a transformers sequence classifier with one output (``num_labels=1``); ``probability`` is the sigmoid
-of the logit, trained with binary cross-entropy (QUEST's classifier, paper 003, with a MiniLM backbone instead of
+of the logit, trained with binary cross-entropy (QUEST's classifier, Malaviya et al., ACL 2023, with a MiniLM backbone instead of
 T5). A saved classifier is either an ordinary model directory (``config.json``, weights, tokenizer) that
 ``AutoModelForSequenceClassification.from_pretrained`` also reads, or a low-rank adapter over a packaged backbone
 (:mod:`sleuth.models.adapters`, a few MB), merged into the backbone when loaded.
@@ -19,7 +19,7 @@ from tqdm.auto import tqdm
 from sleuth.errors import MissingExtraError, SleuthError
 from sleuth.models.encoder import length_sorted_batches
 
-MAX_LENGTH = 384  # tokens of query + document the classifier reads (ALGORITHMS.md, QUEST)
+MAX_LENGTH = 384  # tokens of query + document the classifier reads (QUEST, Appendix A)
 DEFAULT_BACKBONE = "minilm"
 
 

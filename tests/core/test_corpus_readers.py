@@ -218,7 +218,7 @@ def test_wikipedia_dump_counts(wiki):
 
 
 def test_wikipedia_article_structure(wiki):
-    docs, _, _ = wiki
+    docs, _ = wiki
     anarchism = docs[0]
     assert anarchism.text.startswith("Anarchism is a political philosophy")
     assert anarchism.metadata["categories"][:3] == ["Anarchism", "Political culture", "Political ideologies"]

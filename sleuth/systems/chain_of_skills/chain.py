@@ -1,4 +1,4 @@
-"""Chain-of-Skills inference chains (paper 002 Appendix A, ALGORITHMS.md) built from the skill stages.
+"""Chain-of-Skills inference chains (Ma et al., ACL 2023, Appendix A) built from the skill stages.
 
 * ``retrieval-2hop``: the paper's retrieval-only baseline (§5.2, Table 6: "two rounds of retrieval-only
   inference"): hop 1 = top ``k_hop1`` by single retrieval, hop 2 = top ``k_expanded`` by expanded retrieval per
@@ -43,7 +43,7 @@ PATH_SEPARATOR = "||"
 
 @dataclass(frozen=True)
 class ChainLimits:
-    """Hop limits (paper 002 Appendix A, HotpotQA): 200 retrieved + 5 links per mention at hop 1, keep 30;
+    """Hop limits (Ma et al., ACL 2023, Appendix A, HotpotQA): 200 retrieved + 5 links per mention at hop 1, keep 30;
     50 expanded + 2 links per mention at hop 2; ``k`` results returned."""
 
     k_retrieval: int = 200

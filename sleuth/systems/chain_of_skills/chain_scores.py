@@ -1,4 +1,4 @@
-"""Chain-of-Skills score arithmetic (paper 002 Appendix A, ALGORITHMS.md "Chain-of-Skills"), as pure functions.
+"""Chain-of-Skills score arithmetic (Ma et al., ACL 2023, Appendix A), as pure functions.
 
 Every constant is a named, documented default that callers (and the ``cos_chain`` stage config) may override.
 """

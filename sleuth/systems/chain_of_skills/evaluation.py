@@ -1,4 +1,4 @@
-"""Chain-of-Skills evaluation on HotpotQA dev questions: path recall@k and passage EM per chain (paper 002 Table 2).
+"""Chain-of-Skills evaluation on HotpotQA dev questions: path recall@k and passage EM per chain (Ma et al., ACL 2023, Table 2).
 
 The corpus is the evaluated questions' own context paragraphs (as ``hotpotqa_context_documents``, id = title); the gold path is
 a question's supporting titles. A ``hotpotqa`` chain hit is a path "id1||id2"; a ``retrieval`` chain ranks single

@@ -2,7 +2,7 @@
 
 ``install_experts`` replaces, in the chosen layers, either the self-attention (variant "attention": each expert
 has its own Q/K/V projections; the attention output projection, its LayerNorm and the FFN stay shared, as
-"own Q/K/V projections" in ALGORITHMS.md reads) or the FFN sub-layer (variant "ffn": each expert has its own
+"own Q/K/V projections" in the paper's description of the experts reads) or the FFN sub-layer (variant "ffn": each expert has its own
 intermediate and output dense layers and the output LayerNorm). Every copy starts as an exact copy of the
 pretrained module. Routing is hard: ``set_expert`` selects one expert for the whole batch (one skill per batch).
 """

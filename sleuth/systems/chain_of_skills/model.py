@@ -1,4 +1,4 @@
-"""The Chain-of-Skills multi-expert encoder (paper 002): one BERT-style encoder shared by all skills and sides.
+"""The Chain-of-Skills multi-expert encoder (Ma et al., ACL 2023): one BERT-style encoder shared by all skills and sides.
 
 Selected layers (default every second one: 0-based layers 1, 3, 5, ... i.e. the 2nd, 4th, 6th) hold K expert
 copies of the self-attention (own Q/K/V; see ``sleuth.systems.chain_of_skills.experts``), picked per batch by the routing table
@@ -33,7 +33,7 @@ CONFIG_FILE = "cos_config.json"
 WEIGHTS_FILE = "cos_model.safetensors"
 FORMAT = "sleuth-cos-encoder/1"
 POOLINGS = ("cls", "mean")
-DEFAULT_MAX_LENGTH = 256  # paper 002, appendix: max sequence length 256
+DEFAULT_MAX_LENGTH = 256  # Ma et al., ACL 2023, appendix: max sequence length 256
 
 Text = str | tuple[str, str]  # one text, or a pair encoded as "a [SEP] b" (expanded queries, reranking)
 

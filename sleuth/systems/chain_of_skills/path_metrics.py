@@ -1,4 +1,4 @@
-"""Evidence-path metrics for multi-hop retrieval (paper 002): path recall@k and passage exact match."""
+"""Evidence-path metrics for multi-hop retrieval (Ma et al., ACL 2023): path recall@k and passage exact match."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The Chain-of-Skills routing table: skill name -> (query expert id, context expert id).
 
-Default (ALGORITHMS.md, paper 002 Figure 3, fine-tuning configuration, 6 experts): single retrieval query 0 /
+Default (Ma et al., ACL 2023, Figure 3, fine-tuning configuration, 6 experts): single retrieval query 0 /
 context 1; expanded query ("question [SEP] hop-1 passage") 4 / context 1 (context expert shared with single
 retrieval); entity linking mention 2 / entity description 3; reranking 4 (merged with expanded queries); span
 proposal 5. Cross-encoder skills (reranking, span proposal) read one input, so both sides name the same expert.

@@ -1,4 +1,4 @@
-"""The Chain-of-Skills entity span proposal head (paper 002 §3.1, ALGORITHMS.md).
+"""The Chain-of-Skills entity span proposal head (Ma et al., ACL 2023, §3.1).
 
 A span (i, j) of token states h is represented by m = tanh(W [h_i; h_j]) (W: 2d -> d, no bias); a learned anchor
 s scores it as s . m. The [CLS] state is the learned threshold: a span's score is s . m - s . h_CLS and the span

@@ -1,4 +1,4 @@
-"""Chain-of-Skills skills as stages (paper 002, ALGORITHMS.md): single retrieval, expanded-query retrieval,
+"""Chain-of-Skills skills as stages (Ma et al., ACL 2023): single retrieval, expanded-query retrieval,
 reranking and entity linking, all through one ``MultiExpertEncoder`` routed by skill.
 
 Hits carry their skill's score in ``extras`` under the skill name ("retrieval", "expanded", "rerank", "link").

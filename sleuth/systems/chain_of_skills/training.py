@@ -1,4 +1,4 @@
-"""Chain-of-Skills multi-task training (paper 002 §3.2): one skill per batch, the multi-expert encoder and the span
+"""Chain-of-Skills multi-task training (Ma et al., ACL 2023, §3.2): one skill per batch, the multi-expert encoder and the span
 proposal head trained jointly.
 
 * Bi-encoder skills (``retrieval``, ``expanded``, ``linking``): query vectors through the skill's query expert,

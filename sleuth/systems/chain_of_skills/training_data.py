@@ -1,4 +1,4 @@
-"""Chain-of-Skills training data (paper 002 §3, ALGORITHMS.md "Chain-of-Skills"): one example list per skill.
+"""Chain-of-Skills training data (Ma et al., ACL 2023, §3): one example list per skill.
 
 From HotpotQA (questions with supporting facts and context, plus a title -> sentences corpus):
 

@@ -1,4 +1,4 @@
-"""Chain-of-Skills self-supervised pretraining data from a Wikipedia dump (paper 002 §3 "Multi-task
+"""Chain-of-Skills self-supervised pretraining data from a Wikipedia dump (Ma et al., ACL 2023, §3 "Multi-task
 Self-supervision" and appendix B "Pretraining"): pages and the hyperlinks among them, no annotation.
 
 Articles are cut into passages by DHR's section splitter (``SectionSplitter``: ~100-word chunks of the lead and of

@@ -1,4 +1,4 @@
-"""Dense Hierarchical Retrieval (DHR, paper 004) as stages over a :class:`HierarchicalIndex`.
+"""Dense Hierarchical Retrieval (Liu et al., EMNLP Findings 2021) as stages over a :class:`HierarchicalIndex`.
 
 - :class:`DocumentRetrieve`: stage 1, the top-k1 documents (dense over document representations; BM25 as an option).
 - :class:`PassageInDocuments`: stage 2, the passages of the candidate documents scored with one matrix product;

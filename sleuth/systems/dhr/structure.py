@@ -1,4 +1,4 @@
-"""Structured documents for hierarchical retrieval (DHR, paper 004): a document's summary representation and its
+"""Structured documents for hierarchical retrieval (Liu et al., EMNLP Findings 2021): a document's summary representation and its
 passages, grouped per document.
 
 - :func:`document_representation`: title + lead ("abstract") + table of contents (headings in pre-order), joined by

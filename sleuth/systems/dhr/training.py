@@ -44,7 +44,7 @@ SHARED_ENCODER_DIR = "encoder"
 
 @dataclass
 class DHRTrainingSettings:
-    """What to train and how (defaults follow ALGORITHMS.md: 1 BM25 + 1 In-Doc passage negative, abstract negatives)."""
+    """What to train and how (defaults follow the paper's training setup: 1 BM25 + 1 In-Doc passage negative, abstract negatives)."""
 
     document_model: str = "minilm"
     passage_model: str = "minilm"

@@ -1,4 +1,4 @@
-"""Config builder of the private-search stage (paper 001): ``private``.
+"""Config builder of the private-search stage (Faggioli & Ferro, ECIR 2024): ``private``.
 
     stages:
       - private: {engine: "http://127.0.0.1:8000", mechanism: vickrey-mahalanobis, epsilon: 12.5, n: 20}

@@ -1,4 +1,4 @@
-"""The private-search client (paper 001's setting): the original query never leaves the user's machine.
+"""The private-search client (Faggioli & Ferro's setting): the original query never leaves the user's machine.
 
 For each query: obfuscate it ``n`` times, send only the obfuscated queries to the (untrusted) engine, pool the top
 ``depth`` hits of every response, and rerank the pool locally with the ORIGINAL query using a local model that

@@ -1,7 +1,7 @@
 """A word-embedding table: words, their vectors (possibly memory-mapped), vocabulary restriction and exact
 nearest-word search through FAISS.
 
-The DP mechanisms of paper 001 move a word's vector by random noise and publish the vocabulary word nearest
+The DP mechanisms of Faggioli & Ferro (ECIR 2024) move a word's vector by random noise and publish the vocabulary word nearest
 (Euclidean) to the noisy point; :meth:`WordEmbeddings.nearest` answers that for a whole batch at once.
 """
 

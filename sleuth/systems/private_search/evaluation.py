@@ -1,4 +1,4 @@
-"""Evaluation of private search (paper 001): obfuscation, pooled recall and nDCG@10 after local reranking.
+"""Evaluation of private search (Faggioli & Ferro, ECIR 2024): obfuscation, pooled recall and nDCG@10 after local reranking.
 
 - similarity of an obfuscated query = dot product of the normalised MiniLM embeddings of it and the original query;
   a query's similarity is the mean over its obfuscations; obfuscation = 1 - similarity;

@@ -1,4 +1,4 @@
-"""Metric-DP word mechanisms of paper 001 (Faggioli & Ferro): CMP and Mahalanobis, as in ../shared/papers/ALGORITHMS.md.
+"""Metric-DP word mechanisms of Faggioli & Ferro (ECIR 2024): CMP and Mahalanobis, as the paper defines them.
 
 Pure, vectorised noise functions first; then the small :class:`Mechanism` interface that turns vocabulary rows into
 obfuscated rows: ``noisy = vectors[rows] + noise``, then the word nearest to each noisy point.

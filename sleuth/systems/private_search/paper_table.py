@@ -1,7 +1,7 @@
-"""Published numbers of paper 001 (Faggioli & Ferro, IRCDL 2024 / ECIR 2024), typed in from the paper text.
+"""Published numbers of Faggioli & Ferro (IRCDL 2024 / ECIR 2024), typed in from the paper text.
 
 Table 1: "Average MiniLM sentence similarity between the original query and 20 obfuscation queries generated with
-different approaches", DL '19 and Robust '04 columns, read from ../shared/papers/001_8dd4c1331b133d15.txt
+different approaches", DL '19 and Robust '04 columns, read from the paper's text
 (GloVe 300-d Common Crawl embeddings). Rows: mechanism -> similarity at epsilon 1, 5, 10, 12.5, 15, 17.5, 20, 50;
 AED and FSH have one value ("No DP").
 """

@@ -1,4 +1,4 @@
-"""Radar plots like paper 001's Figure 1: one polygon per system over the axes nDCG@10, obfuscation and recall."""
+"""Radar plots like Faggioli & Ferro's Figure 1: one polygon per system over the axes nDCG@10, obfuscation and recall."""
 
 from __future__ import annotations
 

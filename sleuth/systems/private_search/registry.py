@@ -1,4 +1,4 @@
-"""Obfuscators by name: the four DP mechanisms of paper 001 and the non-DP baselines AED and FSH."""
+"""Obfuscators by name: the four DP mechanisms of Faggioli & Ferro (ECIR 2024) and the non-DP baselines AED and FSH."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""QUEST's dataset construction (paper 003, section 3.2): compose set-operation queries from entity -> category
+"""QUEST's dataset construction (Malaviya et al., ACL 2023, section 3.2): compose set-operation queries from entity -> category
 labels with the seven templates, keeping only compositions whose sets meet the paper's size constraints.
 
 Constraints (every bound is a field of :class:`SizeLimits`; the defaults are the paper's):

@@ -1,4 +1,5 @@
-"""Fine-tuning QUEST's relevance classifier (paper 003, Appendix A; ALGORITHMS.md) on a MiniLM cross-encoder.
+"""Fine-tuning QUEST's relevance classifier (Malaviya et al., ACL 2023, Appendix A) on a MiniLM
+cross-encoder.
 
 Training data per query: every gold document repeated ``positive_repeats`` times (50 in the paper), plus
 ``retriever_negatives`` non-gold documents sampled from the retriever's top ``retriever_depth`` (250 of BM25's top

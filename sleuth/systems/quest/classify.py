@@ -1,5 +1,5 @@
 """Relevance classification of candidates: a cross-encoder's probability per (query, candidate); with a threshold
-the candidates above it are the predicted set (QUEST, paper 003: retrieve top 100, classify, keep those above t).
+the candidates above it are the predicted set (Malaviya et al., ACL 2023: retrieve top 100, classify, keep those above t).
 
 With ``retriever_weight`` w the score is ``(1 - w) * probability + w * retriever score`` (the retriever's scores
 min-max scaled over the query's candidates): the classifier and the retriever vote together (beyond the paper;

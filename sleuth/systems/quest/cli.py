@@ -1,4 +1,4 @@
-"""`sleuth quest ...`: set-seeking retrieval on QUEST (paper 003).
+"""`sleuth quest ...`: set-seeking retrieval on QUEST (Malaviya et al., ACL 2023).
 
     sleuth quest corpus train.jsonl val.jsonl --out proxy.jsonl      # proxy corpus from attribution sentences
     sleuth quest predict val.jsonl --documents proxy.jsonl --pipeline quest-bm25-classify --out pred.jsonl

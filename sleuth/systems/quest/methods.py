@@ -21,7 +21,7 @@ from sleuth.systems.quest.cut import GAPS, THRESHOLDS, SetCut, best_cut, cut_swe
 from sleuth.systems.quest.set_ops import SetOperations
 
 RETRIEVERS = ("bm25", "dense")
-CANDIDATES = 100  # the classifier reads the retriever's top 100 (paper 003, section 4.3)
+CANDIDATES = 100  # the classifier reads the retriever's top 100 (Malaviya et al., ACL 2023, section 4.3)
 TOP_K_GRID = (1, 2, 3, 5, 10, 15, 20, 30, 50, 100)  # predicted-set sizes tried for a retriever alone
 
 

@@ -1,7 +1,7 @@
-"""Set-seeking evaluation (QUEST, paper 003): per-query set precision / recall / F1 macro-averaged, overall, per
+"""Set-seeking evaluation (Malaviya et al., ACL 2023): per-query set precision / recall / F1 macro-averaged, overall, per
 template and per domain; average Recall@K and MRecall@K of rankings.
 
-Conventions (ALGORITHMS.md, QUEST): predictions are joined to gold by query id, never by query string; a query with
+Conventions (QUEST, Appendix A): predictions are joined to gold by query id, never by query string; a query with
 no true positive scores P = R = F1 = 0 (so does an empty prediction); a gold example with an empty set is an error
 (InputError naming the query); a gold query missing from the predictions counts as an empty prediction.
 MRecall@K is 1 when the whole gold set is inside the first K ranked documents (Min et al., 2021).

@@ -1,4 +1,4 @@
-"""QUEST's seven set-operation templates (paper 003, Table 1), as the dataset's ``metadata.template`` strings spell
+"""QUEST's seven set-operation templates (Malaviya et al., ACL 2023, Table 1), as the dataset's ``metadata.template`` strings spell
 them, and a parsed query: its template and its atomic constraints in template order.
 
 In every template the constraints are combined left to right as the template reads; only the last constraint of the

@@ -1,5 +1,5 @@
 """AED: query obfuscation by WordNet generalisation (Arampatzis, Efraimidis & Drosatos, ECIR 2011), as adapted
-by the authors of paper 001.
+by Faggioli & Ferro (ECIR 2024).
 
 Each noun or verb of the query becomes a WordNet synset; its obfuscation set is the synset and its hypernyms up to
 ``levels`` steps (``levels + 1`` when the candidates would be fewer than ``min_candidates``). Candidate queries are

@@ -1,5 +1,5 @@
 """FSH: query obfuscation with keyqueries (Froebe, Schmidt & Hagen, WI-IAT 2021), as adapted by the authors of
-paper 001, over a local BM25 index.
+Faggioli & Ferro (ECIR 2024), over a local BM25 index.
 
 The user's query retrieves its top ``target_k`` documents from a *local* corpus. Candidate queries are sets of 1 to
 ``max_terms`` words taken from windows of ``window`` consecutive content words of those documents, leaving out the
