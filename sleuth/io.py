@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import bz2
+import contextlib
+import glob
 import gzip
 import io
 import os
+import re
+import shutil
+import socket
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, BinaryIO, cast
@@ -104,3 +110,56 @@ class TextFile:
 
         return InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start}); is it a binary file? "
                           "Convert it to UTF-8", path=self.path, line=line)
+
+
+@contextlib.contextmanager
+def atomic_directory(target: str | Path) -> Iterator[Path]:
+    """Build a directory atomically: yield a temporary sibling, then swap it into place on success.
+
+    On an exception the temporary directory is discarded and any existing ``target`` stays untouched and usable.
+    A kill leaves ``.NAME.tmp-HOST-PID-TAG``; the next build of the same target removes such leftovers once their
+    process is gone (:func:`remove_stale_temporaries`).
+    """
+    target = Path(target).absolute()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(target)
+    tag = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp = target.parent / f".{target.name}.tmp-{tag}"
+    tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = target.parent / f".{target.name}.old-{tag}"
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def remove_stale_temporaries(target: Path) -> list[Path]:
+    """Remove ``.NAME.tmp-HOST-PID-TAG`` (and, while ``target`` exists, ``.NAME.old-HOST-PID-TAG``) siblings of
+    ``target`` left by killed builds on this host: only sleuth's own names, only when PID is no longer running.
+    Returns the removed paths."""
+    pattern = re.compile(rf"^\.{re.escape(target.name)}\.(tmp|old)-(.+)-(\d+)-[0-9a-f]{{8}}$")
+    host, removed = socket.gethostname(), []
+    for path in target.parent.glob(f".{glob.escape(target.name)}.*-*"):
+        match = pattern.match(path.name)
+        if match is None or match[2] != host or _alive(int(match[3])):
+            continue
+        if match[1] == "old" and not target.exists():
+            continue  # killed between the two renames: this is the only copy of the index
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True

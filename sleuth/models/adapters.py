@@ -10,15 +10,12 @@ Generic: any transformers model with a LoRA over its linear layers (a cross-enco
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from sleuth.errors import MissingExtraError, SleuthError
+from sleuth.io import atomic_directory
 
 MARKER = "sleuth-adapter.json"
 PEFT_CONFIG = "adapter_config.json"
@@ -67,7 +64,7 @@ def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings,
     sleuth name, the settings, ``extra`` metadata and an optional model card."""
     from sleuth.io import atomic_write_text
 
-    with staged_directory(path) as tmp:
+    with atomic_directory(path) as tmp:
         # peft fills an existing README.md instead of rendering its own card (which needs Jinja2)
         atomic_write_text(Path(tmp) / "README.md", card or "# Adapter\n")
         model.save_pretrained(str(tmp))
@@ -76,25 +73,6 @@ def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings,
         if card is not None:
             atomic_write_text(Path(tmp) / "README.md", card)
     return Path(path)
-
-
-@contextlib.contextmanager
-def staged_directory(target: str | Path):
-    """Yield a temporary sibling of ``target``; on success swap it into place (any old ``target`` is replaced)."""
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    os.chmod(tmp, 0o755)
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = target.parent / f".{target.name}.old-{tmp.name[-8:]}"
-    if target.exists():
-        os.replace(target, old)
-    os.replace(tmp, target)
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def adapter_info(path: str | Path) -> dict:

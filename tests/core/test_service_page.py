@@ -272,7 +272,7 @@ def test_private_search_shows_the_queries_that_were_sent(browser, chains, scifac
     assert panel.is_displayed()
     shown = [item.text for item in panel.find_elements(By.CSS_SELECTOR, "#sent-list > li")]
     received = [entry["query"] for entry in engine_log.entries()[before:]]
-    assert shown and shown == received  # exactly what the engine received, in order
+    assert shown and sorted(shown) == sorted(received)  # exactly what the engine received (sent concurrently)
     assert all(tokenize(text) != tokenize(query) for text in shown)  # never the original query
     found = hits(browser)
     assert found and all(f"of {len(shown)} sent queries" in hit.find_element(By.CSS_SELECTOR, ".meta").text

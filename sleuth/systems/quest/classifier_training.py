@@ -26,8 +26,7 @@ from tqdm.auto import tqdm
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.index.manifest import atomic_directory
-from sleuth.io import atomic_write_text
+from sleuth.io import atomic_directory, atomic_write_text
 from sleuth.models.cross_encoder import DEFAULT_BACKBONE, MAX_LENGTH, CrossEncoderClassifier, pair_text
 from sleuth.stages.run import Run
 from sleuth.train.optimisation import Optimisation
