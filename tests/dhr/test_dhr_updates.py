@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -97,26 +93,11 @@ def test_add_and_delete_keep_untouched_scores(tmp_path, paragraphs, encoder):
     assert generations(target) == ["gen-000001", "gen-000002"]  # the served one and the one before
 
 
-def test_killed_update_keeps_the_previous_generation(tmp_path, paragraphs, encoder):
+def test_killed_update_keeps_the_previous_generation(tmp_path, paragraphs, encoder, killed_update):
     target = tmp_path / "ix"
     build(paragraphs["Normans"], encoder, target)
     records = [{"id": p.id, "doc_id": "Huguenot", "title": p.title, "text": p.text} for p in paragraphs["Huguenot"]]
-    script = f"""
-import time
-import sleuth.index.updates as updates
-def stalled(directory, manifest):
-    print("READY", flush=True)
-    time.sleep(60)
-updates.write_manifest = stalled
-updates.add_documents({str(target)!r}, updates.passages_from_records({records!r}))
-"""
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "READY"
-        assert any(p.name.startswith(".tmp-") for p in (target / "generations").iterdir())
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    killed_update(target, records)
     served = HierarchicalIndex.load(target)
     assert served.documents.ids == ["Normans"] and len(served) == 4
     add_documents(target, [Passage(r["id"], r["doc_id"], r["text"], (r["title"],)) for r in records], encoder=encoder)
