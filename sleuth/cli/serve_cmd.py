@@ -77,7 +77,7 @@ def serve(
         stages = {}
         for path in index or []:
             stage = stage_for_index(path, max_k, device)
-            manifest = read_manifest(current_generation(path))
+            manifest = read_manifest(current_generation(path), verify=False)  # stage_for_index verified it
             stage.description = f"{manifest.kind} index {path.name} ({manifest.count:,} passages)"
             stages[path.name] = stage
         if not index:

@@ -103,11 +103,12 @@ def write_root_manifest(directory: Path, manifest: Manifest) -> None:
     atomic_write_text(directory / MANIFEST, manifest.to_json())
 
 
-def read_root_manifest(path: str | Path, kind: str | None) -> Manifest:
-    """The sharded manifest; a missing or changed shard manifest is an IndexError_ naming the shard."""
+def read_root_manifest(path: str | Path, kind: str | None, verify: bool = True) -> Manifest:
+    """The sharded manifest; a missing or changed shard manifest is an IndexError_ naming the shard (``verify``:
+    check every file's checksum, as loading does)."""
     path = Path(path)
     try:
-        return read_manifest(path, kind=kind)
+        return read_manifest(path, kind=kind, verify=verify)
     except IndexError_ as exc:
         text = str(exc)
         if "/shard-" not in text:
@@ -324,8 +325,9 @@ def write_shard(shard: BM25Index | DenseIndex, directory: Path) -> None:
 
 
 def index_kind(path: str | Path) -> str:
-    """The kind an index folder's manifest records (``bm25``, ``dense``, ``sharded-bm25`` ...)."""
-    return read_root_manifest(current_generation(path), None).kind
+    """The kind an index folder's manifest records (``bm25``, ``dense``, ``sharded-bm25`` ...). Only the manifest is
+    read: the checksums are checked once, by the load that follows."""
+    return read_root_manifest(current_generation(path), None, verify=False).kind
 
 
 def load_bm25(path: str | Path, mmap: bool = False) -> BM25Index | ShardedBM25Index:
