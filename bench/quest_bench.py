@@ -22,15 +22,18 @@ from sleuth.paths import home_dir, shared_data_dir
 from sleuth.stages.run import Run
 from sleuth.systems.quest.cut import SetCut, predicted_sets
 from sleuth.systems.quest.methods import (
+    anchored_run,
     fused_run,
     quest_workspace,
     retriever,
     shipped_classifier_dir,
     top_k_sets,
+    tune_anchored,
     tune_cut,
     tune_fusion,
     tune_top_k,
 )
+from sleuth.systems.quest.query_parser import parse_query
 from sleuth.systems.quest.set_metrics import RECALL_KS
 from sleuth.systems.quest.task import QuestTask, evaluate, load_task, run_sets
 from sleuth.systems.quest.templates import SYMBOLS, TEMPLATES
@@ -147,6 +150,7 @@ def run(args: argparse.Namespace) -> Report:
 
             held_out[f"{label} ({rule_name})"] = evaluate(val, held_out_sets(val, tuned_cut), run_sets(scored))
     retrieved, classified = runs["bm25"], runs["bm25 >> classify"]
+    anchored_cut = anchored_rows(val, classified, runs["bm25 >> setops"], reports, held_out)
     weight, cut, _ = tune_fusion(classified, retrieved, gold)
     voted = fused_run(classified, retrieved, weight)
     reports[f"bm25 >> classify + BM25 vote (w={weight:.1f}, {describe(cut)}, tuned on val)"] = evaluate(
@@ -168,6 +172,10 @@ def run(args: argparse.Namespace) -> Report:
         record.setdefault("retriever_weights", {})["bm25"] = weight
         record.setdefault("cuts", {})["bm25"] = cut.record()
         record.setdefault("thresholds", {})["bm25"] = cut.threshold
+        not_weight, setops_cut = anchored_cut
+        record["cuts"]["bm25+setops"] = setops_cut.record()
+        record["thresholds"]["bm25+setops"] = setops_cut.threshold
+        record.setdefault("not_weights", {})["bm25+setops"] = not_weight
         write_training_record(args.update_record, record)
     title = f"QUEST val, {len(val.queries)} queries ({', '.join(args.domains)}), proxy corpus"
     tables = [overall_table(f"{title}: rules tuned on val (the paper's protocol)", reports),
@@ -182,6 +190,29 @@ def run(args: argparse.Namespace) -> Report:
              f"training: {training.get('steps')} steps, {training.get('examples_seen')} examples, "
              f"{training.get('examples_per_second')} examples/s, {training.get('train_seconds')} s"]
     return Report(tables, {"val_tuned": reports, "held_out": held_out, "training": training}, notes)
+
+
+def anchored_rows(val: QuestTask, classified: Run, constraints: Run, reports: dict[str, dict],
+                  held_out: dict[str, dict]) -> tuple[float, SetCut]:
+    """The anchored set-operation variant (whole-query score AND the constraints, soft NOT; the classify run's
+    candidates, no expansion) from the two scored runs: its rows, and its val-tuned not_weight and rule."""
+    parsed = {q.id: parse_query(q.text) for q in val.queries}
+    weight, cut, _ = tune_anchored(classified, constraints, parsed, val.gold)
+    scored = anchored_run(classified, constraints, parsed, weight)
+    reports[f"bm25 >> setops anchored (not_weight {weight}, {describe(cut)}, tuned on val)"] = evaluate(
+        val, predicted_sets(scored, cut), run_sets(scored))
+
+    def tuned(part: QuestTask):
+        w, c, _ = tune_anchored(restrict_to(classified, part.gold), constraints, parsed, part.gold)
+        return lambda ids: predicted_sets(anchored_run(restrict_to(classified, ids), constraints, parsed, w), c)
+
+    held_out["bm25 >> setops anchored (not_weight and rule tuned)"] = evaluate(val, held_out_sets(val, tuned),
+                                                                              run_sets(scored))
+    return weight, cut
+
+
+def restrict_to(run: Run, ids) -> Run:
+    return Run({q: run.get(q, []) for q in ids})
 
 
 def describe(cut: SetCut) -> str:

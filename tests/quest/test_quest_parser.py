@@ -7,7 +7,7 @@ import pytest
 
 from sleuth.corpus.quest import read_quest_examples
 from sleuth.errors import ConfigError, InputError
-from sleuth.systems.quest.fuzzy import combine, fuzzy_and, fuzzy_not, fuzzy_or
+from sleuth.systems.quest.fuzzy import combine, combine_anchored, fuzzy_and, fuzzy_not, fuzzy_or
 from sleuth.systems.quest.parser_eval import constraint_f1, parser_accuracy, token_f1
 from sleuth.systems.quest.query_parser import ParserOptions, parse_query
 from sleuth.systems.quest.templates import TEMPLATES, ParsedQuery, parse_marked
@@ -106,5 +106,10 @@ def test_combine_follows_the_template():
     union = ParsedQuery("_ or _ or _", ("A", "B", "C"))
     assert combine(union, scores) == pytest.approx([0.9, 0.9])
     assert combine(ParsedQuery("_", ("A",)), scores[:1]) == pytest.approx([0.9, 0.9])
+    assert combine(difference, scores, not_weight=0.5) == pytest.approx([0.65, 0.1])  # min(.9, .8, 1 - .5 * .7)
+    whole = np.array([0.5, 0.95])
+    assert combine_anchored(difference, scores, whole) == pytest.approx([0.3, 0.1])
+    assert combine_anchored(difference, scores, whole, not_weight=0.5) == pytest.approx([0.5, 0.1])
+    assert combine_anchored(union, scores, whole) == pytest.approx(whole)  # a union keeps the whole query's score
     with pytest.raises(ConfigError):
         combine(union, scores[:2])

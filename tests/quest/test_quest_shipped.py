@@ -42,6 +42,17 @@ def test_the_shipped_adapter_is_small_documented_and_tuned():
     assert {"bm25", "bm25+setops"} <= set(record["cuts"]) and record["steps"] > 0
 
 
+def test_the_setops_pipeline_is_anchored_with_the_tuned_soft_negation(val_setup):
+    from sleuth.pipelines.config import load_pipeline
+    from sleuth.systems.quest.set_ops import SetOperations
+
+    record = json.loads((shipped_classifier_dir() / "training.json").read_text(encoding="utf-8"))
+    stage = load_pipeline("quest-bm25-setops", val_setup[0]).stages[-1]
+    assert isinstance(stage, SetOperations) and stage.anchor and stage.expand_depth == 0
+    assert stage.not_weight == record["not_weights"]["bm25+setops"] < 1.0
+    assert stage.cut is not None and stage.cut.record() == record["cuts"]["bm25+setops"]
+
+
 def test_the_shipped_classifier_separates_gold_from_bm25_candidates(val_setup):
     """On real val queries, the classifier ranks gold documents above BM25's other candidates far better than
     chance (AUC) and its tuned set is more precise than BM25's top 10."""

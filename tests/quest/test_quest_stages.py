@@ -68,6 +68,29 @@ def test_difference_subtracts_the_negated_constraint(quest_setup):
     assert most_prison.score == 0.0 and run[query.id][-1].score == 0.0
 
 
+def test_anchored_difference_needs_the_whole_query_and_softens_the_subtraction(quest_setup):
+    ws, task = quest_setup
+    query = task.queries[0]
+    candidates = retriever(ws, "bm25", 30).transform([query])
+    parser = fixed("_ that are not _", "films", "prison")
+    stage = SetOperations(retriever(ws, "bm25", 30), parser=parser, normalise="minmax", anchor=True, not_weight=0.5)
+    hits = stage.transform([query], candidates)[query.id]
+    assert len(hits) == len(candidates[query.id])
+    for hit in hits:
+        positive, negated = hit.extras["constraint_scores"]
+        whole = hit.extras["whole_score"]
+        assert hit.score == pytest.approx(min(whole, positive, 1.0 - 0.5 * negated))
+    # the whole query's best BM25 match has whole score 1, so only the constraints can lower it
+    best = next(h for h in hits if h.id == candidates[query.id][0].id)
+    assert best.extras["whole_score"] == pytest.approx(1.0)
+    assert min(h.score for h in hits) == 0.0  # the whole query's worst candidate (min-max 0) is out whatever else
+    union = SetOperations(retriever(ws, "bm25", 30), parser=fixed("_ or _", "films", "prison"), normalise="minmax",
+                          anchor=True).transform([query], candidates)[query.id]
+    assert all(h.score == pytest.approx(h.extras["whole_score"]) for h in union)  # a union keeps the whole query
+    with pytest.raises(ConfigError, match="not_weight"):
+        SetOperations(retriever(ws, "bm25", 5), not_weight=1.5)
+
+
 def test_an_atomic_query_keeps_the_scorers_order_and_a_threshold_cuts(quest_setup):
     ws, task = quest_setup
     query = task.queries[0]

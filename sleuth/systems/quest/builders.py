@@ -48,13 +48,15 @@ def resolve_threshold(threshold: Any, model: str | None, system: str) -> SetCut 
     return SetCut.from_record(tuned[system])
 
 
-def resolve_weight(weight: Any, model: str | None, system: str) -> float:
-    """A number, or the retriever weight tuned for ``system`` with the model (0 when none was tuned)."""
+def resolve_weight(weight: Any, model: str | None, system: str, kind: str = "retriever_weights",
+                   default: float = 0.0) -> float:
+    """A number, or the weight of ``kind`` tuned for ``system`` with the model (``default`` when none was tuned):
+    the classifier's retriever vote ("retriever_weights") or setops' soft negation ("not_weights")."""
     if weight != "tuned":
         return float(weight)
     from sleuth.systems.quest.classifier_training import read_training_record
 
-    return float(read_training_record(model_dir(model)).get("retriever_weights", {}).get(system, 0.0))
+    return float(read_training_record(model_dir(model)).get(kind, {}).get(system, default))
 
 
 @register_stage("classify")
@@ -69,9 +71,12 @@ def classify_stage(ws: Workspace, *, model: str | None = None, threshold: Any = 
 @register_stage("setops")
 def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "tuned", system: str = "bm25+setops",
                  t_norm: str = "min", int8: bool = False, split_and: bool = True, split_modifiers: bool = True,
-                 expand: str | None = None, expand_depth: int = 10, name: str = "setops") -> SetOperations:
+                 expand: str | None = None, expand_depth: int = 10, anchor: bool = False, not_weight: Any = 1.0,
+                 name: str = "setops") -> SetOperations:
     """Parse the query, classify every candidate against every constraint, combine with fuzzy set operations;
-    with ``expand`` ("bm25" or "dense") each positive constraint's own top ``expand_depth`` join the candidates."""
+    with ``expand`` ("bm25" or "dense") each positive constraint's own top ``expand_depth`` join the candidates;
+    ``anchor`` ANDs the whole query's classifier score in, ``not_weight`` (a number or "tuned") softens the
+    subtraction to 1 - w x."""
     from functools import partial
 
     from sleuth.systems.quest.methods import retriever
@@ -81,4 +86,5 @@ def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "t
     parser = partial(parse_query, options=ParserOptions(split_and=split_and, split_modifiers=split_modifiers))
     return SetOperations(scorer, parser=parser, t_norm=t_norm, threshold=resolve_threshold(threshold, model, system),
                          expand=retriever(ws, expand, expand_depth) if expand else None,
-                         expand_depth=expand_depth if expand else 0, name=name)
+                         expand_depth=expand_depth if expand else 0, anchor=anchor,
+                         not_weight=resolve_weight(not_weight, model, system, "not_weights", 1.0), name=name)

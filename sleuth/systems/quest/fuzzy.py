@@ -1,7 +1,8 @@
 """Fuzzy set operations on membership degrees in [0, 1]: a parsed query's constraint scores -> one score.
 
 ``t_norm="min"`` (Gödel): AND = min, OR = max. ``t_norm="product"``: AND = product, OR = probabilistic sum
-1 - prod(1 - x). NOT = 1 - x in both. A template's expression follows :mod:`sleuth.systems.quest.templates`: unions OR all
+1 - prod(1 - x). NOT = 1 - x in both, or the softer 1 - w * x with a ``not_weight`` w < 1 (a classifier's score for
+the subtracted constraint is noisy: w < 1 keeps a true member that the noise half-excludes). A template's expression follows :mod:`sleuth.systems.quest.templates`: unions OR all
 constraints; the others AND the positive constraints with the negation of the subtracted one.
 """
 
@@ -36,17 +37,27 @@ def fuzzy_or(values: Sequence[np.ndarray], t_norm: str = "min") -> np.ndarray:
     return stacked.max(axis=0) if check_t_norm(t_norm) == "min" else 1.0 - (1.0 - stacked).prod(axis=0)
 
 
-def fuzzy_not(values: np.ndarray) -> np.ndarray:
-    """Standard negation 1 - x."""
-    return 1.0 - np.asarray(values, dtype=np.float64)
+def fuzzy_not(values: np.ndarray, weight: float = 1.0) -> np.ndarray:
+    """Negation 1 - weight * x (the standard 1 - x with weight 1)."""
+    return 1.0 - weight * np.asarray(values, dtype=np.float64)
 
 
-def combine(parsed: ParsedQuery, memberships: Sequence[np.ndarray], t_norm: str = "min") -> np.ndarray:
+def combine(parsed: ParsedQuery, memberships: Sequence[np.ndarray], t_norm: str = "min",
+            not_weight: float = 1.0) -> np.ndarray:
     """One membership per candidate from per-constraint memberships (``memberships[i]`` for constraint i)."""
     if len(memberships) != len(parsed.constraints):
         raise ConfigError(f"{len(parsed.constraints)} constraints but {len(memberships)} score arrays")
     if parsed.is_union:
         return fuzzy_or(memberships, t_norm)
-    terms = [fuzzy_not(m) if negated else np.asarray(m, dtype=np.float64)
+    terms = [fuzzy_not(m, not_weight) if negated else np.asarray(m, dtype=np.float64)
              for m, negated in zip(memberships, parsed.negated)]
     return fuzzy_and(terms, t_norm)
+
+
+def combine_anchored(parsed: ParsedQuery, memberships: Sequence[np.ndarray], whole: np.ndarray, t_norm: str = "min",
+                     not_weight: float = 1.0) -> np.ndarray:
+    """The whole query's membership ANDed with :func:`combine` of its constraints; a union or an atomic query keeps
+    the whole query's membership (its constraints could only widen it)."""
+    if parsed.is_union or len(parsed.constraints) < 2:
+        return np.asarray(whole, dtype=np.float64)
+    return fuzzy_and([whole, combine(parsed, memberships, t_norm, not_weight)], t_norm)

@@ -3,7 +3,7 @@ classifier, or followed by set-operation-aware scoring with the classifier; and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +19,7 @@ from sleuth.systems.quest.classifier_training import Documents
 from sleuth.systems.quest.classify import Classify
 from sleuth.systems.quest.cut import GAPS, THRESHOLDS, SetCut, best_cut, cut_sweep
 from sleuth.systems.quest.set_ops import SetOperations
+from sleuth.systems.quest.templates import ParsedQuery
 
 RETRIEVERS = ("bm25", "dense")
 CANDIDATES = 100  # the classifier reads the retriever's top 100 (Malaviya et al., ACL 2023, section 4.3)
@@ -60,11 +61,42 @@ def corpus_documents(ws: Workspace) -> Documents:
 
 
 def set_operations(classify: Classify, t_norm: str = "min", threshold: float | SetCut | None = None,
-                   expand: Stage | None = None, expand_depth: int = 0) -> SetOperations:
+                   expand: Stage | None = None, expand_depth: int = 0, anchor: bool = False,
+                   not_weight: float = 1.0) -> SetOperations:
     """Set-operation-aware scoring of candidates with the classifier as constraint scorer; with ``expand`` each
     positive constraint's own top ``expand_depth`` documents join the candidates (per-constraint retrieval)."""
     return SetOperations(classify, t_norm=t_norm, normalise="none", threshold=threshold, expand=expand,
-                         expand_depth=expand_depth, name="setops")
+                         expand_depth=expand_depth, anchor=anchor, not_weight=not_weight, name="setops")
+
+
+NOT_WEIGHTS = (1.0, 0.85, 0.7, 0.5, 0.3)  # softness of the subtraction tried by tune_anchored
+
+
+def anchored_run(classified: Run, constraints: Run, parsed: Mapping[str, ParsedQuery], not_weight: float,
+                 t_norm: str = "min") -> Run:
+    """What an anchored setops stage (no expansion) scores, from two scored runs over the same candidates: the
+    whole-query run ``classified`` and a setops run carrying each hit's ``constraint_scores``."""
+    from sleuth.systems.quest.fuzzy import combine_anchored
+
+    run = Run()
+    for qid, hits in classified.items():
+        by_id = {h.id: h.extras.get("constraint_scores") for h in constraints.get(qid, [])}
+        structure = parsed[qid]
+        kept = [h for h in hits if by_id.get(h.id) is not None and len(by_id[h.id]) == len(structure.constraints)]
+        if not kept:
+            run[qid] = []
+            continue
+        memberships = [np.array([by_id[h.id][i] for h in kept]) for i in range(len(structure.constraints))]
+        scores = combine_anchored(structure, memberships, np.array([h.score for h in kept]), t_norm, not_weight)
+        run[qid] = sorted((h.with_score(float(s)) for h, s in zip(kept, scores)), key=lambda h: (-h.score, h.id))
+    return run
+
+
+def tune_anchored(classified: Run, constraints: Run, parsed: Mapping[str, ParsedQuery],
+                  gold: Mapping[str, Sequence[str]], weights: Sequence[float] = NOT_WEIGHTS
+                  ) -> tuple[float, SetCut, float]:
+    """The ``not_weight`` and set rule of best average F1 for the anchored setops (ties: the larger weight)."""
+    return best_weight(lambda weight: anchored_run(classified, constraints, parsed, weight), gold, weights)
 
 
 def tune_cut(run: Run, gold: Mapping[str, Sequence[str]], thresholds: Sequence[float] = THRESHOLDS,
@@ -95,14 +127,21 @@ def fused_run(classified: Run, retrieved: Run, weight: float) -> Run:
 def tune_fusion(classified: Run, retrieved: Run, gold: Mapping[str, Sequence[str]],
                 weights: Sequence[float] = WEIGHTS) -> tuple[float, SetCut, float]:
     """The retriever weight and set rule of best average F1 (ties: the smaller weight), and that F1."""
+    return best_weight(lambda weight: fused_run(classified, retrieved, weight), gold, weights)
+
+
+def best_weight(scored: Callable[[float], Run], gold: Mapping[str, Sequence[str]], weights: Sequence[float]
+                ) -> tuple[float, SetCut, float]:
+    """The weight (of those tried, in order: ties keep the first) whose run ``scored(weight)`` reaches the best
+    average F1 under its best set rule; with that rule and F1."""
     best: tuple[float, SetCut, float] | None = None
     for weight in weights:
-        cut, sweep = tune_cut(fused_run(classified, retrieved, weight), gold)
+        cut, sweep = tune_cut(scored(weight), gold)
         f1 = max(row["F1"] for row in sweep)
         if best is None or f1 > best[2] + 1e-12:
             best = (weight, cut, f1)
     if best is None:
-        raise ConfigError("tune_fusion needs at least one weight")
+        raise ConfigError("tuning a weight needs at least one weight to try")
     return best
 
 

@@ -3,9 +3,9 @@ pipeline (e.g. ``sleuth serve --pipeline quest-bm25-classify`` over a QUEST corp
 
 Request ``{"query", "pipeline"?}`` (default: the first served pipeline whose name starts with ``quest``); response
 ``{"query", "pipeline", "template", "symbol", "constraints": [{"text", "negated"}], "members": [{"rank", "id",
-"title", "text", "score", "constraint_scores"?}]}``: the predicted set, each member with its classifier score (the
-probability, or for a set-operation pipeline the fuzzy combination and one probability per constraint), and the
-query's parsed template and constraints.
+"title", "text", "score", "constraint_scores"?, "whole_score"?}]}``: the predicted set, each member with its
+classifier score (the probability, or for a set-operation pipeline the fuzzy combination, one probability per
+constraint and, when anchored, the whole query's), and the query's parsed template and constraints.
 """
 
 from __future__ import annotations
@@ -49,6 +49,8 @@ class QuestEndpoint:
             member = {"rank": rank, "id": hit.id, "title": hit.title, "text": hit.text, "score": float(hit.score)}
             if "constraint_scores" in hit.extras:
                 member["constraint_scores"] = [float(s) for s in hit.extras["constraint_scores"]]
+            if "whole_score" in hit.extras:
+                member["whole_score"] = float(hit.extras["whole_score"])
             members.append(member)
         return {"query": query, "pipeline": name, "template": parsed.template,
                 "symbol": SYMBOLS.get(parsed.template, parsed.template),

@@ -5,6 +5,11 @@ The constraint scorer is any stage that rescores given candidates: the relevance
 they are) or a retriever (BM25 / dense scores, min-max normalised per constraint over the candidate pool). With an
 ``expand`` retriever, the top ``expand_depth`` documents of every positive constraint join the candidate pool first
 (a union query's second disjunct may be missing from the whole query's top 100).
+
+``anchor=True`` also scores the whole query and ANDs that score with the constraints' combination: a candidate must
+fit the query as written *and* its parsed structure (a union or an atomic query keeps the whole-query score, since
+its constraints could only widen it). The constraint scores then refine what the whole-query classifier decides,
+instead of replacing it; ``not_weight`` < 1 softens the subtraction (see :mod:`sleuth.systems.quest.fuzzy`).
 """
 
 from __future__ import annotations
@@ -18,12 +23,13 @@ from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.quest.cut import SetCut
-from sleuth.systems.quest.fuzzy import check_t_norm, combine
+from sleuth.systems.quest.fuzzy import check_t_norm, combine, combine_anchored
 from sleuth.systems.quest.query_parser import parse_query
 from sleuth.systems.quest.templates import ParsedQuery
 
 NORMALISATIONS = ("none", "minmax")
 SEPARATOR = "\x1f"  # joins a query id and a constraint number into a sub-query id
+WHOLE = "whole"  # the sub-query number of the whole query (anchor=True)
 
 
 class SetOperations(Stage):
@@ -32,12 +38,16 @@ class SetOperations(Stage):
 
     def __init__(self, scorer: Stage, parser: Callable[[str], ParsedQuery] = parse_query, t_norm: str = "min",
                  normalise: str = "none", expand: Stage | None = None, expand_depth: int = 0,
-                 threshold: float | SetCut | None = None, name: str = "setops"):
+                 threshold: float | SetCut | None = None, anchor: bool = False, not_weight: float = 1.0,
+                 name: str = "setops"):
         if normalise not in NORMALISATIONS:
             raise ConfigError(f"setops: unknown normalise '{normalise}' (known: {', '.join(NORMALISATIONS)})")
         if expand_depth < 0 or (expand_depth and expand is None):
             raise ConfigError("setops: expand_depth needs an expand retriever and must not be negative")
+        if not 0.0 <= not_weight <= 1.0:
+            raise ConfigError(f"setops: not_weight must be between 0 and 1, got {not_weight}")
         self.scorer, self.parser, self.t_norm = scorer, parser, check_t_norm(t_norm)
+        self.anchor, self.not_weight = anchor, not_weight
         self.normalise, self.expand, self.expand_depth = normalise, expand, expand_depth
         self.cut = threshold if threshold is None or isinstance(threshold, SetCut) else SetCut(float(threshold))
         self.name = name
@@ -54,13 +64,21 @@ class SetOperations(Stage):
                 sub = Query(f"{query.id}{SEPARATOR}{i}", constraint)  # an atomic query is scored as written
                 sub_queries.append(sub)
                 sub_candidates[sub.id] = pools[query.id]
+            if self.anchor and len(constraints) > 1:
+                whole_query = Query(f"{query.id}{SEPARATOR}{WHOLE}", query.text)
+                sub_queries.append(whole_query)
+                sub_candidates[whole_query.id] = pools[query.id]
         scored = self.scorer.transform(sub_queries, sub_candidates) if sub_queries else Run()
         run = Run()
         for query in queries:
             structure, pool = parsed[query.id], pools[query.id]
             memberships = [self.memberships(scored.get(f"{query.id}{SEPARATOR}{i}", []), pool)
                            for i in range(len(structure.constraints))]
-            run[query.id] = self.ranked(pool, structure, memberships)
+            whole = None
+            if self.anchor:
+                whole = (self.memberships(scored.get(f"{query.id}{SEPARATOR}{WHOLE}", []), pool)
+                         if len(structure.constraints) > 1 else memberships[0])
+            run[query.id] = self.ranked(pool, structure, memberships, whole)
         return run
 
     def expanded(self, queries: Sequence[Query], parsed: dict[str, ParsedQuery], candidates: Run) -> Run:
@@ -91,18 +109,32 @@ class SetOperations(Stage):
             return minmax(raw)
         return np.clip(raw, 0.0, 1.0)
 
-    def ranked(self, pool: list[Hit], structure: ParsedQuery, memberships: list[np.ndarray]) -> list[Hit]:
+    def combined(self, structure: ParsedQuery, memberships: list[np.ndarray], whole: np.ndarray | None
+                 ) -> np.ndarray:
+        """The fuzzy combination of the constraints, ANDed with the whole query's score when anchored."""
+        if whole is None:
+            return combine(structure, memberships, self.t_norm, self.not_weight)
+        return combine_anchored(structure, memberships, whole, self.t_norm, self.not_weight)
+
+    def ranked(self, pool: list[Hit], structure: ParsedQuery, memberships: list[np.ndarray],
+               whole: np.ndarray | None = None) -> list[Hit]:
         """Pool hits with the combined score, best first (ties keep pool order), cut to the set if a cut is set."""
-        combined = combine(structure, memberships, self.t_norm) if pool else np.zeros(0)
+        combined = self.combined(structure, memberships, whole) if pool else np.zeros(0)
         hits = []
         for position, hit in enumerate(pool):
             constraint_scores = [float(m[position]) for m in memberships]
             hits.append((-combined[position], position, hit.with_score(
                 combined[position], template=structure.template, constraints=list(structure.constraints),
-                constraint_scores=constraint_scores, **{f"{self.name}_input_score": hit.score})))
+                constraint_scores=constraint_scores, **self.whole_extra(whole, position),
+                **{f"{self.name}_input_score": hit.score})))
         hits.sort(key=lambda item: (item[0], item[1]))
         ranked = [h for _, _, h in hits]
         return ranked if self.cut is None else self.cut.members(ranked)
+
+    @staticmethod
+    def whole_extra(whole: np.ndarray | None, position: int) -> dict[str, float]:
+        """The whole query's score of the candidate at ``position``, as a hit extra, when anchored."""
+        return {} if whole is None else {"whole_score": float(whole[position])}
 
 
 def minmax(values: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
 /* The QUEST page: lists the served QUEST pipelines (/quest/pipelines), posts the query to /quest/predict and shows
    the parsed template and constraints and the predicted set, each member with its classifier score (and one score
-   per constraint for a set-operation pipeline). Server text only reaches the page through textContent. */
+   per constraint for a set-operation pipeline, plus the whole query's when it is anchored). Server text only reaches the page through textContent. */
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -34,7 +34,8 @@ function render(result) {
   }));
   $("parse").hidden = false;
   const perConstraint = result.members.some((m) => m.constraint_scores);
-  const head = ["#", "member", "score"].concat(perConstraint ? result.constraints.map((c, i) =>
+  const whole = result.members.some((m) => m.whole_score !== undefined);
+  const head = ["#", "member", "score"].concat(whole ? ["whole query"] : [], perConstraint ? result.constraints.map((c, i) =>
     `${String.fromCharCode(65 + i)}${c.negated ? " (not)" : ""}`) : []);
   $("members-head").replaceChildren(...head.map((h) => el("th", "", h)));
   $("members-body").replaceChildren(...result.members.map((m) => {
@@ -42,6 +43,7 @@ function render(result) {
     const who = el("td");
     who.append(el("div", "title", m.title || m.id), el("div", "doc", (m.text || "").slice(0, 240)));
     row.append(el("td", "", m.rank), who, scoreCell(m.score));
+    if (whole) row.append(scoreCell(m.whole_score ?? 0));
     for (const s of perConstraint ? (m.constraint_scores || []) : []) row.append(scoreCell(s));
     return row;
   }));
