@@ -12,7 +12,7 @@ Trained encoders (bench/dhr_squad_heads.py) are linear heads over the frozen vec
 questions at equal budget per objective; lambda for a trained setup is chosen by article-level cross-fitting within
 the train articles (heads trained on one half of them, lambda scored on the other half, and back).
 
-    SLEUTH_HOME=/work/cache-dhr python -m bench.dhr_squad [--steps 300 --batch 32]
+    SLEUTH_HOME=/work/cache-dhr python -m bench.dhr_squad [--steps 100 --batch 32 --lr 1e-4]
 """
 
 from __future__ import annotations
@@ -146,9 +146,9 @@ def bm25_row(ws: Workspace, bench: Bench, questions, rows: np.ndarray, nq_questi
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/dhr"), help="Folder of the lambda curve plot.")
-    parser.add_argument("--steps", type=int, default=300, help="Steps per objective (heads).")
+    parser.add_argument("--steps", type=int, default=100, help="Steps per objective (heads).")
     parser.add_argument("--batch", type=int, default=32, help="Questions per step.")
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--lr", type=float, default=1e-4)
     args = parser.parse_args()
     started = time.perf_counter()
     data = shared_data_dir()
@@ -221,6 +221,7 @@ def main() -> None:
     path = RESULTS_DIR / "dhr_squad.json"
     path.write_text(portable(json.dumps({"command": "python -m bench.dhr_squad " + " ".join(
         f"--{k} {v}" for k, v in vars(args).items() if k != "out"), **result}, indent=1)) + "\n")
+    args.out.mkdir(parents=True, exist_ok=True)
     plot(result, args.out / "lambda_curve.png")
     print(f"wrote {path}")
 

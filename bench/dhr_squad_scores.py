@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 KS = (1, 5, 20)
-LAMBDAS = (0.1, 0.25, 0.5, 0.75, 1.0, 2.0)
-Z_LAMBDAS = (0.1, 0.25, 0.5, 1.0, 2.0)
+LAMBDAS = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.0)
+Z_LAMBDAS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
 LENGTH_BETAS = (0.01, 0.02, 0.03, 0.05)
 LSE_TEMPERATURES = (0.05, 0.1, 0.2)
 SOFTMAX_TEMPERATURE, SOFTMAX_DEPTH = 0.05, 100
