@@ -74,6 +74,11 @@ class Bench:
             documents["centroid"] = qd @ centroid.T
         return variant_grid(passage, documents, self.offsets, self.owner)
 
+    def flat_r1(self, head, rows: np.ndarray) -> float:
+        """R@1 of flat search through one head."""
+        scores = head.apply(self.queries[rows]) @ head.apply(self.passages).T
+        return float(np.mean(gold_ranks(scores, self.gold[rows]) <= 1))
+
     def r1(self, setup: dict, rows: np.ndarray) -> dict[tuple[str, float], float]:
         return {key: float(np.mean(gold_ranks(make(), self.gold[rows]) <= 1))
                 for key, make in self.grid(setup, rows).items()}
@@ -143,6 +148,24 @@ def bm25_row(ws: Workspace, bench: Bench, questions, rows: np.ndarray, nq_questi
     return {**out, "NQ R@1": float(np.mean(nq_rank <= 1)), "NQ R@20": float(np.mean(nq_rank <= 20))}
 
 
+def budget_sweep(bench: Bench, train_qs, folds, query_row, corpus, index, vectors, batch: int) -> list[dict]:
+    """How the flat head's budget (lr, steps) was chosen: trained on the first half of the train articles, R@1 on
+    the second half (evaluation articles untouched)."""
+    from sleuth.train.heads import LinearHead, VectorTask, train_linear_head
+
+    fit = build_objectives([q for q in train_qs if q.metadata["article"] in folds[0]], query_row, corpus, index)
+    rows = np.array([query_row[q.id] for q in train_qs if q.metadata["article"] in folds[1]])
+    out = [{"lr": 0.0, "steps": 0, "held-out R@1": bench.flat_r1(LinearHead.identity(vectors.shape[1]), rows)}]
+    for lr in (1e-4, 3e-4, 1e-3):
+        for steps in (100, 300):
+            trained = train_linear_head([VectorTask(vectors, np.asarray(index.passage_vectors), fit.passage)],
+                                        TrainConfig(lr=lr, batch_size=batch, max_steps=steps, weight_decay=0.01,
+                                                    show_progress=False))
+            out.append({"lr": lr, "steps": steps, "held-out R@1": bench.flat_r1(trained.head, rows),
+                        "last loss": float(np.mean(trained.losses[-20:]))})
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("docs/dhr"), help="Folder of the lambda curve plot.")
@@ -193,6 +216,7 @@ def main() -> None:
     config = TrainConfig(lr=args.lr, batch_size=args.batch, max_steps=args.steps, weight_decay=0.01,
                          show_progress=False)
     folds = (train_articles[0::2], train_articles[1::2])
+    result["budget sweep"] = budget_sweep(bench, train_qs, folds, query_row, corpus, index, squad_vectors, args.batch)
     fold_r1: dict[str, dict] = defaultdict(lambda: defaultdict(float))
     for fit, score in (folds, folds[::-1]):
         fit_qs = [q for q in train_qs if q.metadata["article"] in fit]
@@ -246,6 +270,7 @@ def plot(result: dict, path: Path) -> None:
         ax.set_title(f"{title}, evaluation articles")
         ax.set_xlabel("lambda (beta for the length prior)")
         ax.set_xscale("symlog", linthresh=0.1)
+        ax.set_xlim(left=0.0)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("gold paragraph R@1")
     fig.suptitle("DHR parallel, SQuAD 2.0 dev + NQ distractors, all-MiniLM-L6-v2 (+ linear heads)")
