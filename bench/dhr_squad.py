@@ -27,7 +27,14 @@ import numpy as np
 
 from bench.common import RESULTS_DIR, portable
 from bench.dhr_squad_heads import build_objectives, identity_setup, train_setups
-from bench.dhr_squad_scores import answer_accuracy, best_lambdas, gold_ranks, recall_measures, variant_grid
+from bench.dhr_squad_scores import (
+    answer_accuracy,
+    best_lambdas,
+    context_scores,
+    gold_ranks,
+    recall_measures,
+    variant_grid,
+)
 from sleuth.corpus.squad import read_squad_questions
 from sleuth.eval.answers import answer_matcher
 from sleuth.index.dense import VectorSearch
@@ -40,7 +47,7 @@ from sleuth.systems.dhr.training_data import DHRCorpus
 from sleuth.train.contrastive import TrainConfig
 
 HEADLINE = ("flat", "max add", "length prior", "lse T=0.1", "lse T=0.2", "summary add", "summary gate", "summary z",
-            "summary softmax", "centroid add", "centroid z", "summary serial k1=100")
+            "summary softmax", "centroid add", "centroid z", "summary serial k1=100", "context add", "context gate")
 
 
 def cached(path: Path, make) -> np.ndarray:
@@ -72,7 +79,8 @@ class Bench:
             centroid = np.add.reduceat(vectors, self.offsets[:-1], axis=0)
             centroid /= np.maximum(np.linalg.norm(centroid, axis=1, keepdims=True), 1e-12)
             documents["centroid"] = qd @ centroid.T
-        return variant_grid(passage, documents, self.offsets, self.owner)
+        context = context_scores(q, setup["passage"].apply(self.passages), self.offsets, self.owner)
+        return variant_grid(passage, documents, self.offsets, self.owner, context)
 
     def flat_r1(self, head, rows: np.ndarray) -> float:
         """R@1 of flat search through one head."""

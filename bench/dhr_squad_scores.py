@@ -3,8 +3,10 @@ paragraph's rank, R@k / nDCG@10, answer accuracy, and lambda chosen where it is 
 
 Document scores d (per query and document): ``summary`` (encoded title + lead), ``centroid`` (unit mean of the
 document's passage vectors), ``max`` (best passage score), ``lse`` (soft maximum ``T log sum exp(p/T)`` minus the
-maximum: how many of the document's passages score near its best; 0 for a one-passage document) and ``length``
-(``log`` of the document's passage count: a pure length prior, the reference a document score must beat).
+maximum: how many of the document's passages score near its best; 0 for a one-passage document), ``length``
+(``log`` of the document's passage count: a pure length prior, the reference a document score must beat),
+``context`` (per passage: the score of the unit mean of the *other* passages of its document, the article around it;
+a one-passage document's is its passage's own).
 Combinations: ``add`` ``p + lam*d``; ``gate`` ``p + lam*max(d - p, 0)``; ``z`` ``p + lam*sd_p*(d - mean_d)/sd_d``
 (document scores put on the passage scores' per-query scale); ``softmax`` ``p + lam*softmax(d/0.05)`` over the top 100
 documents; serial ``k1``: only the passages of the top-k1 documents are ranked.
@@ -79,11 +81,16 @@ def softmax_document(document: np.ndarray) -> np.ndarray:
     return out
 
 
-def variant_grid(passage: np.ndarray, documents: dict[str, np.ndarray], offsets: np.ndarray,
-                 owner: np.ndarray) -> dict[tuple[str, float], Callable[[], np.ndarray]]:
+def variant_grid(passage: np.ndarray, documents: dict[str, np.ndarray], offsets: np.ndarray, owner: np.ndarray,
+                 context: np.ndarray | None = None) -> dict[tuple[str, float], Callable[[], np.ndarray]]:
     """``(variant, lam) -> final passage scores`` (lazily) for every variant with a document score in ``documents``
-    (summary / centroid scores, shape queries x documents) plus the ones from passage scores alone."""
+    (summary / centroid scores, shape queries x documents), the ``context`` scores (queries x passages) and the ones
+    from passage scores alone."""
     grid: dict[tuple[str, float], Callable[[], np.ndarray]] = {("flat", 0.0): lambda: passage}
+    if context is not None:
+        grid.update({("context add", lam): (lambda lam=lam: passage + np.float32(lam) * context) for lam in LAMBDAS})
+        grid.update({("context gate", lam): (lambda lam=lam: passage + np.float32(lam) * np.maximum(context - passage, 0))
+                     for lam in LAMBDAS})
     best = np.maximum.reduceat(passage, offsets[:-1], axis=1)[:, owner]
     grid.update({("max add", lam): (lambda lam=lam: passage + np.float32(lam) * best) for lam in (0.5, 1.0, 2.0)})
     logn = np.log(np.diff(offsets)).astype(np.float32)[owner]
@@ -108,6 +115,17 @@ def variant_grid(passage: np.ndarray, documents: dict[str, np.ndarray], offsets:
                 lambda lam=lam, d=d, k1=k1, doc_rank=doc_rank: np.where(doc_rank < k1, passage + np.float32(lam) * d,
                                                                         -np.inf)) for lam in (0.5, 1.0)})
     return grid
+
+
+def context_scores(queries: np.ndarray, passages: np.ndarray, offsets: np.ndarray, owner: np.ndarray) -> np.ndarray:
+    """Per query and passage: cosine with the unit mean of the other passages of its document (leave-one-out
+    centroid); a one-passage document's passage gets its own score."""
+    sums = np.add.reduceat(passages, offsets[:-1], axis=0)
+    norm2 = (sums ** 2).sum(1)[owner] - 2 * (sums[owner] * passages).sum(1) + (passages ** 2).sum(1)
+    own = queries @ passages.T
+    rest = (queries @ sums.T)[:, owner] - own
+    multi = np.diff(offsets)[owner] > 1
+    return np.where(multi, rest / np.sqrt(np.maximum(norm2, 1e-12)), own).astype(np.float32)
 
 
 def best_lambdas(r1: dict[tuple[str, float], float]) -> dict[str, float]:
