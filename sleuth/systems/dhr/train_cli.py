@@ -22,9 +22,35 @@ def parse_counts(pairs: list[str], what: str) -> dict[str, int]:
     return counts
 
 
+def training_questions(path: Path, train_articles: str | None) -> tuple[list, dict[str, list[str]] | None]:
+    """The questions to train on and, for SQuAD, the article split (evaluation-article questions left out)."""
+    from sleuth.corpus.jsonfile import load_json_object
+    from sleuth.corpus.questions import read_questions
+    from sleuth.corpus.squad import is_squad, read_squad_questions
+
+    if path.suffix.lower() != ".json" or not is_squad(load_json_object(path)):
+        if train_articles is not None:
+            raise ConfigError(f"--train-articles needs SQuAD questions, {path} is not a SQuAD JSON file")
+        return list(read_questions(path)), None
+    from sleuth.systems.dhr.article_split import parse_article_list, split_by_article
+
+    chosen = parse_article_list(train_articles) if train_articles is not None else None
+    train, held_out, names = split_by_article(list(read_squad_questions(path)), chosen)
+    evaluation = list(dict.fromkeys(q.metadata["article"] for q in held_out))
+    console.print(f"article split: {len(names)} train articles ({len(train)} questions), {len(evaluation)} evaluation "
+                  f"articles ({len(held_out)} questions, not trained on)")
+    return train, {"train": names, "evaluation": evaluation}
+
+
 def train_dhr_command(
     corpus: Path = typer.Option(..., help="Corpus file or folder (e.g. ../shared/data/nq/corpus.jsonl)."),
-    questions: Path = typer.Option(..., help="Questions JSONL with id, question, answers (and gold_passage)."),
+    questions: Path = typer.Option(..., help="Questions JSONL with id, question, answers (and gold_passage), or a "
+                                             "SQuAD v1.1/v2.0 JSON file (split by article, see --train-articles)."),
+    distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus mixed into the corpus "
+                                                                              "(repeatable), e.g. the NQ passages."),
+    train_articles: str | None = typer.Option(None, help="SQuAD questions: the train articles (comma-separated "
+                                                         "titles or a file); the others are never trained on. "
+                                                         "Default: every other article in file order."),
     out: Path = typer.Option(..., help="Output folder: round<r>/{document,passage}-encoder, index, report.json."),
     fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
     splitter: str = typer.Option("none", help="none | sections (DHR's section-aware split for structured corpora)."),
@@ -47,24 +73,34 @@ def train_dhr_command(
     shared_encoder: bool = typer.Option(False, help="Train one model for both roles on document and passage examples "
                                                     "together (half the indexing cost; the paper trains two)."),
     device: str = typer.Option("cpu", help="torch device: cpu or cuda."),
+    index: bool = typer.Option(True, help="Index the corpus and evaluate on dev after each round (--no-index: "
+                                          "train only; needs --rounds 1)."),
 ) -> None:
     """Contrastive fine-tuning of the document encoder (in-batch, BM25 abstract/all-text negatives) and the passage
     encoder (in-batch, BM25, In-Doc, In-Sec negatives), then ANCE-style rounds with mined negatives."""
-    from sleuth.corpus.questions import read_questions
     from sleuth.systems.dhr.structure import documents_to_groups
     from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
     from sleuth.train.contrastive import TrainConfig
 
     source = corpus_source(corpus, fmt, None, splitter)
+    if distractors:
+        from dataclasses import fields
+
+        from sleuth.pipelines.mixed_source import MixedCorpusSource
+
+        source = MixedCorpusSource(**{f.name: getattr(source, f.name) for f in fields(source)},
+                                   distractors=tuple(distractors))
+    query_list, articles = training_questions(questions, train_articles)
     groups = documents_to_groups(source.documents(), source.splitter, grouping)
     settings = DHRTrainingSettings(document_model=document_model, passage_model=passage_model, rounds=rounds,
                                    document_negatives=parse_counts(document_negatives, "document-negatives"),
                                    passage_negatives=parse_counts(passage_negatives, "passage-negatives"),
                                    mined_negatives=mined, dev_fraction=dev_fraction, split_seed=seed,
-                                   evaluate_base=evaluate_base, shared_encoder=shared_encoder)
+                                   evaluate_base=evaluate_base, shared_encoder=shared_encoder, index_rounds=index,
+                                   articles=articles)
     config = TrainConfig(lr=lr, batch_size=batch_size, epochs=epochs, max_steps=steps, max_length=max_length,
                          seed=seed, device=device)
-    report = train_dhr(groups, list(read_questions(questions)), out, settings, config, log=console.print)
+    report = train_dhr(groups, query_list, out, settings, config, log=console.print)
     console.print(f"wrote {out / 'report.json'}")
     print(json.dumps({r["round"]: r["dev"] for r in report["rounds"]}))
 

@@ -61,10 +61,15 @@ class DHRTrainingSettings:
     ks: tuple[int, ...] = (1, 5, 20, 100)
     max_train_questions: int | None = None
     shared_encoder: bool = False  # one model for both roles, trained on document and passage examples together
+    index_rounds: bool = True  # index the corpus and evaluate on dev after each round (needed to mine for round 2)
+    articles: dict[str, list[str]] | None = None  # the article split the questions came from (recorded only)
 
     def check(self) -> DHRTrainingSettings:
         if self.rounds < 1:
             raise ConfigError("rounds must be at least 1")
+        if not self.index_rounds and (self.rounds > 1 or self.evaluate_base):
+            raise ConfigError("without indexing after each round there is nothing to mine or evaluate: use rounds=1 "
+                              "and no base evaluation")
         for kinds, known, what in ((self.document_negatives, DOCUMENT_NEGATIVE_KINDS, "document"),
                                    (self.passage_negatives, PASSAGE_NEGATIVE_KINDS, "passage")):
             unknown = sorted(set(kinds) - set(known))
@@ -122,8 +127,10 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
     out = Path(out)
     corpus = DHRCorpus(groups, settings.separator, config.show_progress)
     train_questions, dev_questions = split_questions(questions, settings.dev_fraction, settings.split_seed)
-    atomic_write_text(out / "split.json", json.dumps({"seed": settings.split_seed, "train": [q.id for q in train_questions],
-                                                      "dev": [q.id for q in dev_questions]}, indent=1) + "\n")
+    split = {"seed": settings.split_seed, "train": [q.id for q in train_questions], "dev": [q.id for q in dev_questions]}
+    if settings.articles is not None:
+        split["articles"] = settings.articles
+    atomic_write_text(out / "split.json", json.dumps(split, indent=1) + "\n")
     items = label_questions(train_questions, corpus)[:settings.max_train_questions]
     log(f"{len(train_questions)} train questions ({len(items)} with a positive), {len(dev_questions)} dev questions; "
         f"{len(corpus.groups)} documents, {len(corpus.passages)} passages")
@@ -153,12 +160,19 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
                                                 round_config)
             passage_result = train_contrastive(passage_model, passage_data, folder / PASSAGE_ENCODER_DIR, round_config)
         document_model, passage_model = str(document_result.path), str(passage_result.path)
-        index = build_round_index(corpus, document_model, passage_model, folder / "index", config.device,
-                                  config.show_progress)
-        dev = evaluate(index, corpus, dev_questions, settings, config.device)
+        dev: dict[str, float] = {}
+        if settings.index_rounds:
+            index = build_round_index(corpus, document_model, passage_model, folder / "index", config.device,
+                                      config.show_progress)
+            dev = evaluate(index, corpus, dev_questions, settings, config.device)
+        results = [document_result] + ([passage_result] if passage_result is not document_result else [])
+        seen = sum(r.steps * config.batch_size for r in results)  # examples seen (the last batch may be smaller)
         entry: dict[str, Any] = {
             "round": round_number, "document_encoder": document_model, "passage_encoder": passage_model,
-            "index": str(folder / "index"), "document_loss": document_result.first_last(),
+            "index": str(folder / "index") if settings.index_rounds else None,
+            "steps": {"document": document_result.steps, "passage": passage_result.steps},
+            "examples_per_second": round(seen / max(sum(r.seconds for r in results), 1e-9), 2),
+            "document_loss": document_result.first_last(),
             "passage_loss": passage_result.first_last(), "train_seconds": document_result.seconds
             + (passage_result.seconds if passage_result is not document_result else 0.0),
             "negatives_per_example": {

@@ -114,17 +114,22 @@ class LabelledQuestion:
     has_answer: Callable[[str], bool]
 
 
+def no_answer(text: str) -> bool:
+    """The answer test of an unanswerable question (SQuAD 2.0): no text holds an answer."""
+    return False
+
+
 def label_questions(questions: Iterable[Query], corpus: DHRCorpus, gold_field: str = "gold_passage",
                     depth: int = POSITIVE_DEPTH) -> list[LabelledQuestion]:
     """Positives per section 4.3 (gold passage, else top BM25 passage with an answer); questions without one are
-    dropped."""
+    dropped. An unanswerable question (no answers) keeps its gold passage: it still belongs to its paragraph."""
     labelled = []
     for query in questions:
         answers = query.metadata.get("answers") or []
-        if not answers:
-            continue
-        matches = answer_matcher(answers)
         positive = corpus.passage_row.get(query.metadata.get(gold_field) or "")
+        if not answers and positive is None:
+            continue
+        matches = answer_matcher(answers) if answers else no_answer
         if positive is None:
             positive = next((r for r in corpus.bm25_passages(query.text, depth) if matches(corpus.passages[r].text)),
                             None)
