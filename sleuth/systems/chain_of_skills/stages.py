@@ -165,11 +165,14 @@ class EntityLink(Stage):
     def link(self, texts: Sequence[str], k: int | None = None, exclude: Sequence[str | None] | None = None
              ) -> list[list[Hit]]:
         """Linked entities of each text: top ``k`` per mention, merged by best score, best first."""
+        from sleuth.systems.chain_of_skills.span_proposal import propose_spans
+
         texts = list(texts)
         if not texts:
             return []
         span_states = token_states(self.model, texts, "span", "query")
-        spans = [self.span_head.propose(states, text, self.max_span_tokens) for text, states in zip(texts, span_states)]
+        spans = [propose_spans(self.span_head, states, text, self.max_span_tokens)
+                 for text, states in zip(texts, span_states)]
         linked = [i for i, found in enumerate(spans) if found]
         if not linked:
             return [[] for _ in texts]
