@@ -61,9 +61,10 @@ def test_quantise_copies_and_leaves_the_model_untouched(hotpot):
     assert is_quantised(int8) and not is_quantised(model)
     assert int8.bert is not model.bert and int8.tokenizer is model.tokenizer and int8.config == model.config
     assert len(int8.switches) == len(model.switches) > 0
-    assert all(s.active == 0 for s in model.switches)
     before = model.encode([questions[0].text], "retrieval")
     int8.encode([questions[0].text], "linking")  # routes the copy's experts, not the model's
+    assert {s.active for s in model.switches} == {model.expert_for("retrieval")} != {model.expert_for("linking")}
+    assert {s.active for s in int8.switches} == {model.expert_for("linking")}
     assert all(isinstance(p, torch.nn.Parameter) and p.dtype == torch.float32 for p in model.bert.parameters())
     np.testing.assert_array_equal(model.encode([questions[0].text], "retrieval"), before)
 

@@ -12,6 +12,11 @@
   hop1_rerank + hop2 + hop2_rerank; paths of two same-title passages and duplicate unordered pairs dropped.
   A path is one hit: id "id1||id2", ``extras["path"]`` = [hop-1 hit, hop-2 hit] with their per-hop scores
   (``merged`` = aligned and promoted skill score, ``retrieval``/``expanded``, ``link``, ``rerank``).
+
+Cost: the hop-1 reranking reads ("question", "hop-1 passage") through the expert the expanded queries use (shared
+in the paper's routing), so its [CLS] vectors serve as the kept passages' expanded queries (no second pass); each
+hop's pairs and triples go through the encoder in one bucketed call (``bucketing``). ``ChainLimits.k_hop2_rerank``
+optionally caps the hop-2 reranking, the dominant cost at the paper's limits (~2,000 triples of ~250 tokens).
 """
 
 from __future__ import annotations

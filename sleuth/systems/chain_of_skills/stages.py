@@ -153,7 +153,8 @@ class Rerank(Stage):
 class EntityLink(Stage):
     """Skill "linking": mentions proposed by the span head (span expert), each mention vector = mean of its start
     and end token states (linking query expert), searched in the entity-description index (linking context
-    expert). An entity's score is its best mention's; ``extras["mention"]`` names that mention."""
+    expert). An entity's score is its best mention's; ``extras["mention"]`` names that mention. The linking pass
+    runs only over the texts with a proposed mention, and all mentions of a call are searched at once."""
 
     def __init__(self, model, span_head: SpanProposalHead, index: SkillIndex, k: int = 5,
                  max_span_tokens: int | None = None, name: str = "cos_link"):
