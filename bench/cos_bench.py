@@ -200,7 +200,10 @@ class Contenders:
         self.models = {"fp32": model, "int8": quantise(model)}
         for encoder in self.models.values():
             encoder.forward = meter.counting_forward(encoder.forward)
-        head.propose = meter.counting_spans(head.propose)  # type: ignore[method-assign]
+        head.propose = meter.counting_spans(head.propose)  # type: ignore[method-assign]  # the before code's path
+        from sleuth.systems.chain_of_skills import span_proposal  # the after code's path (imported per call)
+
+        span_proposal.propose_spans = meter.counting_spans(span_proposal.propose_spans)
         self.head, self.meter, self.before_rev = head, meter, before_rev
         self.before: tuple[types.ModuleType, types.ModuleType] | None = None
 
