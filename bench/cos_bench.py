@@ -374,13 +374,15 @@ def build_parser() -> argparse.ArgumentParser:
                         help="chains timed at the cpu limits (repeatable; default all three)")
     parser.add_argument("--model", default="minilm", help="'minilm' (untrained experts) or a saved model directory")
     parser.add_argument("--before-rev", default=BEFORE_REV, help="git revision of the 'before' code")
+    parser.add_argument("--name", help="result file name (default cos_bench, or cos_bench_paper for --limits paper)")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> Report:
-    """Results in ``cos_bench.{json,md}``, or ``cos_bench_paper.*`` for a run of the paper's limits alone."""
+    """Results in ``cos_bench.{json,md}``, ``cos_bench_paper.*`` for a run of the paper's limits alone, or --name."""
     args, _ = build_parser().parse_known_args(argv)
-    return bench_main(f"{NAME}_paper" if args.limits == ["paper"] else NAME, build_parser(), run, argv)
+    name = args.name or (f"{NAME}_paper" if args.limits == ["paper"] else NAME)
+    return bench_main(name, build_parser(), run, argv)
 
 
 if __name__ == "__main__":
