@@ -222,7 +222,7 @@ class Contenders:
         retrieve, link = stages.SingleRetrieve(model, self.passages), stages.EntityLink(model, self.head, self.entities)
         expanded, rerank = stages.ExpandedRetrieve(model, self.passages), stages.Rerank(model)
         for stage, methods, skill in ((retrieve, ("retrieve",), "retrieval"), (link, ("link",), "linking"),
-                                      (expanded, ("retrieve", "search", "vectors"), "expanded"),
+                                      (expanded, ("retrieve", "from_vectors", "vectors"), "expanded"),
                                       (rerank, ("scores", "score_pairs"), "reranking")):
             for method in methods:
                 if hasattr(stage, method):

@@ -84,7 +84,7 @@ def test_the_hop1_reranking_pass_gives_the_expanded_query_vectors(hotpot):
     np.testing.assert_allclose(vectors, alone, rtol=1e-5, atol=1e-5)
     assert rerank.expanded_vectors_reusable(expanded)
     assert not Rerank(model, max_length=64).expanded_vectors_reusable(expanded)  # other truncation
-    reused = expanded.search(hop1, vectors)
+    reused = expanded.from_vectors(hop1, vectors)
     assert [[h.id for h in found] for found in reused] == [[h.id for h in found]
                                                              for found in expanded.retrieve(question, hop1)]
     assert all(h.id not in {x.id for x in found} for h, found in zip(hop1, reused))

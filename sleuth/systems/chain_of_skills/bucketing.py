@@ -76,7 +76,7 @@ def forward_batches(model: Any, texts: Sequence[Text], skill: str, side: str = "
     if any(pairs) and not all(pairs):
         raise SleuthError("a batch must hold either all single texts or all (text, text) pairs")
     first = [t[0] if isinstance(t, tuple) else t for t in texts]
-    second = [t[1] for t in texts] if all(pairs) else None  # type: ignore[index]
+    second = [t[1] for t in texts] if all(pairs) else None
     limit = model.config.max_length if max_length is None else max_length
     encoded = model.tokenizer(first, second, truncation=True, max_length=limit, return_offsets_mapping=offsets,
                               return_attention_mask=False)

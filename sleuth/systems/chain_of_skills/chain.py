@@ -152,13 +152,13 @@ class CosChain(Stage):
 
     def paths(self, query: Query, hop1: list[Hit]) -> list[Hit]:
         assert self.expanded is not None and self.rerank is not None
-        values, vectors = self.rerank.score_pairs([(query.text, passage_text(h)) for h in hop1])
+        hop1_values, vectors = self.rerank.score_pairs([(query.text, passage_text(h)) for h in hop1])
         hits = [h.with_score(hop1_score(float(v), h.extras["merged"], self.rerank_weight), rerank=float(v))
-                for h, v in zip(hop1, values)]
+                for h, v in zip(hop1, hop1_values)]
         order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, hits[i].id))[:self.limits.k_hop1]
         kept = [hits[i] for i in order]
         # the hop-1 reranking pass already read (question, passage) through the expanded-query expert
-        expanded = (self.expanded.search(kept, vectors[order], self.limits.k_expanded)
+        expanded = (self.expanded.from_vectors(kept, vectors[order], self.limits.k_expanded)
                     if self.rerank.expanded_vectors_reusable(self.expanded)
                     else self.expanded.retrieve(query.text, kept, self.limits.k_expanded))
         linked = self.link.link([h.text or "" for h in kept], self.limits.k_hop2_link, exclude=[h.id for h in kept])

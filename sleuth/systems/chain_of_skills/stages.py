@@ -74,7 +74,7 @@ class ExpandedRetrieve(Stage):
     def retrieve(self, question: str, hop1: Sequence[Hit], k: int | None = None) -> list[list[Hit]]:
         if not hop1:
             return []
-        return self.search(hop1, self.vectors(question, hop1), k)
+        return self.from_vectors(hop1, self.vectors(question, hop1), k)
 
     def vectors(self, question: str, hop1: Sequence[Hit]) -> np.ndarray:
         """Expanded-query vectors of ("question", "hop-1 passage") pairs (n, dim)."""
@@ -84,7 +84,7 @@ class ExpandedRetrieve(Stage):
             vectors[batch.rows] = batch.pooled(self.model.config.pooling).float().cpu().numpy()
         return vectors
 
-    def search(self, hop1: Sequence[Hit], vectors: np.ndarray, k: int | None = None) -> list[list[Hit]]:
+    def from_vectors(self, hop1: Sequence[Hit], vectors: np.ndarray, k: int | None = None) -> list[list[Hit]]:
         """Hop-2 hits per hop-1 passage from its expanded-query vector, itself excluded."""
         if not hop1:
             return []
