@@ -4,7 +4,8 @@
 multi-expert model directory. Skill indexes are built over the workspace corpus once and saved in the workspace's
 index cache (``sleuth.systems.chain_of_skills.skill_index``), so a later process (``sleuth serve``, another search) loads them.
 The span head is the one saved in the model directory (``sleuth cos train``), else untrained (seeded with
-``span_seed``).
+``span_seed``). With ``int8: true`` the chain's questions, pairs and triples go through an int8 copy of the encoder
+(``quantise``); the skill indexes are always encoded in float32.
 """
 
 from __future__ import annotations
@@ -24,6 +25,15 @@ def cos_model(ws: Workspace, model: str):
 
     return ws.memo(f"cos-model:{model}", lambda: MultiExpertEncoder.from_backbone("minilm", device=ws.device)
                    if model == "minilm" else MultiExpertEncoder.load(model, device=ws.device))
+
+
+def chain_model(ws: Workspace, model: str, int8: bool):
+    """The encoder a chain runs its skills on: the model, or its int8 copy (made once per workspace)."""
+    if not int8:
+        return cos_model(ws, model)
+    from sleuth.systems.chain_of_skills.quantise import quantise
+
+    return ws.memo(f"cos-model-int8:{model}", lambda: quantise(cos_model(ws, model)))
 
 
 def skill_index(ws: Workspace, model: str, skill: str, search: VectorSearch = VectorSearch()):
@@ -87,16 +97,19 @@ def cos_chain_stage(ws: Workspace, *, chain: str, model: str = "minilm", k_retri
                     k_hop1: int = 30, k_expanded: int = 50, k_hop2_link: int = 2, k: int = 100,
                     alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
                     beta: float = NQ_RERANK_BETA, search: VectorSearch = VectorSearch(), span_seed: int = 0,
-                    name: str | None = None) -> CosChain:
+                    k_hop2_rerank: int | None = None, int8: bool = False, name: str | None = None) -> CosChain:
     """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval | retrieval-2hop); see
     ``sleuth.systems.chain_of_skills.chain``."""
     if chain not in CHAINS:
         raise ConfigError(f"cos_chain: key 'chain' must be one of {', '.join(CHAINS)}, got {chain!r}")
     limits = ChainLimits(**{key: positive(key, value) for key, value in (
         ("k_retrieval", k_retrieval), ("k_link", k_link), ("k_hop1", k_hop1), ("k_expanded", k_expanded),
-        ("k_hop2_link", k_hop2_link), ("k", k))})
+        ("k_hop2_link", k_hop2_link), ("k", k))},
+                         k_hop2_rerank=None if k_hop2_rerank is None else positive("k_hop2_rerank", k_hop2_rerank))
+    if not isinstance(int8, bool):
+        raise ConfigError(f"cos_chain: key 'int8' must be true or false, got {int8!r}")
     alpha, rerank_weight, beta = number("alpha", alpha), number("rerank_weight", rerank_weight), number("beta", beta)
-    encoder = cos_model(ws, model)
+    encoder = chain_model(ws, model, int8)
     passages = skill_index(ws, model, "retrieval", search)
     link = EntityLink(encoder, span_head(ws, model, span_seed), skill_index(ws, model, "linking", search))
     return CosChain(chain, SingleRetrieve(encoder, passages), link,

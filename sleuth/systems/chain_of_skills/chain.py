@@ -12,6 +12,11 @@
   hop1_rerank + hop2 + hop2_rerank; paths of two same-title passages and duplicate unordered pairs dropped.
   A path is one hit: id "id1||id2", ``extras["path"]`` = [hop-1 hit, hop-2 hit] with their per-hop scores
   (``merged`` = aligned and promoted skill score, ``retrieval``/``expanded``, ``link``, ``rerank``).
+
+Cost: the hop-1 reranking reads ("question", "hop-1 passage") through the expert the expanded queries use (shared
+in the paper's routing), so its [CLS] vectors serve as the kept passages' expanded queries (no second pass); each
+hop's pairs and triples go through the encoder in one bucketed call (``bucketing``). ``ChainLimits.k_hop2_rerank``
+optionally caps the hop-2 reranking, the dominant cost at the paper's limits (~2,000 triples of ~250 tokens).
 """
 
 from __future__ import annotations
@@ -44,7 +49,9 @@ PATH_SEPARATOR = "||"
 @dataclass(frozen=True)
 class ChainLimits:
     """Hop limits (Ma et al., ACL 2023, Appendix A, HotpotQA): 200 retrieved + 5 links per mention at hop 1, keep 30;
-    50 expanded + 2 links per mention at hop 2; ``k`` results returned."""
+    50 expanded + 2 links per mention at hop 2; ``k`` results returned. ``k_hop2_rerank`` (not in the paper; None =
+    all) caps the hop-2 reranking: only the best that many (hop-1, hop-2) candidates by the path score without the
+    hop-2 rerank term (hop1 + 1.5 * hop1_rerank + hop2) are reranked and become paths."""
 
     k_retrieval: int = 200
     k_link: int = 5
@@ -52,6 +59,7 @@ class ChainLimits:
     k_expanded: int = 50
     k_hop2_link: int = 2
     k: int = 100
+    k_hop2_rerank: int | None = None
 
 
 def merged_hits(scored: Sequence[Sequence[Hit]], alpha: float) -> list[Hit]:
@@ -143,15 +151,21 @@ class CosChain(Stage):
         return sorted(out, key=lambda h: (-h.score, h.id))
 
     def paths(self, query: Query, hop1: list[Hit]) -> list[Hit]:
-        assert self.expanded is not None
-        hits = self.reranked([query.text] * len(hop1), hop1)
-        hits = [h.with_score(hop1_score(h.extras["rerank"], h.extras["merged"], self.rerank_weight)) for h in hits]
-        kept = sorted(hits, key=lambda h: (-h.score, h.id))[:self.limits.k_hop1]
-        expanded = self.expanded.retrieve(query.text, kept, self.limits.k_expanded)
+        assert self.expanded is not None and self.rerank is not None
+        hop1_values, vectors = self.rerank.score_pairs([(query.text, passage_text(h)) for h in hop1])
+        hits = [h.with_score(hop1_score(float(v), h.extras["merged"], self.rerank_weight), rerank=float(v))
+                for h, v in zip(hop1, hop1_values)]
+        order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, hits[i].id))[:self.limits.k_hop1]
+        kept = [hits[i] for i in order]
+        # the hop-1 reranking pass already read (question, passage) through the expanded-query expert
+        expanded = (self.expanded.from_vectors(kept, vectors[order], self.limits.k_expanded)
+                    if self.rerank.expanded_vectors_reusable(self.expanded)
+                    else self.expanded.retrieve(query.text, kept, self.limits.k_expanded))
         linked = self.link.link([h.text or "" for h in kept], self.limits.k_hop2_link, exclude=[h.id for h in kept])
         candidates: list[tuple[Hit, Hit]] = []
         for first, found, links in zip(kept, expanded, linked):
             candidates.extend((first, second) for second in merged_hits([found, links], self.alpha))
+        candidates = self.rerank_budget(candidates)
         firsts = [f"{query.text} [SEP] {passage_text(first)}" for first, _ in candidates]
         assert self.rerank is not None, "a chain with an expanded hop reranks (CHAINS)"
         values = self.rerank.scores(firsts, [second for _, second in candidates]) if candidates else []
@@ -163,3 +177,14 @@ class CosChain(Stage):
             pairs[(first.id, second.id)] = (first, second)
             scored.append((first.id, first.title or first.id, second.id, second.title or second.id, score))
         return self.path_hits(scored, pairs)
+
+    def rerank_budget(self, candidates: list[tuple[Hit, Hit]]) -> list[tuple[Hit, Hit]]:
+        """The hop-2 candidates to rerank: all, or the best ``k_hop2_rerank`` by the path score without the hop-2
+        rerank term (ties: the earlier candidate)."""
+        budget = self.limits.k_hop2_rerank
+        if budget is None or len(candidates) <= budget:
+            return candidates
+        partial = [path_score(first.extras["merged"], first.extras["rerank"], second.extras["merged"], 0.0,
+                              self.rerank_weight) for first, second in candidates]
+        order = sorted(range(len(candidates)), key=lambda i: (-partial[i], i))[:budget]
+        return [candidates[i] for i in sorted(order)]

@@ -28,8 +28,12 @@ def cos_eval_command(
     k_hop1: int = typer.Option(30, help="Hop-1 passages kept for hop 2."),
     k_expanded: int = typer.Option(50, help="Expanded-retrieval passages per hop-1 passage."),
     k_hop2_link: int = typer.Option(2, help="Linked passages per mention at hop 2."),
+    k_hop2_rerank: int | None = typer.Option(None, help="Rerank only the best N hop-2 candidates by their path score "
+                                                        "without the hop-2 rerank (default: all, as the paper)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
     device: str = typer.Option("cpu", help="torch device: cpu or cuda."),
+    int8: bool = typer.Option(False, "--int8", help="Run the chains on an int8 (dynamically quantised) copy of "
+                                                    "the encoder (CPU); the skill indexes stay float32."),
 ) -> None:
     """Path recall@{1,5,10,20} and passage EM of each chain over the questions' own context paragraphs."""
     from sleuth.io import atomic_write_text
@@ -47,9 +51,11 @@ def cos_eval_command(
     for name, value in values.items():
         if value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
-    limits = ChainLimits(**values, k=max(EVAL_KS))
+    if k_hop2_rerank is not None and k_hop2_rerank < 1:
+        raise ConfigError(f"--k-hop2-rerank must be >= 1, got {k_hop2_rerank}")
+    limits = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank)
     rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits,
-                                             device=device)]
+                                             device=device, int8=int8)]
     table = Table(title=f"Chain-of-Skills on {questions.name} ({rows[0]['questions']} questions, model {model})")
     for column in rows[0]:
         table.add_column(column, justify="left" if column == "chain" else "right")
@@ -57,7 +63,7 @@ def cos_eval_command(
         table.add_row(*(str(v) for v in row.values()))
     out.print(table)
     if json_out is not None:
-        atomic_write_text(json_out, json.dumps({"model": model, "questions": str(questions), "rows": rows},
+        atomic_write_text(json_out, json.dumps({"model": model, "int8": int8, "questions": str(questions), "rows": rows},
                                                indent=1) + "\n")
         console.print(f"wrote {json_out}")
 

@@ -48,9 +48,10 @@ def ranked_paths(chain: str, hits, ks: Sequence[int]) -> tuple[dict[int, list[se
 
 def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence[str] = EVAL_CHAINS,
                     limit: int | None = None, limits: ChainLimits = ChainLimits(), ks: Sequence[int] = EVAL_KS,
-                    device: str = "cpu", span_seed: int = 0) -> list[ChainScores]:
+                    device: str = "cpu", span_seed: int = 0, int8: bool = False) -> list[ChainScores]:
     """Scores of each chain over the first ``limit`` questions with supporting facts (``model_dir``: a saved
-    multi-expert model directory or "minilm")."""
+    multi-expert model directory or "minilm"); ``int8``: the chains' encoder quantised (``quantise``), the skill
+    indexes still encoded in float32."""
     from sleuth.corpus.model import Query
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
     from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
@@ -82,7 +83,12 @@ def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence
     head = (load_span_head(model_dir, model.dim, device) if model_dir != "minilm" else None) \
         or SpanProposalHead(model.dim, seed=span_seed).to(device)
     retrieval_index = SkillIndex.build(passages, model, "retrieval")
-    link = EntityLink(model, head, SkillIndex.build(passages, model, "linking"))
+    link_index = SkillIndex.build(passages, model, "linking")
+    if int8:
+        from sleuth.systems.chain_of_skills.quantise import quantise
+
+        model = quantise(model)
+    link = EntityLink(model, head, link_index)
     results = []
     for chain in chains:
         stage = CosChain(chain, SingleRetrieve(model, retrieval_index), link,

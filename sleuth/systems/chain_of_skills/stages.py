@@ -16,6 +16,7 @@ from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
 from sleuth.stages.run import Hit, Run
+from sleuth.systems.chain_of_skills.bucketing import MAX_BATCH_ROWS, MAX_BATCH_TOKENS, forward_batches, token_states
 from sleuth.systems.chain_of_skills.skill_index import SkillIndex
 
 if TYPE_CHECKING:  # torch is imported only when a span head is built
@@ -73,9 +74,22 @@ class ExpandedRetrieve(Stage):
     def retrieve(self, question: str, hop1: Sequence[Hit], k: int | None = None) -> list[list[Hit]]:
         if not hop1:
             return []
-        vectors = self.model.encode([(question, passage_text(h)) for h in hop1], "expanded", side="query")
-        positions, scores = self.index.search(vectors, (self.k if k is None else k) + 1)
+        return self.from_vectors(hop1, self.vectors(question, hop1), k)
+
+    def vectors(self, question: str, hop1: Sequence[Hit]) -> np.ndarray:
+        """Expanded-query vectors of ("question", "hop-1 passage") pairs (n, dim)."""
+        pairs = [(question, passage_text(h)) for h in hop1]
+        vectors = np.zeros((len(pairs), self.model.dim), dtype=np.float32)
+        for batch in forward_batches(self.model, pairs, "expanded", "query"):
+            vectors[batch.rows] = batch.pooled(self.model.config.pooling).float().cpu().numpy()
+        return vectors
+
+    def from_vectors(self, hop1: Sequence[Hit], vectors: np.ndarray, k: int | None = None) -> list[list[Hit]]:
+        """Hop-2 hits per hop-1 passage from its expanded-query vector, itself excluded."""
+        if not hop1:
+            return []
         limit = self.k if k is None else k
+        positions, scores = self.index.search(vectors, limit + 1)
         return [index_hits(self.index, p, s, "expanded", exclude=h.id)[:limit]
                 for h, p, s in zip(hop1, positions, scores)]
 
@@ -93,22 +107,37 @@ class ExpandedRetrieve(Stage):
 class Rerank(Stage):
     """Skill "reranking": score = dot(h_CLS, h_first_SEP) over the pair ("question", "title, text").
 
-    For hop 2 the first text is "question [SEP] hop-1 passage", so the first [SEP] still closes the question."""
+    For hop 2 the first text is "question [SEP] hop-1 passage", so the first [SEP] still closes the question. All
+    pairs of a call are bucketed by token length (``bucketing``); ``max_length`` caps a pair's tokens (default:
+    the model's), ``max_tokens`` the padded tokens of one forward batch, ``batch_size`` its rows."""
 
-    def __init__(self, model, name: str = "cos_rerank", batch_size: int = 32):
+    def __init__(self, model, name: str = "cos_rerank", batch_size: int = MAX_BATCH_ROWS,
+                 max_length: int | None = None, max_tokens: int = MAX_BATCH_TOKENS):
         self.model, self.name, self.batch_size = model, name, batch_size
+        self.max_length, self.max_tokens = max_length, max_tokens
 
     def scores(self, firsts: Sequence[str], hits: Sequence[Hit]) -> list[float]:
         """Reranking scores of ``(firsts[i], hits[i])``."""
-        if not hits:
-            return []
-        pairs = [(first, passage_text(hit)) for first, hit in zip(firsts, hits)]
-        sep = self.model.tokenizer.sep_token
-        values = []
-        for states in self.model.token_states(pairs, "reranking", side="query", batch_size=self.batch_size):
-            first_sep = states.tokens.index(sep)
-            values.append(float(states.states[0] @ states.states[first_sep]))
-        return values
+        return self.score_pairs([(first, passage_text(hit)) for first, hit in zip(firsts, hits)])[0].tolist()
+
+    def score_pairs(self, pairs: Sequence[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Reranking scores (n,) of text pairs and their pooled vectors (n, dim) from the same forward pass: on
+        the same pairs, the vectors are the expanded-query vectors when that skill shares the reranking expert."""
+        scores = np.zeros(len(pairs), dtype=np.float32)
+        vectors = np.zeros((len(pairs), self.model.dim), dtype=np.float32)
+        sep = self.model.tokenizer.sep_token_id
+        for batch in forward_batches(self.model, list(pairs), "reranking", "query", self.max_length,
+                                     self.max_tokens, self.batch_size):
+            scores[batch.rows] = batch.first_sep_scores(sep).float().cpu().numpy()
+            vectors[batch.rows] = batch.pooled(self.model.config.pooling).float().cpu().numpy()
+        return scores, vectors
+
+    def expanded_vectors_reusable(self, expanded: ExpandedRetrieve) -> bool:
+        """True when ``expanded`` would encode (question, passage) exactly as this reranker's forward pass does:
+        same model, same expert, same token limit."""
+        model = self.model
+        return (expanded.model is model and self.max_length in (None, model.config.max_length)
+                and model.expert_for("expanded", "query") == model.expert_for("reranking", "query"))
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         candidates = require_candidates(self.name, candidates)
@@ -124,7 +153,8 @@ class Rerank(Stage):
 class EntityLink(Stage):
     """Skill "linking": mentions proposed by the span head (span expert), each mention vector = mean of its start
     and end token states (linking query expert), searched in the entity-description index (linking context
-    expert). An entity's score is its best mention's; ``extras["mention"]`` names that mention."""
+    expert). An entity's score is its best mention's; ``extras["mention"]`` names that mention. The linking pass
+    runs only over the texts with a proposed mention, and all mentions of a call are searched at once."""
 
     def __init__(self, model, span_head: SpanProposalHead, index: SkillIndex, k: int = 5,
                  max_span_tokens: int | None = None, name: str = "cos_link"):
@@ -136,28 +166,36 @@ class EntityLink(Stage):
     def link(self, texts: Sequence[str], k: int | None = None, exclude: Sequence[str | None] | None = None
              ) -> list[list[Hit]]:
         """Linked entities of each text: top ``k`` per mention, merged by best score, best first."""
+        from sleuth.systems.chain_of_skills.span_proposal import propose_spans
+
         texts = list(texts)
         if not texts:
             return []
-        span_states = self.model.token_states(texts, "span", side="query")
+        span_states = token_states(self.model, texts, "span", "query")
+        spans = [propose_spans(self.span_head, states, text, self.max_span_tokens)
+                 for text, states in zip(texts, span_states)]
+        linked = [i for i, found in enumerate(spans) if found]
+        if not linked:
+            return [[] for _ in texts]
+        # mention states: the span pass itself when span proposal and linking share an expert (the no-expert
+        # model), else one linking pass over the texts that have a mention
         same_expert = self.model.expert_for("span", "query") == self.model.expert_for("linking", "query")
-        # one forward pass when span proposal and mention encoding share an expert (e.g. the no-expert model)
-        link_states = span_states if same_expert else self.model.token_states(texts, "linking", side="query")
-        results: list = []
-        for i, (text, spans_in, states_in) in enumerate(zip(texts, span_states, link_states)):
-            spans = self.span_head.propose(spans_in, text, self.max_span_tokens)
-            if not spans:
-                results.append([])
-                continue
-            vectors = np.stack([(states_in.states[s.start] + states_in.states[s.end]) / 2 for s in spans])
-            positions, scores = self.index.search(vectors, self.k if k is None else k)
+        link_states = ([span_states[i] for i in linked] if same_expert
+                       else token_states(self.model, [texts[i] for i in linked], "linking", "query"))
+        vectors = np.concatenate([np.stack([(states.states[s.start] + states.states[s.end]) / 2 for s in spans[i]])
+                                  for i, states in zip(linked, link_states)])
+        positions, scores = self.index.search(vectors, self.k if k is None else k)
+        results: list[list[Hit]] = [[] for _ in texts]
+        row = 0
+        for i in linked:
             best: dict[str, Hit] = {}
             skip = exclude[i] if exclude else None
-            for span, p, s in zip(spans, positions, scores):
-                for hit in index_hits(self.index, p, s, "link", exclude=skip):
+            for span in spans[i]:
+                for hit in index_hits(self.index, positions[row], scores[row], "link", exclude=skip):
                     if hit.id not in best or hit.score > best[hit.id].score:
                         best[hit.id] = hit.with_score(hit.score, mention=span.text)
-            results.append(sorted(best.values(), key=lambda h: (-h.score, h.id)))
+                row += 1
+            results[i] = sorted(best.values(), key=lambda h: (-h.score, h.id))
         return results
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:

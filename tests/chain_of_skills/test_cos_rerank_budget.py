@@ -1,0 +1,70 @@
+"""The hop-2 reranking budget of the HotpotQA chain (``k_hop2_rerank``) on real HotpotQA dev questions (untrained
+MiniLM experts): a budget above the candidate count changes nothing; a small one keeps the candidates with the best
+path score without the hop-2 rerank, and their paths as the full chain scores them."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from sleuth.corpus.hotpotqa import hotpotqa_context_documents, read_hotpotqa_questions
+from sleuth.corpus.model import Passage
+from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits, CosChain
+from sleuth.systems.chain_of_skills.chain_scores import path_score
+from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+from sleuth.systems.chain_of_skills.skill_index import SkillIndex
+from sleuth.systems.chain_of_skills.span_head import SpanProposalHead
+from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
+
+LIMITS = {"k_retrieval": 8, "k_link": 2, "k_hop1": 3, "k_expanded": 4, "k_hop2_link": 1, "k": 100}
+BUDGET = 4
+
+
+def partial(hit) -> float:
+    """A path's score without its hop-2 rerank term: what the budget ranks candidates by."""
+    first, second = hit.extras["path"]
+    return path_score(first.extras["merged"], first.extras["rerank"], second.extras["merged"], 0.0)
+
+
+@pytest.fixture(scope="module")
+def runs(data_dir):
+    path = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
+    questions = list(itertools.islice(read_hotpotqa_questions(path), 2))
+    wanted = {t for q in questions for t in q.metadata["context_titles"]}
+    passages = [Passage(d.id, d.id, "".join(d.metadata["sentences"]).strip(), (d.id,))
+                for d in hotpotqa_context_documents(path) if d.id in wanted]
+    model = MultiExpertEncoder.from_backbone("minilm")
+    passage_index, entity_index = SkillIndex.build(passages, model, "retrieval"), SkillIndex.build(
+        passages, model, "linking")
+    link = EntityLink(model, SpanProposalHead(model.dim, seed=0), entity_index)
+    out = {}
+    for budget in (None, 1000, BUDGET):
+        chain = CosChain("hotpotqa", SingleRetrieve(model, passage_index), link, Rerank(model),
+                         ExpandedRetrieve(model, passage_index), limits=ChainLimits(**LIMITS, k_hop2_rerank=budget))
+        out[budget] = chain(questions)
+    return questions, out
+
+
+def test_a_budget_above_the_candidates_changes_nothing(runs):
+    questions, out = runs
+    for question in questions:
+        full, big = out[None][question.id], out[1000][question.id]
+        assert len(full) > BUDGET  # the small budget below really cuts
+        assert [h.id for h in big] == [h.id for h in full]
+        assert [h.score for h in big] == pytest.approx([h.score for h in full], rel=1e-5)
+
+
+def test_a_small_budget_reranks_the_best_candidates_by_partial_path_score(runs):
+    questions, out = runs
+    for question in questions:
+        full, small = out[None][question.id], out[BUDGET][question.id]
+        assert 0 < len(small) <= BUDGET
+        by_pair = {frozenset(h.id.split(PATH_SEPARATOR)): h for h in full}
+        kept = {frozenset(h.id.split(PATH_SEPARATOR)) for h in small}
+        assert kept <= set(by_pair)  # the same candidates as the full chain, scored alike
+        for hit in small:
+            if hit.id in {h.id for h in full}:
+                assert hit.score == pytest.approx(next(h.score for h in full if h.id == hit.id), rel=1e-5)
+        cut = min(partial(h) for h in small)
+        assert all(partial(h) <= cut + 1e-4 for pair, h in by_pair.items() if pair not in kept)
