@@ -8,7 +8,6 @@ import itertools
 import numpy as np
 import pytest
 
-from sleuth.corpus.hotpotqa import hotpotqa_context_documents, read_hotpotqa_questions
 from sleuth.corpus.model import Passage
 from sleuth.errors import SleuthError
 from sleuth.stages.run import Hit
@@ -21,12 +20,9 @@ from sleuth.systems.chain_of_skills.stages import ExpandedRetrieve, Rerank, pass
 
 
 @pytest.fixture(scope="module")
-def hotpot(data_dir):
+def hotpot(two_dev_questions):
     """Two dev questions, their 20 context paragraphs as hits, and the untrained multi-expert model."""
-    path = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
-    questions = list(itertools.islice(read_hotpotqa_questions(path), 2))
-    wanted = {t for q in questions for t in q.metadata["context_titles"]}
-    docs = [d for d in hotpotqa_context_documents(path) if d.id in wanted]
+    questions, docs = two_dev_questions
     hits = [Hit(d.id, 0.0, d.id, d.id, "".join(d.metadata["sentences"]).strip()) for d in docs]
     return questions, hits, MultiExpertEncoder.from_backbone("minilm")
 

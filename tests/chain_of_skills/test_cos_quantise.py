@@ -69,13 +69,9 @@ def test_quantise_copies_and_leaves_the_model_untouched(hotpot):
     np.testing.assert_array_equal(model.encode([questions[0].text], "retrieval"), before)
 
 
-def test_an_int8_chain_from_yaml(data_dir, tmp_path):
-    path = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
-    questions = list(itertools.islice(read_hotpotqa_questions(path), 2))
-    wanted = {t for q in questions for t in q.metadata["context_titles"]}
-    corpus = {d.id: d.metadata["sentences"] for d in hotpotqa_context_documents(path) if d.id in wanted}
-    (tmp_path / "corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
-    workspace = Workspace(CorpusSource(tmp_path / "corpus.json", format="hotpotqa"), home=tmp_path / "home",
+def test_an_int8_chain_from_yaml(two_dev_questions, two_question_corpus, tmp_path):
+    questions = two_dev_questions[0]
+    workspace = Workspace(CorpusSource(two_question_corpus, format="hotpotqa"), home=tmp_path / "home",
                           show_progress=False)
     limits = {"k_retrieval": 8, "k_link": 2, "k_hop1": 3, "k_expanded": 4, "k_hop2_link": 1, "k": 20}
     runs = {}

@@ -4,11 +4,8 @@ path score without the hop-2 rerank, and their paths as the full chain scores th
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
-from sleuth.corpus.hotpotqa import hotpotqa_context_documents, read_hotpotqa_questions
 from sleuth.corpus.model import Passage
 from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits, CosChain
 from sleuth.systems.chain_of_skills.chain_scores import path_score
@@ -28,12 +25,9 @@ def partial(hit) -> float:
 
 
 @pytest.fixture(scope="module")
-def runs(data_dir):
-    path = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
-    questions = list(itertools.islice(read_hotpotqa_questions(path), 2))
-    wanted = {t for q in questions for t in q.metadata["context_titles"]}
-    passages = [Passage(d.id, d.id, "".join(d.metadata["sentences"]).strip(), (d.id,))
-                for d in hotpotqa_context_documents(path) if d.id in wanted]
+def runs(two_dev_questions):
+    questions, documents = two_dev_questions
+    passages = [Passage(d.id, d.id, "".join(d.metadata["sentences"]).strip(), (d.id,)) for d in documents]
     model = MultiExpertEncoder.from_backbone("minilm")
     passage_index, entity_index = SkillIndex.build(passages, model, "retrieval"), SkillIndex.build(
         passages, model, "linking")

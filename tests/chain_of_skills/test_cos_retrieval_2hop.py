@@ -3,27 +3,21 @@ single retrieval, hop 2 by expanded retrieval, path score = the sum of the two, 
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import pytest
 
-from sleuth.corpus.hotpotqa import hotpotqa_context_documents, read_hotpotqa_questions
 from sleuth.pipelines.config import load_pipeline
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR
 
 
 @pytest.mark.slow
-def test_retrieval_2hop_chain_sums_retrieval_and_expanded_scores(data_dir, tmp_path):
-    path = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
-    questions = list(itertools.islice(read_hotpotqa_questions(path), 2))
-    wanted = {t for q in questions for t in q.metadata["context_titles"]}
-    corpus = {d.id: d.metadata["sentences"] for d in hotpotqa_context_documents(path) if d.id in wanted}
-    (tmp_path / "corpus.json").write_text(json.dumps(corpus), encoding="utf-8")
+def test_retrieval_2hop_chain_sums_retrieval_and_expanded_scores(two_dev_questions, two_question_corpus, tmp_path):
+    questions = two_dev_questions[0]
     (tmp_path / "two.yaml").write_text(json.dumps({"name": "two", "stages": [{"cos_chain": {
         "chain": "retrieval-2hop", "k_hop1": 3, "k_expanded": 4, "k": 50}}]}), encoding="utf-8")
-    workspace = Workspace(CorpusSource(tmp_path / "corpus.json", format="hotpotqa"), home=tmp_path / "home",
+    workspace = Workspace(CorpusSource(two_question_corpus, format="hotpotqa"), home=tmp_path / "home",
                           show_progress=False)
     run = load_pipeline(tmp_path / "two.yaml", workspace)(questions)
     for query in questions:
