@@ -83,11 +83,29 @@ def analyse(model: str | None, args: argparse.Namespace) -> dict:
         hop1[name] = {"one gold": sum(bool(firsts[q] & g) for q, g in gold.items()) / len(gold),
                       "both gold": sum(g <= firsts[q] for q, g in gold.items()) / len(gold),
                       "paths per question": statistics.mean(len(runs[name].get(q, [])) for q in gold)}
+    # where the hotpotqa chain loses a question: no gold kept at hop 1, a gold kept but the other one never reached
+    # from it at hop 2, or found; and which skill brought the hop-2 passage of the found gold paths
+    failures = {"no gold at hop 1": 0, "gold at hop 1, the other not reached at hop 2": 0, "gold path found": 0}
+    brought = {"expanded only": 0, "link only": 0, "both": 0}
+    for qid, wanted in gold.items():
+        hits = chain.get(qid, [])
+        firsts = {h.extras["path"][0].id for h in hits}
+        found = [h for h in hits if set(h.id.split("||")) == wanted]
+        if found:
+            failures["gold path found"] += 1
+            second = found[0].extras["path"][1].extras
+            brought["both" if "expanded" in second and "link" in second else
+                    "link only" if "link" in second else "expanded only"] += 1
+        elif firsts & wanted:
+            failures["gold at hop 1, the other not reached at hop 2"] += 1
+        else:
+            failures["no gold at hop 1"] += 1
     path = model_path(model)
     encoder = load_model(path)
     head = (load_span_head(path, encoder.dim) if path != UNTRAINED else None) or SpanProposalHead(encoder.dim, seed=0)
     spans = span_quality(encoder, head, question_spans(args.questions, args.limit)).row()
-    return {"rows": rows, "resorted": resorted, "components": spread, "hop1": hop1, "spans": spans}
+    return {"rows": rows, "resorted": resorted, "components": spread, "hop1": hop1, "spans": spans,
+            "failures": {k: v / len(gold) for k, v in failures.items()}, "hop2_source": brought}
 
 
 def run(args: argparse.Namespace) -> Report:
@@ -103,6 +121,10 @@ def run(args: argparse.Namespace) -> Report:
                        ["model", "chain", "one gold", "both gold", "paths"])
     spans = ResultTable("span proposal on the questions' gold mentions (supporting titles named in the question)",
                         ["model", "questions", "precision", "recall", "F1", "overlap recall", "spans per question"])
+    outcomes = ResultTable("the hotpotqa chain per question (any rank), and the skill that brought the hop-2 passage "
+                           "of the gold paths found", ["model", "no gold at hop 1", "other gold not reached",
+                                                       "gold path found", "hop 2 by expanded only", "by link only",
+                                                       "by both"])
     for name in models:
         progress(f"model {name}")
         result = analyse(None if name == "default" else name, args)
@@ -112,11 +134,13 @@ def run(args: argparse.Namespace) -> Report:
         paths.add(name, *[f"{v['em']:.3f} / {v['recall@20']:.3f}" for v in result["resorted"].values()])
         for chain, values in result["hop1"].items():
             hop1.add(name, chain, values["one gold"], values["both gold"], values["paths per question"])
+        f, b = result["failures"], result["hop2_source"]
+        outcomes.add(name, *f.values(), *b.values())
         s = result["spans"]
         spans.add(name, s["texts"], s["precision"], s["recall"], s["f1"], s["overlap_recall"], s["spans_per_text"])
     notes = [f"{name}: score components mean (stdev): " + ", ".join(
         f"{k} {v['mean']:.2f} ({v['stdev']:.2f})" for k, v in r["components"].items()) for name, r in results.items()]
-    return Report([chains, paths, hop1, spans], results, notes)
+    return Report([chains, paths, hop1, outcomes, spans], results, notes)
 
 
 if __name__ == "__main__":

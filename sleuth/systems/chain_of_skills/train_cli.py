@@ -32,6 +32,18 @@ def parse_weights(pairs: list[str]) -> dict[str, float]:
     return weights
 
 
+def cpu_name() -> str:
+    """The CPU model (Linux /proc/cpuinfo), else the platform's processor string."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def model_card(result, data_counts: dict, settings, encoder, command: str) -> str:
     """The README.md written beside a trained model: data, schedule, seed, hardware, speed, the exact command."""
     steps = dict.fromkeys(result.skills, 0)
@@ -61,7 +73,7 @@ def model_card(result, data_counts: dict, settings, encoder, command: str) -> st
         f"seed {settings.seed}",
         f"- time: {result.seconds:.0f} s; {result.examples_per_second():.2f} training examples/s "
         f"({result.examples_per_cpu_second():.2f} per CPU second of the process)",
-        f"- hardware: {platform.machine()} {platform.processor() or ''} ({os.cpu_count()} cores), torch threads "
+        f"- hardware: {cpu_name()} ({os.cpu_count()} cores, shared with other jobs), torch threads "
         f"{settings.threads or 'default'}, load average at the end {load[0]:.1f}" if load else "- hardware: unknown",
         "", "## Reproduce", "", "```bash", command, "```", "",
     ]
