@@ -41,12 +41,12 @@ import numpy as np
 
 from bench.common import REPO, Report, ResultTable, base_parser, bench_main, load_average, progress, ratio, time_call
 from sleuth.paths import shared_data_dir
+from sleuth.systems.chain_of_skills.evaluation import LIMIT_SETS
 
 NAME = "cos_bench"
 QUICK_QUESTIONS = 2
 BEFORE_REV = "5bd12d9"  # main before the chain speed-ups (issue 13 item 4)
-LIMITS = {"cpu": {"k_retrieval": 10, "k_link": 2, "k_hop1": 3, "k_expanded": 4, "k_hop2_link": 1, "k": 20},
-          "paper": {"k_retrieval": 200, "k_link": 5, "k_hop1": 30, "k_expanded": 50, "k_hop2_link": 2, "k": 100}}
+LIMITS = {"cpu": {**LIMIT_SETS["reduced"], "k": 20}, "paper": {**LIMIT_SETS["paper"], "k": 100}}
 DEFAULT_VARIANTS = {"cpu": ["before:fp32@2", "before:fp32@1", "after:fp32@1", "after:int8@1", "after:int8@2"],
                     "paper": ["before:fp32@1", "after:int8@1", "after:int8@1/300", "after:int8@1/100"]}
 CHAINS = ("hotpotqa", "retrieval", "retrieval-2hop")

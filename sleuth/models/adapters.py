@@ -6,11 +6,14 @@ An adapter directory holds peft's ``adapter_config.json`` and ``adapter_model.sa
 machine whatever the path of the backbone there; a model card (README.md) sits beside them. Loading merges the
 adapter into the backbone, so inference (and int8 quantisation) costs the same as an ordinary model.
 Generic: any transformers model with a LoRA over its linear layers (a cross-encoder classifier, a bi-encoder).
+Models whose deltas peft cannot express (the hard-routed LoRA experts of Chain-of-Skills, one delta per expert)
+write their own weight files through :func:`write_adapter`, which gives them the same marker, card and atomic swap.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -64,12 +67,24 @@ def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings,
     sleuth name, the settings, ``extra`` metadata and an optional model card."""
     from sleuth.io import atomic_write_text
 
-    with atomic_directory(path) as tmp:
+    def write(tmp: Path) -> None:
         # peft fills an existing README.md instead of rendering its own card (which needs Jinja2)
-        atomic_write_text(Path(tmp) / "README.md", card or "# Adapter\n")
+        atomic_write_text(tmp / "README.md", card or "# Adapter\n")
         model.save_pretrained(str(tmp))
-        marker = {"backbone": backbone, "lora": asdict(settings), **(extra or {})}
-        atomic_write_text(Path(tmp) / MARKER, json.dumps(marker, indent=2) + "\n")
+
+    return write_adapter(path, backbone, write, card=card, extra={"lora": asdict(settings), **(extra or {})})
+
+
+def write_adapter(path: str | Path, backbone: str, write: Callable[[Path], None], card: str | None = None,
+                  extra: dict | None = None) -> Path:
+    """Write an adapter directory atomically: ``write(tmp)`` puts the weights (and any other files) into the
+    temporary directory, then the marker (the backbone's sleuth name and ``extra``) and the model card are added and
+    the directory swapped into place (an existing one stays untouched until then)."""
+    from sleuth.io import atomic_write_text
+
+    with atomic_directory(path) as tmp:
+        write(Path(tmp))
+        atomic_write_text(Path(tmp) / MARKER, json.dumps({"backbone": backbone, **(extra or {})}, indent=2) + "\n")
         if card is not None:
             atomic_write_text(Path(tmp) / "README.md", card)
     return Path(path)

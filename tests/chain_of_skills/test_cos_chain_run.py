@@ -99,8 +99,8 @@ def test_rerank_score_is_cls_dot_first_sep(hotpot):
     questions, workspace, folder = hotpot
     from sleuth.systems.chain_of_skills.builders import cos_model, cos_rerank_stage, cos_retrieve_stage
 
-    retrieve = cos_retrieve_stage(workspace, k=3)
-    rerank = cos_rerank_stage(workspace)
+    retrieve = cos_retrieve_stage(workspace, model="minilm", k=3)
+    rerank = cos_rerank_stage(workspace, model="minilm")
     run = (retrieve >> rerank)(questions[:1])
     hits = run[questions[0].id]
     assert len(hits) == 3 and all("cos_rerank_input_score" in h.extras for h in hits)
@@ -137,7 +137,7 @@ def test_expanded_retrieval_and_entity_linking_stages(hotpot):
 
     model = cos_model(workspace, "minilm")
     expanded = ExpandedRetrieve(model, skill_index(workspace, "minilm", "retrieval"), k=3)
-    run = (cos_retrieve_stage(workspace, k=2) >> expanded)(questions[:1])
+    run = (cos_retrieve_stage(workspace, model="minilm", k=2) >> expanded)(questions[:1])
     hits = run[questions[0].id]
     assert len(hits) == 6 and all(h.id != h.extras["hop1"] for h in hits)
     assert all(h.score == h.extras["expanded"] for h in hits)

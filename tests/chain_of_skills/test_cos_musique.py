@@ -35,8 +35,13 @@ def test_sub_questions_are_made_self_contained():
 def test_musique_builder_gives_every_skill_from_the_decomposition(musique_data):
     questions, corpus, data = musique_data
     assert len(questions) == 100 and len(corpus) == 1890
-    assert {skill: len(data[skill]) for skill in SKILLS} == {"retrieval": 337, "expanded": 137, "reranking": 237,
+    # reranking: 237 hop-1 examples + one hop-2 example ("question [SEP] hop k" -> hop k+1) per expanded example
+    assert {skill: len(data[skill]) for skill in SKILLS} == {"retrieval": 337, "expanded": 137, "reranking": 374,
                                                              "linking": 100, "span": 92}
+    assert all(e.source == "musique" for examples in data.values() for e in examples)
+    hop2 = [e for e in data["reranking"] if " [SEP] " in e.query]
+    assert [(e.query.split(" [SEP] ")[1], e.positive_id) for e in hop2] == \
+        [(e.query[1], e.positive_id) for e in data["expanded"]]
     chains = [set(q.metadata["supporting_ids"]) for q in questions]
     supporting = set().union(*chains)
     by_text = {q.text: q for q in questions}

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
 from sleuth.cli.main import main
+from sleuth.systems.chain_of_skills.span_head import SpanProposalHead
 from sleuth.systems.chain_of_skills.training_data import (
     SKILLS,
     CosExample,
@@ -17,6 +19,8 @@ from sleuth.systems.chain_of_skills.training_data import (
     mention_span,
     merge,
     nq_examples,
+    ottqa_examples,
+    squad_examples,
 )
 from sleuth.train.contrastive import ContrastiveExample, batch_layout
 
@@ -31,13 +35,19 @@ def hotpot_data(data_dir):
 def test_hotpotqa_builders_give_every_skill_with_consistent_examples(hotpot_data):
     questions, corpus, data = hotpot_data
     assert len(questions) == 100
-    assert {skill: len(data[skill]) for skill in SKILLS} == {"retrieval": 200, "expanded": 167, "reranking": 200,
+    # reranking: 200 hop-1 examples (question -> supporting passage) + 167 hop-2 ones (the orders of "expanded")
+    assert {skill: len(data[skill]) for skill in SKILLS} == {"retrieval": 200, "expanded": 167, "reranking": 367,
                                                              "linking": 83, "span": 61}
     for skill, examples in data.items():
-        assert all(e.skill == skill for e in examples)
+        assert all(e.skill == skill and e.source == "hotpotqa" for e in examples)
     by_text = {q.text: q for q in questions}
+    hop2 = [e for e in data["reranking"] if " [SEP] " in e.query]
+    assert len(hop2) == 167
+    for example, expanded in zip(hop2, data["expanded"]):
+        question, hop1 = expanded.query
+        assert example.query == f"{question} [SEP] {hop1}" and example.positive_id == expanded.positive_id
     for example in data["retrieval"] + data["reranking"]:
-        gold = by_text[example.query].metadata["supporting_titles"]
+        gold = by_text[example.query.split(" [SEP] ")[0]].metadata["supporting_titles"]
         assert example.positive_id in gold
         assert len(example.negatives) == len(example.negative_ids)
         assert not set(example.negative_ids) & set(gold)
@@ -76,6 +86,40 @@ def test_nq_builders_and_merge(data_dir):
     assert {k: len(v) for k, v in merged.items()} == {"retrieval": 50, "reranking": 50, "linking": 1}
 
 
+def test_nq_train_split_squad_and_ottqa_builders(data_dir):
+    train = nq_examples(data_dir / "nq" / "questions.jsonl", data_dir / "nq" / "corpus.jsonl", split="train")
+    dev = nq_examples(data_dir / "nq" / "questions.jsonl", data_dir / "nq" / "corpus.jsonl", split="dev")
+    assert len(train["retrieval"]) == 800 and len(dev["retrieval"]) == 200  # the seeded 80/20 split of sleuth dhr
+    assert not {e.query for e in train["retrieval"]} & {e.query for e in dev["retrieval"]}
+    squad = squad_examples(data_dir / "squad2" / "dev-v2.0.json", negatives=2, rerank_negatives=3, limit=100)
+    assert len(squad["retrieval"]) == len(squad["reranking"]) == 100
+    for example in squad["retrieval"]:
+        article = example.positive_id.split("#")[0]
+        assert example.source == "squad" and len(example.negative_ids) == 2
+        assert all(n.split("#")[0] == article and n != example.positive_id for n in example.negative_ids)
+    assert all(len(e.negatives) == 3 for e in squad["reranking"])
+    ottqa = ottqa_examples(data_dir / "ottqa", data_dir / "ottqa" / "dev.traced.json", rows_per_table=2)
+    assert {skill: len(v) > 100 for skill, v in ottqa.items()} == {"linking": True, "span": True, "expanded": True}
+    for example in ottqa["linking"]:
+        start, end = example.mention
+        mention = example.query[start:end]
+        assert mention and example.query[start - 2:start] == ": "  # a whole cell of the row
+        assert example.positive.startswith(example.positive_id.removeprefix("/wiki/").replace("_", " ")[:5])
+    for example in ottqa["span"]:
+        assert all(example.query[a - 2:a] == ": " for a, _ in example.spans)
+
+
+def test_interleaved_schedule_gives_every_skill_its_share():
+    from sleuth.systems.chain_of_skills.training import CosTrainConfig, scheduler
+
+    data = {skill: [CosExample(skill, "q")] for skill in SKILLS}
+    config = CosTrainConfig(weights={"retrieval": 1, "expanded": 1, "reranking": 1, "linking": 0.8, "span": 0.2})
+    pick = scheduler(data, config)
+    drawn = [pick() for _ in range(400)]
+    assert drawn.count("span") == 20 and drawn.count("linking") == 80 and drawn.count("retrieval") == 100
+    assert all("span" in drawn[i:i + 21] for i in range(0, 380, 20))  # spread out, not bunched
+
+
 def test_same_passage_false_negatives_are_masked(hotpot_data):
     _, _, data = hotpot_data
     # two questions' positives: the same passage id in two slots must be masked for both queries
@@ -112,7 +156,7 @@ def test_tiny_multi_task_run_lowers_every_skill_loss(trained):
         losses = result.skill_losses(skill)
         assert len(losses) == 3 and losses[-1] < losses[0], (skill, losses)
     log = json.loads((out / "cos_training.json").read_text())
-    assert log["skills"] == result.skills and log["examples"] == {"retrieval": 4, "span": 4, "linking": 4}
+    assert log["skills"] == result.skills and log["examples"] == {skill: {"hotpotqa": 4} for skill in ("retrieval", "span", "linking")}
 
 
 @pytest.mark.slow
@@ -160,6 +204,39 @@ def test_cos_eval_command_reports_both_chains(trained, data_dir, tmp_path, capsy
         assert 0 <= row["passage_em"] <= 1
     # 5 questions x 10 context paragraphs: the top 20 of the retrieval chain cannot miss every gold pair
     assert rows[0]["path_recall@1"] == 0.0 and rows[0]["path_recall@20"] > 0
+
+
+@pytest.mark.slow
+def test_tiny_lora_run_writes_the_adapter_format(hotpot_data, tmp_path):
+    from sleuth.models.adapters import adapter_info
+    from sleuth.systems.chain_of_skills.experts import LoraSpec
+    from sleuth.systems.chain_of_skills.model import ADAPTER_FILE, MultiExpertConfig, MultiExpertEncoder
+    from sleuth.systems.chain_of_skills.span_head import load_span_head
+    from sleuth.systems.chain_of_skills.training import CosTrainConfig, train_cos
+
+    _, _, data = hotpot_data
+    tiny = {skill: data[skill][:4] for skill in ("retrieval", "reranking", "span")}
+    config = MultiExpertConfig(variant="lora", lora=LoraSpec(frozen_experts=(1, 3)), pooling="mean",
+                               expert_layers=(4, 5))
+    model = MultiExpertEncoder.from_backbone("minilm", config)
+    head = SpanProposalHead(model.dim, seed=3)
+    settings = CosTrainConfig(lr=1e-3, batch_size=4, max_steps=6, max_length=64, warmup_ratio=0.0, threads=1,
+                              sampling="round-robin")
+    result = train_cos(model, head, tiny, tmp_path / "lora", settings, card=lambda r: f"# tiny\n{len(r.losses)} steps\n")
+    out = tmp_path / "lora"
+    assert sorted(p.name for p in out.iterdir()) == sorted(["cos_config.json", ADAPTER_FILE, "sleuth-adapter.json",
+                                                            "README.md", "span_head.safetensors",
+                                                            "cos_training.json"])
+    assert adapter_info(out)["backbone"] == "minilm" and (out / "README.md").read_text() == "# tiny\n6 steps\n"
+    log = json.loads((out / "cos_training.json").read_text())
+    assert log["steps"] == 6 and log["steps_per_skill"] == {"retrieval": 2, "reranking": 2, "span": 2}
+    assert log["context_cache"]["misses"] > 0 and result.examples_per_second() > 0
+    loaded = MultiExpertEncoder.load(out)
+    texts = [e.query for e in tiny["retrieval"]]
+    assert np.array_equal(loaded.encode(texts, "retrieval"), model.encode(texts, "retrieval"))
+    assert not np.array_equal(loaded.encode(texts, "retrieval"), loaded.encode(texts, "retrieval", "context"))
+    again = load_span_head(out, loaded.dim)
+    assert all(torch.equal(v, again.state_dict()[k]) for k, v in head.state_dict().items())
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,7 +1,9 @@
 """Config builders of the Chain-of-Skills stages: cos_retrieve, cos_rerank and cos_chain.
 
-``model`` is "minilm" (an untrained multi-expert encoder initialised from the shipped MiniLM) or a saved
-multi-expert model directory. Skill indexes are built over the workspace corpus once and saved in the workspace's
+``model`` is left out for the trained model shipped in the package (``weights/cos-minilm-lora``: LoRA experts over
+the packaged MiniLM and a trained span head, see its README.md), "minilm" for an untrained multi-expert encoder
+initialised from the packaged MiniLM (with an untrained span head), or a saved multi-expert model directory (full
+or adapter, ``sleuth cos train``). Skill indexes are built over the workspace corpus once and saved in the workspace's
 index cache (``sleuth.systems.chain_of_skills.skill_index``), so a later process (``sleuth serve``, another search) loads them.
 The span head is the one saved in the model directory (``sleuth cos train``), else untrained (seeded with
 ``span_seed``). With ``int8: true`` the chain's questions, pairs and triples go through an int8 copy of the encoder
@@ -19,15 +21,15 @@ from sleuth.systems.chain_of_skills.chain_scores import HOP1_RERANK_WEIGHT, NQ_R
 from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
 
 
-def cos_model(ws: Workspace, model: str):
-    """The workspace's multi-expert encoder (loaded once per name or path)."""
-    from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+def cos_model(ws: Workspace, model: str | None):
+    """The workspace's multi-expert encoder (loaded once per name or path; None: the shipped model)."""
+    from sleuth.systems.chain_of_skills.model import load_model, model_path
 
-    return ws.memo(f"cos-model:{model}", lambda: MultiExpertEncoder.from_backbone("minilm", device=ws.device)
-                   if model == "minilm" else MultiExpertEncoder.load(model, device=ws.device))
+    path = model_path(model)
+    return ws.memo(f"cos-model:{path}", lambda: load_model(path, device=ws.device))
 
 
-def chain_model(ws: Workspace, model: str, int8: bool):
+def chain_model(ws: Workspace, model: str | None, int8: bool):
     """The encoder a chain runs its skills on: the model, or its int8 copy (made once per workspace)."""
     if not int8:
         return cos_model(ws, model)
@@ -36,15 +38,16 @@ def chain_model(ws: Workspace, model: str, int8: bool):
     return ws.memo(f"cos-model-int8:{model}", lambda: quantise(cos_model(ws, model)))
 
 
-def skill_index(ws: Workspace, model: str, skill: str, search: VectorSearch = VectorSearch()):
+def skill_index(ws: Workspace, model: str | None, skill: str, search: VectorSearch = VectorSearch()):
     """The corpus passages encoded for ``skill`` (context side): built once and saved in the workspace's index
     cache (keyed by the model, its weights' size and time, the skill and the factory), loaded from there after."""
     from sleuth.pipelines.workspace import params_key
+    from sleuth.systems.chain_of_skills.model import model_path
     from sleuth.systems.chain_of_skills.skill_index import KIND, SkillIndex, model_info
 
     if ws.corpus is None:
         raise ConfigError("cos: this pipeline needs a corpus to index")
-    corpus, encoder = ws.corpus, model_info(model)
+    corpus, encoder = ws.corpus, model_info(model_path(model))
     key = params_key(KIND, {"encoder": encoder, "skill": skill, "factory": search.factory})
     loaded = ws.cached_index(key, SkillIndex.load, lambda path: SkillIndex.build(
         corpus.passages(), cos_model(ws, model), skill, search.factory, path=path, encoder=encoder,
@@ -53,16 +56,19 @@ def skill_index(ws: Workspace, model: str, skill: str, search: VectorSearch = Ve
     return loaded
 
 
-def span_head(ws: Workspace, model: str, seed: int):
+def span_head(ws: Workspace, model: str | None, seed: int):
     """The span head saved with the model directory, else an untrained one seeded with ``seed``."""
+    from sleuth.systems.chain_of_skills.model import UNTRAINED, model_path
     from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
 
+    path = model_path(model)
+
     def make() -> SpanProposalHead:
-        dim = cos_model(ws, model).dim
-        saved = load_span_head(model, dim, ws.device) if model != "minilm" else None
+        dim = cos_model(ws, path).dim
+        saved = load_span_head(path, dim, ws.device) if path != UNTRAINED else None
         return saved if saved is not None else SpanProposalHead(dim, seed=seed).to(ws.device)
 
-    return ws.memo(f"cos-span:{model}:{seed}", make)
+    return ws.memo(f"cos-span:{path}:{seed}", make)
 
 
 def positive(name: str, value: object) -> int:
@@ -79,7 +85,7 @@ def number(name: str, value: object) -> float:
 
 
 @register_stage("cos_retrieve")
-def cos_retrieve_stage(ws: Workspace, *, model: str = "minilm", k: int = 1000,
+def cos_retrieve_stage(ws: Workspace, *, model: str | None = None, k: int = 1000,
                        search: VectorSearch = VectorSearch(), name: str = "cos_retrieve") -> SingleRetrieve:
     """Single retrieval (skill "retrieval") over the workspace corpus."""
     return SingleRetrieve(cos_model(ws, model), skill_index(ws, model, "retrieval", search), k=positive("k", k),
@@ -87,13 +93,13 @@ def cos_retrieve_stage(ws: Workspace, *, model: str = "minilm", k: int = 1000,
 
 
 @register_stage("cos_rerank")
-def cos_rerank_stage(ws: Workspace, *, model: str = "minilm", name: str = "cos_rerank") -> Rerank:
+def cos_rerank_stage(ws: Workspace, *, model: str | None = None, name: str = "cos_rerank") -> Rerank:
     """Reranking (skill "reranking") of the candidates: dot(h_CLS, h_first_SEP)."""
     return Rerank(cos_model(ws, model), name=name)
 
 
 @register_stage("cos_chain")
-def cos_chain_stage(ws: Workspace, *, chain: str, model: str = "minilm", k_retrieval: int = 200, k_link: int = 5,
+def cos_chain_stage(ws: Workspace, *, chain: str, model: str | None = None, k_retrieval: int = 200, k_link: int = 5,
                     k_hop1: int = 30, k_expanded: int = 50, k_hop2_link: int = 2, k: int = 100,
                     alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
                     beta: float = NQ_RERANK_BETA, search: VectorSearch = VectorSearch(), span_seed: int = 0,

@@ -18,16 +18,21 @@ cos_app = typer.Typer(help="Chain-of-Skills (multi-expert retrieval chains): tra
 def cos_eval_command(
     questions: Path = typer.Option(..., help="HotpotQA dev questions with context and supporting facts "
                                              "(e.g. hotpot_dev_distractor_100.json)."),
-    model: str = typer.Option("minilm", help="A saved multi-expert model directory (sleuth cos train) or 'minilm' "
-                                             "(untrained experts)."),
-    chain: list[str] = typer.Option(["retrieval", "hotpotqa"], help="Chains to evaluate: hotpotqa | retrieval | "
-                                                                     "retrieval-2hop (repeatable)."),
+    model: str | None = typer.Option(None, help="Default: the trained model shipped with sleuth (cos-minilm-lora). "
+                                                "'minilm' = untrained experts (MiniLM copies, untrained span head); "
+                                                "or a model directory from `sleuth cos train`."),
+    chain: list[str] = typer.Option(["retrieval", "retrieval-2hop", "hotpotqa"],
+                                    help="Chains to evaluate: hotpotqa | retrieval | retrieval-2hop (repeatable)."),
     limit: int | None = typer.Option(None, help="Evaluate the first N questions only."),
-    k_retrieval: int = typer.Option(200, help="Hop-1 retrieved passages."),
-    k_link: int = typer.Option(5, help="Linked passages per mention at hop 1."),
-    k_hop1: int = typer.Option(30, help="Hop-1 passages kept for hop 2."),
-    k_expanded: int = typer.Option(50, help="Expanded-retrieval passages per hop-1 passage."),
-    k_hop2_link: int = typer.Option(2, help="Linked passages per mention at hop 2."),
+    limits: str = typer.Option("reduced", help="Hop limits: reduced (10/2/3/4/1, the default: minutes for 100 "
+                                               "questions on a CPU) or paper (200/5/30/50/2, Ma et al.); the "
+                                               "--k-* options override single values."),
+    k_retrieval: int | None = typer.Option(None, help="Hop-1 retrieved passages (reduced 10, paper 200)."),
+    k_link: int | None = typer.Option(None, help="Linked passages per mention at hop 1 (reduced 2, paper 5)."),
+    k_hop1: int | None = typer.Option(None, help="Hop-1 passages kept for hop 2 (reduced 3, paper 30)."),
+    k_expanded: int | None = typer.Option(None, help="Expanded-retrieval passages per hop-1 passage (reduced 4, "
+                                                     "paper 50)."),
+    k_hop2_link: int | None = typer.Option(None, help="Linked passages per mention at hop 2 (reduced 1, paper 2)."),
     k_hop2_rerank: int | None = typer.Option(None, help="Rerank only the best N hop-2 candidates by their path score "
                                                         "without the hop-2 rerank (default: all, as the paper)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
@@ -38,33 +43,40 @@ def cos_eval_command(
     """Path recall@{1,5,10,20} and passage EM of each chain over the questions' own context paragraphs."""
     from sleuth.io import atomic_write_text
     from sleuth.systems.chain_of_skills.chain import ChainLimits
-    from sleuth.systems.chain_of_skills.evaluation import EVAL_KS, evaluate_chains
+    from sleuth.systems.chain_of_skills.evaluation import EVAL_KS, LIMIT_SETS, evaluate_chains
+    from sleuth.systems.chain_of_skills.model import SHIPPED_MODEL, UNTRAINED, model_path
 
     if not questions.is_file():
         raise ConfigError(f"questions file not found: {questions}")
-    if model != "minilm" and not Path(model).is_dir():
-        raise ConfigError(f"model directory not found: {model}")
+    if model_path(model) != UNTRAINED and not Path(model_path(model)).is_dir():
+        raise ConfigError(f"model directory not found: {model_path(model)}")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {limit}")
-    values = {"k_retrieval": k_retrieval, "k_link": k_link, "k_hop1": k_hop1, "k_expanded": k_expanded,
-              "k_hop2_link": k_hop2_link}
+    if limits not in LIMIT_SETS:
+        raise ConfigError(f"--limits must be one of {', '.join(LIMIT_SETS)}, got '{limits}'")
+    given = {"k_retrieval": k_retrieval, "k_link": k_link, "k_hop1": k_hop1, "k_expanded": k_expanded,
+             "k_hop2_link": k_hop2_link}
+    values = {name: LIMIT_SETS[limits][name] if value is None else value for name, value in given.items()}
     for name, value in values.items():
         if value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     if k_hop2_rerank is not None and k_hop2_rerank < 1:
         raise ConfigError(f"--k-hop2-rerank must be >= 1, got {k_hop2_rerank}")
-    limits = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank)
-    rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits,
+    limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank)
+    rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
                                              device=device, int8=int8)]
-    table = Table(title=f"Chain-of-Skills on {questions.name} ({rows[0]['questions']} questions, model {model})")
+    name = model or SHIPPED_MODEL
+    shown = "/".join(str(v) for v in values.values())
+    table = Table(title=f"Chain-of-Skills on {questions.name} ({rows[0]['questions']} questions, model {name}"
+                        f"{' int8' if int8 else ''}, hop limits {shown})")
     for column in rows[0]:
         table.add_column(column, justify="left" if column == "chain" else "right")
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
     out.print(table)
     if json_out is not None:
-        atomic_write_text(json_out, json.dumps({"model": model, "int8": int8, "questions": str(questions), "rows": rows},
-                                               indent=1) + "\n")
+        atomic_write_text(json_out, json.dumps({"model": name, "int8": int8, "questions": str(questions),
+                                                "limits": values, "rows": rows}, indent=1) + "\n")
         console.print(f"wrote {json_out}")
 
 

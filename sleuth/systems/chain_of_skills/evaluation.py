@@ -21,6 +21,13 @@ from sleuth.systems.chain_of_skills.path_metrics import mean, passage_em, path_r
 
 EVAL_CHAINS = ("hotpotqa", "retrieval", "retrieval-2hop")
 EVAL_KS = (1, 5, 10, 20)
+#: hop limits of ``sleuth cos eval`` by name: "reduced" (the default: 20x fewer hop-1 candidates than the paper, what
+#: a CPU evaluates 100 questions with in minutes) and "paper" (Ma et al., ACL 2023, Appendix A: 200 / 5 / 30 / 50 / 2)
+LIMIT_SETS = {
+    "reduced": {"k_retrieval": 10, "k_link": 2, "k_hop1": 3, "k_expanded": 4, "k_hop2_link": 1},
+    "paper": {"k_retrieval": 200, "k_link": 5, "k_hop1": 30, "k_expanded": 50, "k_hop2_link": 2},
+}
+DEFAULT_LIMITS = "reduced"
 
 
 @dataclass
@@ -46,15 +53,17 @@ def ranked_paths(chain: str, hits, ks: Sequence[int]) -> tuple[dict[int, list[se
     return {k: [set(ids[:k])] for k in ks}, (set(ids[:2]) if ids else None)
 
 
-def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence[str] = EVAL_CHAINS,
+def evaluate_chains(model_dir: str | None, questions_path: str | Path, chains: Sequence[str] = EVAL_CHAINS,
                     limit: int | None = None, limits: ChainLimits = ChainLimits(), ks: Sequence[int] = EVAL_KS,
-                    device: str = "cpu", span_seed: int = 0, int8: bool = False) -> list[ChainScores]:
-    """Scores of each chain over the first ``limit`` questions with supporting facts (``model_dir``: a saved
-    multi-expert model directory or "minilm"); ``int8``: the chains' encoder quantised (``quantise``), the skill
-    indexes still encoded in float32."""
+                    device: str = "cpu", span_seed: int = 0, int8: bool = False,
+                    runs: dict | None = None) -> list[ChainScores]:
+    """Scores of each chain over the first ``limit`` questions with supporting facts (``model_dir``: None for the
+    shipped model, "minilm" for untrained experts, or a saved multi-expert model directory); ``int8``: the chains'
+    encoder quantised (``quantise``), the skill indexes still encoded in float32. With ``runs`` (a dict) each
+    chain's Run is also left there by chain name (for path-level analysis)."""
     from sleuth.corpus.model import Query
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
-    from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+    from sleuth.systems.chain_of_skills.model import UNTRAINED, load_model, model_path
     from sleuth.systems.chain_of_skills.skill_index import SkillIndex
     from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
     from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
@@ -78,9 +87,9 @@ def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence
                 seen.add(title)
                 passages.append(Passage(id=title, doc_id=title, text="".join(sentences).strip(), title_path=(title,)))
 
-    model = (MultiExpertEncoder.from_backbone("minilm", device=device) if model_dir == "minilm"
-             else MultiExpertEncoder.load(model_dir, device=device))
-    head = (load_span_head(model_dir, model.dim, device) if model_dir != "minilm" else None) \
+    path = model_path(model_dir)
+    model = load_model(path, device=device)
+    head = (load_span_head(path, model.dim, device) if path != UNTRAINED else None) \
         or SpanProposalHead(model.dim, seed=span_seed).to(device)
     retrieval_index = SkillIndex.build(passages, model, "retrieval")
     link_index = SkillIndex.build(passages, model, "linking")
@@ -97,6 +106,8 @@ def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence
                          limits=limits)
         start = time.perf_counter()
         run = stage.transform([Query(id=q.id, text=q.text) for q in questions])
+        if runs is not None:
+            runs[chain] = run
         recall: dict[int, list[float]] = {k: [] for k in ks}
         ems = []
         for q in questions:
@@ -108,3 +119,51 @@ def evaluate_chains(model_dir: str, questions_path: str | Path, chains: Sequence
         results.append(ChainScores(chain, len(questions), {k: mean(v) for k, v in recall.items()}, mean(ems),
                                    time.perf_counter() - start))
     return results
+
+
+@dataclass
+class SpanScores:
+    """Proposed spans against gold mention spans: exact-match precision / recall / F1, recall with any character
+    overlap, and spans proposed per text."""
+
+    texts: int
+    precision: float
+    recall: float
+    f1: float
+    overlap_recall: float
+    spans_per_text: float
+
+    def row(self) -> dict:
+        return {"texts": self.texts, **{k: round(v, 4) for k, v in vars(self).items() if k != "texts"}}
+
+
+def span_quality(model, head, examples: Sequence[tuple[str, Sequence[tuple[int, int]]]]) -> SpanScores:
+    """How well ``head`` (over ``model``'s span expert) proposes the gold spans of ``examples`` ((text, [(start,
+    end) character spans]); e.g. a question's mentions of its supporting titles, or a passage's anchors)."""
+    texts = [text for text, _ in examples]
+    states = model.token_states(texts, "span", side="query") if texts else []
+    proposed = gold_total = exact = overlapped = 0
+    for (text, gold), tokens in zip(examples, states):
+        spans = [(s.char_start, s.char_end) for s in head.propose(tokens, text)]
+        proposed += len(spans)
+        gold_total += len(gold)
+        exact += len(set(spans) & set(map(tuple, gold)))
+        overlapped += sum(any(a < e and s < b for s, e in spans) for a, b in gold)
+    precision = exact / proposed if proposed else 0.0
+    recall = exact / gold_total if gold_total else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return SpanScores(len(texts), precision, recall, f1, overlapped / gold_total if gold_total else 0.0,
+                      proposed / len(texts) if texts else 0.0)
+
+
+def question_spans(questions_path: str | Path, limit: int | None = None) -> list[tuple[str, list[tuple[int, int]]]]:
+    """HotpotQA questions with their gold mention spans: the supporting titles they name (as the training data's
+    span examples; questions naming none are left out)."""
+    from sleuth.systems.chain_of_skills.training_data import mention_span
+
+    out = []
+    for query in read_hotpotqa_questions(questions_path):
+        spans = sorted({s for t in query.metadata.get("supporting_titles", []) if (s := mention_span(t, query.text))})
+        if spans:
+            out.append((query.text, spans))
+    return out[:limit] if limit else out

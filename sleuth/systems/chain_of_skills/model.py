@@ -9,7 +9,13 @@ Pooling: the paper represents questions, passages and entity descriptions by the
 ``pooling="cls"`` is the default; ``"mean"`` (mean of the non-padding token states, the pooling MiniLM was
 trained with) is an option. Vectors are not normalised: the paper scores with the dot product.
 
-A saved model is a directory: ``cos_config.json`` (variant, K, expert layers, routing, pooling, max length),
+Variant "lora" (a mixture of LoRA experts, see ``experts.py``): the backbone is frozen and shared, each expert is a
+low-rank delta in every expert layer (default: all layers), so a saved model is an *adapter*: ``cos_config.json``,
+``cos_adapter.safetensors`` (the deltas only) and ``sleuth-adapter.json`` naming the backbone by its sleuth name
+("minilm"), written atomically with a model card by ``sleuth.models.adapters.write_adapter``; loading rebuilds the
+backbone from the packaged MiniLM and adds the deltas.
+
+A saved full model is a directory: ``cos_config.json`` (variant, K, expert layers, routing, pooling, max length),
 ``cos_model.safetensors`` (all weights, expert copies included), the backbone's HF ``config.json`` and its
 tokenizer files. Forward calls are not thread-safe: the chosen expert is module state set per call.
 """
@@ -17,7 +23,7 @@ tokenizer files. Forward calls are not thread-safe: the chosen expert is module 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,12 +32,14 @@ import numpy as np
 
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.models.encoder import length_sorted_batches
-from sleuth.systems.chain_of_skills.experts import VARIANTS, install_experts, set_expert
+from sleuth.systems.chain_of_skills.experts import VARIANTS, LoraSpec, install_experts, set_expert
 from sleuth.systems.chain_of_skills.skills import SkillRouting
 
 CONFIG_FILE = "cos_config.json"
 WEIGHTS_FILE = "cos_model.safetensors"
+ADAPTER_FILE = "cos_adapter.safetensors"  # the LoRA deltas of a "lora" model (an adapter directory)
 FORMAT = "sleuth-cos-encoder/1"
+ADAPTER_FORMAT = "sleuth-cos-lora-experts/1"
 POOLINGS = ("cls", "mean")
 DEFAULT_MAX_LENGTH = 256  # Ma et al., ACL 2023, appendix: max sequence length 256
 
@@ -40,7 +48,8 @@ Text = str | tuple[str, str]  # one text, or a pair encoded as "a [SEP] b" (expa
 
 @dataclass(frozen=True)
 class MultiExpertConfig:
-    """Architecture and routing of a multi-expert encoder; ``expert_layers=None`` means every second layer."""
+    """Architecture and routing of a multi-expert encoder; ``expert_layers=None`` means every second layer (every
+    layer for the "lora" variant, whose ``lora`` spec defaults to :class:`LoraSpec`)."""
 
     variant: str = "attention"
     num_experts: int = 6
@@ -48,6 +57,7 @@ class MultiExpertConfig:
     routing: SkillRouting = field(default_factory=SkillRouting)
     pooling: str = "cls"
     max_length: int = DEFAULT_MAX_LENGTH
+    lora: LoraSpec | None = None
 
     @classmethod
     def no_expert(cls, **options: Any) -> MultiExpertConfig:
@@ -56,8 +66,10 @@ class MultiExpertConfig:
 
     def resolved(self, num_layers: int) -> MultiExpertConfig:
         """This config with the expert layers filled in for a backbone of ``num_layers`` layers, validated."""
-        layers = self.expert_layers if self.expert_layers is not None else tuple(range(1, num_layers, 2))
-        config = replace(self, expert_layers=tuple(layers))
+        every = range(num_layers) if self.variant == "lora" else range(1, num_layers, 2)
+        layers = self.expert_layers if self.expert_layers is not None else tuple(every)
+        lora = (self.lora or LoraSpec()) if self.variant == "lora" else self.lora
+        config = replace(self, expert_layers=tuple(layers), lora=lora)
         config.check(num_layers)
         return config
 
@@ -82,11 +94,18 @@ class MultiExpertConfig:
                 raise ConfigError("the 'none' (no-expert) variant needs num_experts 1 and no expert layers")
         else:
             self.routing.check(self.num_experts)
+        if self.lora is not None:
+            if self.variant != "lora":
+                raise ConfigError(f"a lora spec needs the 'lora' variant, not '{self.variant}'")
+            self.lora.check(self.num_experts)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["expert_layers"] = None if self.expert_layers is None else list(self.expert_layers)
         data["routing"] = self.routing.to_dict()
+        data["lora"] = self.lora.to_dict() if self.lora is not None else None
+        if data["lora"] is None:
+            del data["lora"]  # full models keep the original format
         return {"format": FORMAT, **data}
 
     @classmethod
@@ -98,8 +117,8 @@ class MultiExpertConfig:
             raise ConfigError(f"{CONFIG_FILE}: format is {data.get('format')!r}, expected '{FORMAT}'")
         keys = {"variant", "num_experts", "expert_layers", "routing", "pooling", "max_length"}
         body = {k: v for k, v in data.items() if k != "format"}
-        if set(body) - keys:
-            raise ConfigError(f"{CONFIG_FILE}: unknown keys {sorted(set(body) - keys)}")
+        if set(body) - keys - {"lora"}:
+            raise ConfigError(f"{CONFIG_FILE}: unknown keys {sorted(set(body) - keys - {'lora'})}")
         if keys - set(body):
             raise ConfigError(f"{CONFIG_FILE}: missing keys {sorted(keys - set(body))}")
         layers = body["expert_layers"]
@@ -108,7 +127,8 @@ class MultiExpertConfig:
         return cls(variant=body["variant"], num_experts=body["num_experts"],
                    expert_layers=None if layers is None else tuple(layers),
                    routing=SkillRouting.from_dict(body["routing"]), pooling=body["pooling"],
-                   max_length=body["max_length"])
+                   max_length=body["max_length"],
+                   lora=LoraSpec.from_dict(body["lora"]) if body.get("lora") is not None else None)
 
 
 @dataclass
@@ -122,6 +142,53 @@ class TokenStates:
 
 def _length(text: Text) -> int:
     return len(text[0]) + len(text[1]) if isinstance(text, tuple) else len(text)
+
+
+#: the trained model shipped in the package (``weights/<name>``): the default of the cos pipelines and commands
+SHIPPED_MODEL = "cos-minilm-lora"
+#: the untrained model: attention experts copied from the packaged MiniLM, [CLS] pooling (no weights file)
+UNTRAINED = "minilm"
+
+
+def shipped_model_dir() -> Path:
+    """Directory of the trained model shipped in the package (an adapter over the packaged MiniLM, its span head and
+    model card)."""
+    return Path(__file__).parent / "weights" / SHIPPED_MODEL
+
+
+def model_path(model: str | Path | None) -> str:
+    """A model name as the stages and commands take it, resolved: None or :data:`SHIPPED_MODEL` -> the shipped
+    model's directory; :data:`UNTRAINED` ("minilm") stays as it is; anything else is a model directory."""
+    if model is None or str(model) == SHIPPED_MODEL:
+        return str(shipped_model_dir())
+    return str(model)
+
+
+def load_model(model: str | Path | None, device: str = "cpu") -> MultiExpertEncoder:
+    """The encoder named by ``model`` (see :func:`model_path`): the shipped model by default, "minilm" for
+    untrained experts, or a saved model directory (full or adapter)."""
+    path = model_path(model)
+    if path == UNTRAINED:
+        return MultiExpertEncoder.from_backbone("minilm", device=device)
+    if not Path(path).is_dir():
+        raise SleuthError(f"model directory not found: {path}")
+    return MultiExpertEncoder.load(path, device=device)
+
+
+def _read_config(directory: Path) -> MultiExpertConfig:
+    try:
+        data = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{directory / CONFIG_FILE}: not valid JSON ({error})") from None
+    except OSError:
+        raise SleuthError(f"{directory} is not a multi-expert model directory: {CONFIG_FILE} is missing") from None
+    return MultiExpertConfig.from_dict(data)
+
+
+def weights_file(directory: str | Path) -> Path:
+    """The weights file of a saved model directory: the adapter's deltas, else the full weights."""
+    adapter = Path(directory) / ADAPTER_FILE
+    return adapter if adapter.is_file() else Path(directory) / WEIGHTS_FILE
 
 
 def _backbone_path(backbone: str | Path) -> str:
@@ -142,9 +209,26 @@ class MultiExpertEncoder:
                 raise SleuthError(f"the backbone {type(bert).__name__} is not a BERT-style encoder")
         self.config = config.resolved(bert.config.num_hidden_layers)
         self.switches = install_experts(bert, self.config.variant, self.config.num_experts,
-                                        list(self.config.expert_layers or ()))
+                                        list(self.config.expert_layers or ()), self.config.lora)
         self.bert, self.tokenizer, self.device = bert.to(device).eval(), tokenizer, device
         self.dim: int = bert.config.hidden_size
+        self.backbone = "minilm"  # the backbone's sleuth name or path (what an adapter records)
+
+    @property
+    def is_adapter(self) -> bool:
+        """Whether the model saves as an adapter (LoRA deltas over a frozen backbone) rather than in full."""
+        return self.config.variant == "lora"
+
+    def adapter_state(self) -> dict[str, Any]:
+        """The trainable deltas of a "lora" model by state-dict name (what an adapter directory stores)."""
+        return {k: v for k, v in self.bert.state_dict().items() if ".lora_a." in k or ".lora_b." in k}
+
+    def frozen_side(self, skill: str, side: str) -> bool:
+        """Whether inputs of ``skill`` on ``side`` go through the unchanged backbone (an expert without LoRA deltas
+        in a "lora" model): their outputs do not change while training, so they may be cached."""
+        lora = self.config.lora
+        return self.config.variant == "lora" and lora is not None and self.expert_for(skill, side) in \
+            lora.frozen_experts
 
     # construction, persistence
 
@@ -158,19 +242,40 @@ class MultiExpertEncoder:
         if not Path(path).is_dir():
             raise SleuthError(f"backbone model directory not found: {path}")
         bert = AutoModel.from_pretrained(path, add_pooling_layer=False)
-        return cls(bert, AutoTokenizer.from_pretrained(path), config, device)
+        model = cls(bert, AutoTokenizer.from_pretrained(path), config, device)
+        model.backbone = str(backbone) if str(backbone) == "minilm" else str(Path(path).resolve())
+        return model
 
-    def save(self, directory: str | Path) -> Path:
-        """Write the model directory (see the module docstring); returns it."""
+    def save(self, directory: str | Path, card: str | None = None,
+             extras: Callable[[Path], None] | None = None) -> Path:
+        """Write the model directory (see the module docstring; a "lora" model writes an adapter, atomically, with
+        ``card`` as its README.md); ``extras(directory)`` adds more files (inside the atomic swap for an adapter);
+        returns the directory."""
         from safetensors.torch import save_file
 
         directory = Path(directory)
+        if self.is_adapter:
+            from sleuth.models.adapters import write_adapter
+
+            def write(tmp: Path) -> None:
+                (tmp / CONFIG_FILE).write_text(json.dumps(self.config.to_dict(), indent=2) + "\n", encoding="utf-8")
+                save_file({k: v.detach().contiguous().cpu() for k, v in self.adapter_state().items()},
+                          str(tmp / ADAPTER_FILE))
+                if extras is not None:
+                    extras(tmp)
+
+            return write_adapter(directory, self.backbone, write, card=card or None,
+                                 extra={"format": ADAPTER_FORMAT, "config": CONFIG_FILE, "weights": ADAPTER_FILE})
         directory.mkdir(parents=True, exist_ok=True)
         (directory / CONFIG_FILE).write_text(json.dumps(self.config.to_dict(), indent=2) + "\n", encoding="utf-8")
         save_file({k: v.detach().contiguous().cpu() for k, v in self.bert.state_dict().items()},
                   str(directory / WEIGHTS_FILE))
         self.bert.config.save_pretrained(directory)
         self.tokenizer.save_pretrained(directory)
+        if card is not None:
+            (directory / "README.md").write_text(card, encoding="utf-8")
+        if extras is not None:
+            extras(directory)
         return directory
 
     @classmethod
@@ -180,14 +285,12 @@ class MultiExpertEncoder:
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
         directory = Path(directory)
+        if (directory / ADAPTER_FILE).is_file():
+            return cls._load_adapter(directory, device)
         for name in (CONFIG_FILE, WEIGHTS_FILE, "config.json"):
             if not (directory / name).is_file():
                 raise SleuthError(f"{directory} is not a multi-expert model directory: {name} is missing")
-        try:
-            data = json.loads((directory / CONFIG_FILE).read_text(encoding="utf-8"))
-        except (ValueError, UnicodeDecodeError) as error:
-            raise ConfigError(f"{directory / CONFIG_FILE}: not valid JSON ({error})") from None
-        config = MultiExpertConfig.from_dict(data)
+        config = _read_config(directory)
         try:
             bert = AutoModel.from_config(AutoConfig.from_pretrained(directory), add_pooling_layer=False)
             tokenizer = AutoTokenizer.from_pretrained(directory)
@@ -211,6 +314,39 @@ class MultiExpertEncoder:
                 raise SleuthError(f"{directory / WEIGHTS_FILE}: tensor {key} has shape {tuple(tensor.shape)}, "
                                   f"expected {tuple(expected[key].shape)}")
         model.bert.load_state_dict(state, strict=True)
+        model.bert.to(device)
+        model.device = device
+        return model
+
+    @classmethod
+    def _load_adapter(cls, directory: Path, device: str) -> MultiExpertEncoder:
+        """A "lora" adapter directory: the backbone it names plus the saved deltas."""
+        from safetensors.torch import load_file
+
+        from sleuth.models.adapters import adapter_info
+
+        config = _read_config(directory)
+        if config.variant != "lora":
+            raise SleuthError(f"{directory}: {ADAPTER_FILE} needs the 'lora' variant, {CONFIG_FILE} says "
+                              f"'{config.variant}'")
+        info = adapter_info(directory)
+        model = cls.from_backbone(info.get("backbone", "minilm"), config, device="cpu")
+        try:
+            state = load_file(str(directory / ADAPTER_FILE))
+        except Exception as error:  # safetensors raises its own error types for corrupt files
+            raise SleuthError(f"{directory / ADAPTER_FILE}: unreadable weights "
+                              f"({str(error).splitlines()[0] if str(error) else type(error).__name__})") from None
+        expected = model.adapter_state()
+        missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+        if missing or unexpected:
+            raise SleuthError(f"{directory / ADAPTER_FILE} does not match {CONFIG_FILE}: "
+                              f"{len(missing)} missing tensors (first: {missing[:1]}), "
+                              f"{len(unexpected)} unexpected (first: {unexpected[:1]})")
+        for key, tensor in state.items():
+            if tuple(tensor.shape) != tuple(expected[key].shape):
+                raise SleuthError(f"{directory / ADAPTER_FILE}: tensor {key} has shape {tuple(tensor.shape)}, "
+                                  f"expected {tuple(expected[key].shape)}")
+        model.bert.load_state_dict(state, strict=False)
         model.bert.to(device)
         model.device = device
         return model

@@ -31,9 +31,9 @@ def model_info(model_name: str) -> dict[str, Any]:
     modification time (retraining into the same directory changes it)."""
     if model_name == "minilm":
         return {"model": "minilm"}
-    from sleuth.systems.chain_of_skills.model import WEIGHTS_FILE
+    from sleuth.systems.chain_of_skills.model import weights_file
 
-    weights = Path(model_name) / WEIGHTS_FILE
+    weights = weights_file(model_name)
     stat = weights.stat() if weights.is_file() else None
     return {"model": str(Path(model_name).resolve()), "weights_bytes": stat.st_size if stat else None,
             "weights_mtime_ns": stat.st_mtime_ns if stat else None}

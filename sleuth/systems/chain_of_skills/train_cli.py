@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
+import shlex
+import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -27,6 +32,54 @@ def parse_weights(pairs: list[str]) -> dict[str, float]:
     return weights
 
 
+def cpu_name() -> str:
+    """The CPU model (Linux /proc/cpuinfo), else the platform's processor string."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def model_card(result, data_counts: dict, settings, encoder, command: str) -> str:
+    """The README.md written beside a trained model: data, schedule, seed, hardware, speed, the exact command."""
+    steps = dict.fromkeys(result.skills, 0)
+    for skill in result.skills:
+        steps[skill] += 1
+    lora = encoder.config.lora
+    arch = (f"LoRA experts (rank {lora.rank}, alpha {lora.alpha:g}, on {', '.join(lora.targets)} of layers "
+            f"{', '.join(map(str, encoder.config.expert_layers))}; experts without deltas: "
+            f"{', '.join(map(str, lora.frozen_experts)) or 'none'}) over the frozen backbone"
+            if lora else f"{encoder.config.variant} experts in layers "
+                         f"{', '.join(map(str, encoder.config.expert_layers or ())) or '(none)'}")
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    lines = [
+        "# Chain-of-Skills model (multi-expert MiniLM)", "",
+        f"Backbone: `{encoder.backbone}`; {arch}; {encoder.config.num_experts} experts, pooling "
+        f"{encoder.config.pooling}, routing {json.dumps(encoder.config.routing.to_dict())}.", "",
+        "## Data (examples per skill and source)", "",
+        *[f"- {skill}: " + ", ".join(f"{source} {n}" for source, n in sorted(sources.items()))
+          for skill, sources in data_counts.items()], "",
+        "## Training", "",
+        f"- steps: {len(result.losses)} of batch {settings.batch_size} (schedule {settings.max_steps} steps, "
+        f"sampling {settings.sampling}, weights {settings.weights}, source temperature {settings.source_temperature}); "
+        f"batches per skill {steps}",
+        f"- lr {settings.lr}, warm-up {settings.warmup_ratio}, max length {settings.max_length}, reranking negatives "
+        f"{settings.rerank_negatives}, reranker trained on the chain's score: {settings.aligned_rerank}, "
+        f"anchored link scores: {settings.anchored_links}, "
+        f"seed {settings.seed}",
+        f"- time: {result.seconds:.0f} s; {result.examples_per_second():.2f} training examples/s "
+        f"({result.examples_per_cpu_second():.2f} per CPU second of the process)",
+        f"- hardware: {cpu_name()} ({os.cpu_count()} cores, shared with other jobs), torch threads "
+        f"{settings.threads or 'default'}, load average at the end {load[0]:.1f}" if load else "- hardware: unknown",
+        "", "## Reproduce", "", "```bash", command, "```", "",
+    ]
+    return "\n".join(lines)
+
+
 def train_cos_command(
     hotpotqa: Path | None = typer.Option(None, help="HotpotQA training questions (e.g. hotpot_train_100.json)."),
     hotpotqa_corpus: Path | None = typer.Option(None, help="Its title -> sentences corpus (default: the "
@@ -36,25 +89,61 @@ def train_cos_command(
                                                               "paragraphs)."),
     nq_questions: Path | None = typer.Option(None, help="NQ questions JSONL with gold_passage (optional)."),
     nq_corpus: Path | None = typer.Option(None, help="NQ corpus JSONL (with --nq-questions)."),
-    wikipedia: Path | None = typer.Option(None, help="MediaWiki XML dump (.xml/.bz2) for self-supervised examples: "
-                                                        "random crops, hyperlinks, expanded queries."),
+    nq_split: str = typer.Option("train", help="NQ questions used: train (the seeded 80 % of `sleuth dhr`), dev, all."),
+    squad: Path | None = typer.Option(None, help="SQuAD v1.1/v2.0 JSON: single retrieval and reranking examples."),
+    ottqa: Path | None = typer.Option(None, help="OTT-QA folder with tables/ and passages/: table-to-passage links "
+                                                 "(linking, span proposal)."),
+    ottqa_questions: Path | None = typer.Option(None, help="OTT-QA traced questions (dev.traced.json): expanded "
+                                                           "queries from a table row to the answer passage."),
+    wikipedia: list[Path] = typer.Option([], help="MediaWiki XML dump (.xml/.bz2) for self-supervised examples: "
+                                                  "random crops, hyperlinks, expanded queries (repeatable)."),
     wikipedia_max_articles: int | None = typer.Option(None, help="Read only the first N articles of --wikipedia."),
-    out: Path = typer.Option(..., help="Output model directory (model, span head, cos_training.json)."),
-    model: str = typer.Option("minilm", help="Start from 'minilm' (fresh experts) or a saved multi-expert model."),
-    variant: str = typer.Option("attention", help="Expert variant of a fresh model: attention | ffn | none."),
+    out: Path = typer.Option(..., help="Output model directory (model, span head, cos_training.json, README.md)."),
+    model: str = typer.Option("minilm", help="Start from 'minilm' (fresh experts), 'cos-minilm-lora' (the shipped "
+                                             "model) or a saved multi-expert model directory."),
+    variant: str = typer.Option("attention", help="Expert variant of a fresh model: attention | ffn | none | lora "
+                                                  "(LoRA experts over the frozen backbone, saved as a small "
+                                                  "adapter)."),
+    expert_layer: list[int] = typer.Option([], help="Layers holding experts (repeatable; default: every second "
+                                                    "layer, every layer for lora)."),
+    lora_rank: int = typer.Option(8, help="lora: rank of each expert's deltas."),
+    lora_alpha: float = typer.Option(16.0, help="lora: scaling numerator (delta = alpha / rank * B A)."),
+    lora_target: list[str] = typer.Option([], help="lora: linear layers adapted (repeatable: query, key, value, "
+                                                   "attention_output, intermediate, output; default the first four)."),
+    frozen_expert: list[int] = typer.Option([], help="lora: experts without deltas, read the backbone unchanged "
+                                                     "(repeatable; their context vectors are cached in training)."),
+    pooling: str | None = typer.Option(None, help="Pooling of a fresh model: cls (paper) or mean (MiniLM's own)."),
     max_steps: int = typer.Option(100, help="Training steps (one skill per batch)."),
+    time_budget: float | None = typer.Option(None, help="Stop after this many minutes of training (and save)."),
     batch_size: int = typer.Option(8, help="Examples per batch."),
     lr: float = typer.Option(2e-5, help="Learning rate (AdamW, linear warm-up and decay)."),
     max_length: int | None = typer.Option(None, help="Token limit while training (default: the model's)."),
-    negatives: int = typer.Option(1, help="Hard negatives per retrieval / expanded / NQ example."),
-    sampling: str = typer.Option("weighted", help="weighted | round-robin skill choice per batch."),
-    weight: list[str] = typer.Option([], help="SKILL=WEIGHT for weighted sampling (defaults: retrieval, expanded, "
-                                              "reranking 1; linking 0.8; span 0.2)."),
+    negatives: int = typer.Option(1, help="Hard negatives per retrieval / expanded / linking example."),
+    rerank_negatives: int = typer.Option(3, help="Hard negatives per reranking example (sampled per batch)."),
+    sampling: str = typer.Option("interleaved", help="Skill per batch: interleaved (each skill its exact share) | "
+                                                     "weighted (random) | round-robin."),
+    weight: list[str] = typer.Option([], help="SKILL=WEIGHT for the skill schedule (defaults: retrieval, expanded, "
+                                              "reranking 1; linking 0.8; span 0.5)."),
+    source_temperature: float = typer.Option(0.5, help="A source's share of its skill's batches ~ examples ** T."),
+    aligned_rerank: bool = typer.Option(True, help="Train the reranker on the chain's score (retrieval + 1.5 x "
+                                                   "rerank at hop 1, expanded + rerank at hop 2), not alone."),
+    anchored_links: bool = typer.Option(True, help="Linking: also a binary loss putting unrelated entities' scores "
+                                                   "below 0 (eq. 6 scales link scores by a ratio)."),
+    bucket: bool = typer.Option(True, help="Length-bucketed batches."),
+    cache_context: bool = typer.Option(True, help="Cache the vectors of frozen context experts."),
+    threads: int | None = typer.Option(None, help="Torch CPU threads (1 is fastest on a busy shared CPU)."),
     seed: int = typer.Option(13, help="Seed of sampling, negatives and the span head."),
     device: str = typer.Option("cpu", help="torch device: cpu or cuda."),
 ) -> None:
     """Multi-task training: single retrieval, expanded queries, reranking, entity linking and span proposal."""
-    from sleuth.systems.chain_of_skills.model import MultiExpertConfig, MultiExpertEncoder
+    from sleuth.systems.chain_of_skills.experts import LoraSpec
+    from sleuth.systems.chain_of_skills.model import (
+        UNTRAINED,
+        MultiExpertConfig,
+        MultiExpertEncoder,
+        load_model,
+        model_path,
+    )
     from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
     from sleuth.systems.chain_of_skills.training import CosTrainConfig, train_cos
     from sleuth.systems.chain_of_skills.training_data import (
@@ -65,22 +154,32 @@ def train_cos_command(
         merge,
         musique_examples,
         nq_examples,
+        ottqa_examples,
+        squad_examples,
     )
 
     if (nq_questions is None) != (nq_corpus is None):
         raise ConfigError("give both --nq-questions and --nq-corpus, or neither")
-    if hotpotqa is None and musique is None and nq_questions is None and wikipedia is None:
-        raise ConfigError("no training data: give --hotpotqa, --musique, --wikipedia and/or --nq-questions with "
-                          "--nq-corpus")
-    if wikipedia_max_articles is not None and (wikipedia is None or wikipedia_max_articles < 1):
+    if not any((hotpotqa, musique, nq_questions, wikipedia, squad, ottqa)):
+        raise ConfigError("no training data: give --hotpotqa, --musique, --squad, --ottqa, --wikipedia and/or "
+                          "--nq-questions with --nq-corpus")
+    if wikipedia_max_articles is not None and (not wikipedia or wikipedia_max_articles < 1):
         raise ConfigError("--wikipedia-max-articles needs --wikipedia and a number >= 1")
     for option, given in (("--hotpotqa-corpus", hotpotqa_corpus and not hotpotqa),
-                          ("--musique-corpus", musique_corpus and not musique)):
+                          ("--musique-corpus", musique_corpus and not musique),
+                          ("--ottqa-questions", ottqa_questions and not ottqa)):
         if given:
-            raise ConfigError(f"{option} needs its questions file ({option.removesuffix('-corpus')})")
-    for path in (hotpotqa, hotpotqa_corpus, musique, musique_corpus, nq_questions, nq_corpus, wikipedia):
+            raise ConfigError(f"{option} needs {option.removesuffix('-corpus').removesuffix('-questions')}")
+    for path in (hotpotqa, hotpotqa_corpus, musique, musique_corpus, nq_questions, nq_corpus, squad,
+                 ottqa_questions, *wikipedia):
         if path is not None and not path.is_file():
             raise ConfigError(f"training data file not found: {path}")
+    if ottqa is not None and not ottqa.is_dir():
+        raise ConfigError(f"OTT-QA folder not found: {ottqa}")
+    if variant != "lora" and (lora_target or frozen_expert):
+        raise ConfigError("--lora-target and --frozen-expert need --variant lora")
+    if time_budget is not None and time_budget <= 0:
+        raise ConfigError("--time-budget must be > 0 minutes")
     parts = []
     if hotpotqa is not None:
         questions, corpus = load_hotpotqa(hotpotqa, hotpotqa_corpus)
@@ -89,26 +188,51 @@ def train_cos_command(
         questions, paragraphs = load_musique(musique, musique_corpus)
         parts.append(musique_examples(questions, paragraphs, negatives, seed))
     if nq_questions is not None and nq_corpus is not None:
-        parts.append(nq_examples(nq_questions, nq_corpus, negatives, seed=seed))
-    if wikipedia is not None:
+        parts.append(nq_examples(nq_questions, nq_corpus, negatives, seed=seed, split=nq_split))
+    if squad is not None:
+        parts.append(squad_examples(squad, negatives, seed=seed))
+    if ottqa is not None:
+        parts.append(ottqa_examples(ottqa, ottqa_questions, negatives, seed=seed))
+    for dump in wikipedia:
         from sleuth.systems.chain_of_skills.wiki_data import load_wikipedia, wikipedia_examples
 
-        articles, redirects = load_wikipedia(wikipedia, wikipedia_max_articles)
+        articles, redirects = load_wikipedia(dump, wikipedia_max_articles)
         parts.append(wikipedia_examples(articles, negatives, seed, redirects=redirects))
     data = merge(*parts)
     console.print(f"examples: {counts(data)}")
-    if model == "minilm":
-        config = MultiExpertConfig.no_expert() if variant == "none" else MultiExpertConfig(variant=variant)
+    if model == UNTRAINED:
+        options: dict[str, Any] = {"pooling": pooling} if pooling else {}
+        if expert_layer:
+            options["expert_layers"] = tuple(expert_layer)
+        if variant == "none":
+            config = MultiExpertConfig.no_expert(**options)
+        elif variant == "lora":
+            spec = LoraSpec(rank=lora_rank, alpha=lora_alpha, frozen_experts=tuple(frozen_expert),
+                            **({"targets": tuple(lora_target)} if lora_target else {}))
+            config = MultiExpertConfig(variant="lora", lora=spec, **options)
+        else:
+            config = MultiExpertConfig(variant=variant, **options)
         encoder = MultiExpertEncoder.from_backbone("minilm", config, device=device)
         head = SpanProposalHead(encoder.dim, seed=seed)
     else:
-        encoder = MultiExpertEncoder.load(model, device=device)
-        head = load_span_head(model, encoder.dim, device) or SpanProposalHead(encoder.dim, seed=seed)
+        encoder = load_model(model, device=device)
+        head = load_span_head(model_path(model), encoder.dim, device) or SpanProposalHead(encoder.dim, seed=seed)
     settings = CosTrainConfig(lr=lr, batch_size=batch_size, max_steps=max_steps, max_length=max_length,
-                              sampling=sampling, weights=parse_weights(weight), seed=seed, device=device)
-    result = train_cos(encoder, head, data, out, settings, log=console.print)
+                              sampling=sampling, weights=parse_weights(weight), seed=seed, device=device,
+                              source_temperature=source_temperature, rerank_negatives=rerank_negatives,
+                              aligned_rerank=aligned_rerank, anchored_links=anchored_links,
+                              bucket=bucket, cache_context=cache_context, threads=threads,
+                              time_budget_s=time_budget * 60 if time_budget else None)
+    data_counts: dict[str, dict[str, int]] = {skill: {} for skill in data}
+    for skill, examples in data.items():
+        for example in examples:
+            data_counts[skill][example.source] = data_counts[skill].get(example.source, 0) + 1
+    command = "sleuth cos train " + " ".join(shlex.quote(a) for a in sys.argv[3:]) \
+        if sys.argv[1:3] == ["cos", "train"] else " ".join(shlex.quote(a) for a in sys.argv)
+    result = train_cos(encoder, head, data, out, settings, log=console.print,
+                       card=lambda r: model_card(r, data_counts, settings, encoder, command))
     first, last = result.losses[:10], result.losses[-10:]
-    console.print(f"wrote {out} ({len(result.losses)} steps, {result.seconds:.1f} s)")
+    console.print(f"wrote {out} ({len(result.losses)} steps, {result.seconds:.1f} s, "
+                  f"{result.examples_per_second():.2f} examples/s)")
     print(json.dumps({"steps": len(result.losses), "first_mean_loss": round(sum(first) / len(first), 4),
                       "last_mean_loss": round(sum(last) / len(last), 4)}))
-

@@ -5,7 +5,8 @@ From HotpotQA (questions with supporting facts and context, plus a title -> sent
 * ``retrieval``: question -> each supporting passage (a context distractor as hard negative);
 * ``expanded``: ("question", hop-1 passage) -> hop-2 passage. Bridge questions: hop 1 is the supporting title the
   question mentions (when exactly one is mentioned), else both orders; comparison questions: both orders;
-* ``reranking``: question -> supporting passage, the context distractors as hard negatives;
+* ``reranking``: question -> supporting passage, the context distractors as hard negatives; and hop 2 as the chain
+  reranks it: "question [SEP] hop-1 passage" -> hop-2 passage (the orders of ``expanded``), the same negatives;
 * ``linking``: a supporting title found verbatim (case-insensitive) in the question gives a mention span -> that
   entity's passage;
 * ``span``: the question with all its gold mention spans (character offsets).
@@ -16,13 +17,26 @@ From MuSiQue (questions with ``question_decomposition`` and 20 paragraphs each; 
 * ``retrieval``: question -> hop-1 paragraph, and each sub-question (``#k`` replaced by hop k's answer) -> its hop's
   paragraph, the question's non-supporting paragraphs as hard negatives;
 * ``expanded``: ("question", hop-k paragraph) -> hop-(k+1) paragraph;
-* ``reranking``: question -> each supporting paragraph, every non-supporting paragraph as a hard negative;
+* ``reranking``: question -> each supporting paragraph, every non-supporting paragraph as a hard negative; and
+  "question [SEP] hop-k paragraph" -> hop-(k+1) paragraph;
 * ``linking``: a supporting title found in the question -> that paragraph (as HotpotQA); and passage links: hop k's
   answer found in the hop-k paragraph text, when it is the title of the hop-(k+1) paragraph -> that paragraph;
 * ``span``: the question, and each hop paragraph text with a passage link, with their mention spans.
 
-From NQ (questions JSONL with ``gold_passage``, corpus JSONL): ``retrieval`` and ``reranking`` examples, hard
-negatives being other passages of the gold passage's article (else seeded random passages).
+From NQ (questions JSONL with ``gold_passage``, corpus JSONL; ``split`` "train" = the seeded train side that
+``sleuth dhr`` uses, 80 %): ``retrieval`` and ``reranking`` examples, hard negatives being other passages of the gold
+passage's article (else seeded random passages).
+
+From SQuAD (v1.1 / v2.0 JSON, :func:`squad_examples`): ``retrieval`` and ``reranking`` examples, question -> its
+paragraph, hard negatives being other paragraphs of the same article (unanswerable v2.0 questions were written
+against their paragraph too, so they count).
+
+From OTT-QA (tables with hyperlinked cells and the linked passages, :func:`ottqa_examples`): a table row ("title;
+header: cell; ...") with a cell that links to one passage gives ``linking`` (the cell as mention -> the passage,
+other passages of the table as hard negatives) and ``span`` (the row with its linked cells); questions of a traced
+file (``dev.traced.json``) whose answer is a linked passage give ``expanded`` ("question", "title, row") -> passage.
+
+Every example carries its ``source`` (hotpotqa, musique, nq, squad, ottqa, wikipedia): the trainer batches by source.
 
 Texts follow the inference stages: context-side passages are "title text" (``DocStore.contents``), reranking and
 expanded-query passages "title, text" (``sleuth.systems.chain_of_skills.stages.passage_text``). Ids (passage ids / titles) let the
@@ -63,6 +77,7 @@ class CosExample:
     negative_ids: list[str | None] = field(default_factory=list)
     mention: tuple[int, int] | None = None
     spans: list[tuple[int, int]] = field(default_factory=list)
+    source: str = "data"  # the data set it comes from (batches hold one source)
 
 
 def context_text(doc: Document) -> str:
@@ -79,6 +94,19 @@ def mention_span(title: str, question: str) -> tuple[int, int] | None:
     """Character span of ``title`` in ``question`` (case-insensitive, on word boundaries), or None."""
     match = re.search(rf"(?<!\w){re.escape(title)}(?!\w)", question, flags=re.IGNORECASE)
     return (match.start(), match.end()) if match and title.strip() else None
+
+
+def tagged(data: dict[str, list[CosExample]], source: str) -> dict[str, list[CosExample]]:
+    """``data`` with every example's ``source`` set."""
+    for examples in data.values():
+        for example in examples:
+            example.source = source
+    return data
+
+
+def hop2_query(question: str, hop1: Document) -> str:
+    """The first text of a hop-2 reranking pair, as the chain writes it: "question [SEP] title, text"."""
+    return f"{question} [SEP] {pair_text(hop1)}"
 
 
 def hotpotqa_examples(questions: Iterable[Query], corpus: dict[str, Document], negatives: int = 1,
@@ -111,8 +139,11 @@ def hotpotqa_examples(questions: Iterable[Query], corpus: dict[str, Document], n
                 out["expanded"].append(CosExample("expanded", (q, pair_text(corpus[first])),
                                                   context_text(corpus[second]), second,
                                                   [context_text(corpus[t]) for t in hard], list(hard)))
+                out["reranking"].append(CosExample("reranking", hop2_query(q, corpus[first]),
+                                                   pair_text(corpus[second]), second,
+                                                   [pair_text(corpus[t]) for t in distractors], list(distractors)))
         add_question_links(out, q, [corpus[title] for title in gold])
-    return out
+    return tagged(out, "hotpotqa")
 
 
 def add_question_links(out: dict[str, list[CosExample]], question: str, documents: Sequence[Document]) -> None:
@@ -202,13 +233,15 @@ def musique_examples(questions: Iterable[Query], corpus: dict[str, Document] | N
                 continue
             out["expanded"].append(CosExample("expanded", (q, pair_text(first)), context_text(second), second.id,
                                               [context_text(d) for d in hard], [d.id for d in hard]))
+            out["reranking"].append(CosExample("reranking", hop2_query(q, first), pair_text(second), second.id,
+                                               [pair_text(d) for d in distractors], [d.id for d in distractors]))
             span = mention_span(str(step.get("answer", "")), first.text)
             if span is not None and same_entity(str(step.get("answer", "")), second.title):
                 out["linking"].append(CosExample("linking", first.text, context_text(second), second.id,
                                                  mention=span))
                 out["span"].append(CosExample("span", first.text, spans=[span]))
         add_question_links(out, q, list(dict((d.id, d) for d in supporting).values()))
-    return out
+    return tagged(out, "musique")
 
 
 def load_musique(questions_path: str | Path, corpus_path: str | Path | None = None) -> tuple[list[Query],
@@ -233,9 +266,15 @@ def read_jsonl(path: str | Path) -> list[dict]:
     return rows
 
 
+NQ_SPLITS = ("all", "train", "dev")
+
+
 def nq_examples(questions_path: str | Path, corpus_path: str | Path, negatives: int = 1,
-                limit: int | None = None, seed: int = 13) -> dict[str, list[CosExample]]:
-    """NQ ``retrieval`` and ``reranking`` examples (questions with a ``gold_passage`` found in the corpus)."""
+                limit: int | None = None, seed: int = 13, split: str = "all") -> dict[str, list[CosExample]]:
+    """NQ ``retrieval`` and ``reranking`` examples (questions with a ``gold_passage`` found in the corpus); ``split``
+    "train" / "dev" keeps one side of the seeded 80/20 split of ``sleuth dhr`` (``split_questions``, seed 13)."""
+    if split not in NQ_SPLITS:
+        raise InputError(f"unknown NQ split '{split}' (use one of {', '.join(NQ_SPLITS)})")
     rng = random.Random(seed)
     corpus = {}
     for row in read_jsonl(corpus_path):
@@ -246,7 +285,14 @@ def nq_examples(questions_path: str | Path, corpus_path: str | Path, negatives: 
         by_title[doc.title].append(pid)
     ids = sorted(corpus)
     out: dict[str, list[CosExample]] = {"retrieval": [], "reranking": []}
-    for row in read_jsonl(questions_path)[:limit]:
+    rows = read_jsonl(questions_path)
+    if split != "all":
+        from sleuth.systems.dhr.training_data import split_questions
+
+        train, dev = split_questions([Query(id=str(r.get("id", i)), text="") for i, r in enumerate(rows)])
+        keep = {q.id for q in (train if split == "train" else dev)}
+        rows = [r for i, r in enumerate(rows) if str(r.get("id", i)) in keep]
+    for row in rows[:limit]:
         gold = row.get("gold_passage")
         if gold not in corpus:
             continue
@@ -261,7 +307,96 @@ def nq_examples(questions_path: str | Path, corpus_path: str | Path, negatives: 
                                            [context_text(corpus[p]) for p in hard], list(hard)))
         out["reranking"].append(CosExample("reranking", row["question"], pair_text(corpus[gold]), gold,
                                            [pair_text(corpus[p]) for p in hard], list(hard)))
-    return out
+    return tagged(out, "nq")
+
+
+def squad_examples(path: str | Path, negatives: int = 1, rerank_negatives: int = 8, seed: int = 13,
+                   limit: int | None = None) -> dict[str, list[CosExample]]:
+    """SQuAD ``retrieval`` and ``reranking`` examples (see the module docstring): ``negatives`` /
+    ``rerank_negatives`` other paragraphs of the same article per question (seeded)."""
+    from sleuth.corpus.squad import read_squad_documents, read_squad_questions
+
+    rng = random.Random(seed)
+    paragraphs = {doc.id: doc for doc in read_squad_documents(path)}
+    by_article: dict[str, list[str]] = defaultdict(list)
+    for doc in paragraphs.values():
+        by_article[doc.metadata["article"]].append(doc.id)
+    out: dict[str, list[CosExample]] = {"retrieval": [], "reranking": []}
+    for query in list(read_squad_questions(path))[:limit]:
+        gold = query.metadata["gold_passage"]
+        pool = [p for p in by_article[query.metadata["article"]] if p != gold]
+        picked = rng.sample(pool, min(max(negatives, rerank_negatives), len(pool)))
+        hard, rerank = picked[:negatives], picked[:rerank_negatives]
+        out["retrieval"].append(CosExample("retrieval", query.text, context_text(paragraphs[gold]), gold,
+                                           [context_text(paragraphs[p]) for p in hard], list(hard)))
+        out["reranking"].append(CosExample("reranking", query.text, pair_text(paragraphs[gold]), gold,
+                                           [pair_text(paragraphs[p]) for p in rerank], list(rerank)))
+    return tagged(out, "squad")
+
+
+def table_row_text(title: str, header: Sequence[str], cells: Sequence[str]) -> tuple[str, list[tuple[int, int]]]:
+    """An OTT-QA row as "title; header: cell; header: cell" and each cell's character span in it (empty cells:
+    (-1, -1))."""
+    text, spans = title, []
+    for i, cell in enumerate(cells):
+        if not cell:
+            spans.append((-1, -1))
+            continue
+        text += f"; {header[i] if i < len(header) and header[i] else f'column {i + 1}'}: "
+        spans.append((len(text), len(text) + len(cell)))
+        text += cell
+    return text, spans
+
+
+def ottqa_examples(folder: str | Path, questions_path: str | Path | None = None, negatives: int = 1,
+                   rows_per_table: int = 5, seed: int = 13) -> dict[str, list[CosExample]]:
+    """OTT-QA ``linking``, ``span`` and ``expanded`` examples (see the module docstring) from ``folder/tables`` and
+    ``folder/passages``; at most ``rows_per_table`` rows with links per table (sampled); ``questions_path`` (a traced
+    question file such as dev.traced.json) adds the ``expanded`` examples."""
+    from sleuth.corpus.jsonfile import load_json_object
+    from sleuth.corpus.ottqa import link_title, read_ottqa_questions, read_ottqa_tables
+
+    rng = random.Random(seed)
+    folder = Path(folder)
+    out: dict[str, list[CosExample]] = {"linking": [], "span": [], "expanded": []}
+    tables = {}
+    for table in read_ottqa_tables(folder):
+        passages_file = folder / "passages" / f"{table.id}.json"
+        linked = load_json_object(passages_file) if passages_file.is_file() else {}
+        entities = {link: context_text(Document(link, link_title(link), text)) for link, text in linked.items()
+                    if isinstance(text, str)}
+        tables[table.id] = (table, entities)
+        rows = []
+        for cells, links in zip(table.metadata["rows"], table.metadata["links"]):
+            text, spans = table_row_text(table.title, table.metadata["header"], cells)
+            single = [(span, cell_links[0]) for span, cell_links in zip(spans, links)
+                      if len(cell_links) == 1 and span[0] >= 0 and cell_links[0] in entities]
+            complete = all(len(cell_links) <= 1 for cell_links in links)
+            if single:
+                rows.append((text, single, complete))
+        for text, single, complete in rng.sample(rows, min(rows_per_table, len(rows))):
+            if complete:
+                out["span"].append(CosExample("span", text, spans=[span for span, _ in single]))
+            span, link = rng.choice(single)
+            pool = [other for other in entities if other != link]
+            hard = rng.sample(pool, min(negatives, len(pool)))
+            out["linking"].append(CosExample("linking", text, entities[link], link, [entities[h] for h in hard],
+                                             list(hard), mention=span))
+    if questions_path is not None:
+        for query in read_ottqa_questions(questions_path):
+            found = tables.get(query.metadata["table_id"])
+            if found is None:
+                continue
+            table, entities = found
+            for _, (row, _), link, kind in query.metadata.get("answer_nodes", [])[:1]:
+                if kind != "passage" or link not in entities or not 0 <= row < len(table.metadata["rows"]):
+                    continue
+                text, _ = table_row_text(table.title, table.metadata["header"], table.metadata["rows"][row])
+                pool = [other for other in entities if other != link]
+                hard = rng.sample(pool, min(negatives, len(pool)))
+                out["expanded"].append(CosExample("expanded", (query.text, text), entities[link], link,
+                                                  [entities[h] for h in hard], list(hard)))
+    return tagged(out, "ottqa")
 
 
 def merge(*parts: dict[str, list[CosExample]]) -> dict[str, list[CosExample]]:

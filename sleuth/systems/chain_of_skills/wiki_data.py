@@ -34,7 +34,7 @@ import mwparserfromhell
 from sleuth.corpus.mediawiki import HIDDEN_MARKUP, iter_pages, link_kind, page_document, split_headings
 from sleuth.corpus.model import Document, Passage
 from sleuth.corpus.splitters import SectionSplitter
-from sleuth.systems.chain_of_skills.training_data import CosExample, context_text, pair_text
+from sleuth.systems.chain_of_skills.training_data import CosExample, context_text, pair_text, tagged
 
 CROP_RATIO = (0.1, 0.5)  # Contriever's crop length, as a fraction of the passage's words
 MIN_CROP_WORDS = 5
@@ -185,5 +185,5 @@ def wikipedia_examples(documents: Iterable[Document], negatives: int = 1, seed: 
                                                                                     passage.text)))
                 out["expanded"].append(CosExample("expanded", query, entities[target], target,
                                                   [entities[t] for t in hard], list(hard)))
-    return out
+    return tagged(out, "wikipedia")
 

@@ -1,0 +1,147 @@
+"""Chain-of-Skills path analysis on HotpotQA: the chains' path recall and EM, and why the chain's top path wins or
+loses against two rounds of retrieval.
+
+    .venv/bin/python -m bench.cos_paths --model minilm --model default --questions DEV.json [--limits paper]
+
+Per model: ``sleuth cos eval``'s rows (retrieval, retrieval-2hop, hotpotqa); the hotpotqa chain's own candidate
+paths re-sorted by other path scores (the paper's hop1 + 1.5 hop1_rerank + hop2 + hop2_rerank, retrieval scores
+only, reranking scores only, ...), which separates the candidates the chain finds from the order it puts them in;
+how often the kept hop-1 passages hold a gold passage (one / both); the mean and spread of each score component;
+and span proposal against the questions' gold mentions (the supporting titles they name). "default" is the model
+shipped with sleuth, "minilm" the untrained one. Nothing here is tuned: it reads the chains' runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from collections.abc import Callable
+
+from bench.common import Report, ResultTable, base_parser, bench_main, progress
+from sleuth.paths import shared_data_dir
+
+NAME = "cos_paths"
+Components = dict[str, float]
+FORMULAS: dict[str, Callable[[Components], float]] = {
+    "paper: h1 + 1.5 r1 + h2 + r2": lambda c: c["h1"] + 1.5 * c["r1"] + c["h2"] + c["r2"],
+    "retrieval only: h1 + h2": lambda c: c["h1"] + c["h2"],
+    "reranking only: r1 + r2": lambda c: c["r1"] + c["r2"],
+    "hop-2 reranking only: r2": lambda c: c["r2"],
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--model", action="append", default=[], help="model: default | minilm | DIR (repeatable)")
+    parser.add_argument("--questions", default=str(shared_data_dir() / "hotpotqa" / "hotpot_dev_distractor_100.json"))
+    parser.add_argument("--limits", default="reduced", help="reduced | paper")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    return parser
+
+
+def components(hit) -> Components:
+    first, second = hit.extras["path"]
+    return {"h1": first.extras.get("merged", first.score), "r1": first.extras.get("rerank", 0.0),
+            "h2": second.extras.get("merged", second.score), "r2": second.extras.get("rerank", 0.0)}
+
+
+def analyse(model: str | None, args: argparse.Namespace) -> dict:
+    from sleuth.corpus.hotpotqa import read_hotpotqa_questions
+    from sleuth.systems.chain_of_skills.chain import ChainLimits
+    from sleuth.systems.chain_of_skills.evaluation import (
+        LIMIT_SETS,
+        evaluate_chains,
+        question_spans,
+        span_quality,
+    )
+    from sleuth.systems.chain_of_skills.model import UNTRAINED, load_model, model_path
+    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
+
+    runs: dict = {}
+    rows = [s.row() for s in evaluate_chains(model, args.questions, ["retrieval", "retrieval-2hop", "hotpotqa"],
+                                             args.limit, ChainLimits(**LIMIT_SETS[args.limits], k=20), runs=runs)]
+    questions = [q for q in read_hotpotqa_questions(args.questions) if q.metadata.get("supporting_titles")]
+    gold = {q.id: set(q.metadata["supporting_titles"]) for q in questions[:args.limit] if q.id in runs["hotpotqa"]}
+    chain = runs["hotpotqa"]
+    resorted = {}
+    for name, score in FORMULAS.items():
+        em = recall = 0
+        for qid, wanted in gold.items():
+            paths = [set(h.id.split("||")) for h in sorted(chain.get(qid, []), key=lambda h: -score(components(h)))]
+            em += bool(paths) and paths[0] == wanted
+            recall += any(wanted <= p for p in paths[:20])
+        resorted[name] = {"em": em / len(gold), "recall@20": recall / len(gold)}
+    values: dict[str, list[float]] = {"h1": [], "r1": [], "h2": [], "r2": []}
+    for hits in chain.values():
+        for hit in hits:
+            for key, value in components(hit).items():
+                values[key].append(value)
+    spread = {k: {"mean": statistics.mean(v), "stdev": statistics.pstdev(v)} for k, v in values.items() if v}
+    hop1 = {}
+    for name in ("retrieval-2hop", "hotpotqa"):
+        firsts = {qid: {h.extras["path"][0].id for h in runs[name].get(qid, [])} for qid in gold}
+        hop1[name] = {"one gold": sum(bool(firsts[q] & g) for q, g in gold.items()) / len(gold),
+                      "both gold": sum(g <= firsts[q] for q, g in gold.items()) / len(gold),
+                      "paths per question": statistics.mean(len(runs[name].get(q, [])) for q in gold)}
+    # where the hotpotqa chain loses a question: no gold kept at hop 1, a gold kept but the other one never reached
+    # from it at hop 2, or found; and which skill brought the hop-2 passage of the found gold paths
+    failures = {"no gold at hop 1": 0, "gold at hop 1, the other not reached at hop 2": 0, "gold path found": 0}
+    brought = {"expanded only": 0, "link only": 0, "both": 0}
+    for qid, wanted in gold.items():
+        hits = chain.get(qid, [])
+        firsts = {h.extras["path"][0].id for h in hits}
+        found = [h for h in hits if set(h.id.split("||")) == wanted]
+        if found:
+            failures["gold path found"] += 1
+            second = found[0].extras["path"][1].extras
+            brought["both" if "expanded" in second and "link" in second else
+                    "link only" if "link" in second else "expanded only"] += 1
+        elif firsts & wanted:
+            failures["gold at hop 1, the other not reached at hop 2"] += 1
+        else:
+            failures["no gold at hop 1"] += 1
+    path = model_path(model)
+    encoder = load_model(path)
+    head = (load_span_head(path, encoder.dim) if path != UNTRAINED else None) or SpanProposalHead(encoder.dim, seed=0)
+    spans = span_quality(encoder, head, question_spans(args.questions, args.limit)).row()
+    return {"rows": rows, "resorted": resorted, "components": spread, "hop1": hop1, "spans": spans,
+            "failures": {k: v / len(gold) for k, v in failures.items()}, "hop2_source": brought}
+
+
+def run(args: argparse.Namespace) -> Report:
+    models = args.model or ["minilm", "default"]
+    if args.quick:
+        args.limit = args.limit or 5
+    results = {}
+    chains = ResultTable(f"chains on {args.questions.split('/')[-1]} ({args.limits} hop limits): path recall@1/5/10/20,"
+                         f" passage EM", ["model", "chain", "R@1", "R@5", "R@10", "R@20", "EM"])
+    paths = ResultTable("the hotpotqa chain's own paths re-sorted by other path scores: EM / R@20",
+                        ["model", *FORMULAS])
+    hop1 = ResultTable("hop 1: kept passages holding a gold passage (one / both), paths per question",
+                       ["model", "chain", "one gold", "both gold", "paths"])
+    spans = ResultTable("span proposal on the questions' gold mentions (supporting titles named in the question)",
+                        ["model", "questions", "precision", "recall", "F1", "overlap recall", "spans per question"])
+    outcomes = ResultTable("the hotpotqa chain per question (any rank), and the skill that brought the hop-2 passage "
+                           "of the gold paths found", ["model", "no gold at hop 1", "other gold not reached",
+                                                       "gold path found", "hop 2 by expanded only", "by link only",
+                                                       "by both"])
+    for name in models:
+        progress(f"model {name}")
+        result = analyse(None if name == "default" else name, args)
+        results[name] = result
+        for row in result["rows"]:
+            chains.add(name, row["chain"], *[row[f"path_recall@{k}"] for k in (1, 5, 10, 20)], row["passage_em"])
+        paths.add(name, *[f"{v['em']:.3f} / {v['recall@20']:.3f}" for v in result["resorted"].values()])
+        for chain, values in result["hop1"].items():
+            hop1.add(name, chain, values["one gold"], values["both gold"], values["paths per question"])
+        f, b = result["failures"], result["hop2_source"]
+        outcomes.add(name, *f.values(), *b.values())
+        s = result["spans"]
+        spans.add(name, s["texts"], s["precision"], s["recall"], s["f1"], s["overlap_recall"], s["spans_per_text"])
+    notes = [f"{name}: score components mean (stdev): " + ", ".join(
+        f"{k} {v['mean']:.2f} ({v['stdev']:.2f})" for k, v in r["components"].items()) for name, r in results.items()]
+    return Report([chains, paths, hop1, outcomes, spans], results, notes)
+
+
+if __name__ == "__main__":
+    bench_main(NAME, build_parser(), run)
