@@ -20,7 +20,7 @@ real tokens, spans proposed) and the agreement of each variant's top-20 paths wi
 reported too. Hop limits: the reduced "cpu" limits of docs/cos (10 / 2 / 3 / 4 / 1) and the paper's
 (200 / 5 / 30 / 50 / 2), each with its own question count.
 
-    python -m bench.cos_bench [--quick] [--questions 20] [--paper-questions 1] [--model minilm]
+    python -m bench.cos_bench [--quick] [--questions 20] [--paper-questions 1] [--model default|minilm|DIR]
         [--variant before:fp32@2 --variant after:int8@2 ...] [--limits cpu --limits paper]
 """
 
@@ -184,15 +184,14 @@ class Contenders:
     def __init__(self, model_name: str, passages, before_rev: str, meter: Meter):
         import torch
 
-        from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+        from sleuth.systems.chain_of_skills.model import UNTRAINED, load_model, model_path
         from sleuth.systems.chain_of_skills.quantise import quantise
         from sleuth.systems.chain_of_skills.skill_index import SkillIndex
         from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
 
-        model = (MultiExpertEncoder.from_backbone("minilm") if model_name == "minilm"
-                 else MultiExpertEncoder.load(model_name))
-        head = (load_span_head(model_name, model.dim) if model_name != "minilm" else None) \
-            or SpanProposalHead(model.dim, seed=0)
+        path = model_path(None if model_name == "default" else model_name)
+        model = load_model(path)
+        head = (load_span_head(path, model.dim) if path != UNTRAINED else None) or SpanProposalHead(model.dim, seed=0)
         progress(f"encoding {len(passages)} passages for the retrieval and linking indexes (not timed, 1 thread)")
         torch.set_num_threads(1)  # the faster setting on the shared 2-core machine (see the variants @1 / @2)
         self.index_s, (self.passages, self.entities) = time_call(
@@ -372,7 +371,8 @@ def build_parser() -> argparse.ArgumentParser:
                              f"cpu {DEFAULT_VARIANTS['cpu']}, paper {DEFAULT_VARIANTS['paper']})")
     parser.add_argument("--chain", action="append", choices=CHAINS,
                         help="chains timed at the cpu limits (repeatable; default all three)")
-    parser.add_argument("--model", default="minilm", help="'minilm' (untrained experts) or a saved model directory")
+    parser.add_argument("--model", default="default",
+                        help="'default' (the shipped model), 'minilm' (untrained experts) or a saved model directory")
     parser.add_argument("--before-rev", default=BEFORE_REV, help="git revision of the 'before' code")
     parser.add_argument("--name", help="result file name (default cos_bench, or cos_bench_paper for --limits paper)")
     return parser

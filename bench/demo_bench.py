@@ -4,9 +4,11 @@
    256 tokens, int8 ONNX at 256 (``minilm-onnx``, the demo's encoder) and at 128 (``minilm-onnx-128``). Ratios hold under the load of a shared machine; absolute rates do not.
 2. ``python -m sleuth demo --encoder E`` twice with a fresh ``SLEUTH_HOME`` (first run: builds the indexes; second
    run: reuses them): wall time of each, when the first results showed, when the dense index was ready, and the
-   nDCG@10 table rows.
+   nDCG@10 table rows; once with the vectors shipped for the bundled SciFact (``sleuth.models.prebuilt``) and once
+   encoding every abstract (``SLEUTH_PREBUILT=0``, as before they shipped).
 
-    python -m bench.demo_bench [--passages 128] [--encoders minilm-onnx-128 minilm] [--no-demo]
+    python -m bench.demo_bench [--passages 128] [--encoders minilm-onnx-128 minilm] [--vectors prebuilt encoded]
+        [--no-demo]
 """
 
 from __future__ import annotations
@@ -63,14 +65,16 @@ def encoder_rates(args: argparse.Namespace) -> tuple[ResultTable, dict[str, Any]
                    "encode": {n: {**t.summary(), "passages_per_s": len(texts) / t.median} for n, t in timings.items()}}
 
 
-def demo_run(home: str, encoder: str) -> dict[str, Any]:
+def demo_run(home: str, encoder: str, prebuilt: bool = True) -> dict[str, Any]:
     """One `sleuth demo` in ``home``: wall seconds, when its first results (BM25's) showed, when the dense index was
-    ready (the demo encodes in the background meanwhile) and its nDCG@10 per pipeline."""
+    ready (the demo encodes in the background meanwhile) and its nDCG@10 per pipeline; ``prebuilt=False`` sets
+    SLEUTH_PREBUILT=0 (every abstract encoded, the shipped vectors ignored)."""
     load = load_average()
     start = time.perf_counter()
     process = subprocess.Popen([sys.executable, "-m", "sleuth", "demo", "--encoder", encoder], text=True,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               env={**os.environ, "SLEUTH_HOME": home, "COLUMNS": "200"})
+                               env={**os.environ, "SLEUTH_HOME": home, "COLUMNS": "200",
+                                    "SLEUTH_PREBUILT": "1" if prebuilt else "0"})
     assert process.stdout is not None
     lines, first_results = [], None
     for line in process.stdout:
@@ -89,18 +93,19 @@ def demo_run(home: str, encoder: str) -> dict[str, Any]:
 
 def demo_runs(args: argparse.Namespace) -> tuple[ResultTable, dict[str, Any]]:
     table = ResultTable("`sleuth demo`, fresh SLEUTH_HOME: first run (builds the indexes) and second run",
-                        ["encoder", "run", "wall s", "first results s", "dense index s", "nDCG@10 bm25",
+                        ["encoder", "vectors", "run", "wall s", "first results s", "dense index s", "nDCG@10 bm25",
                          "nDCG@10 dense", "nDCG@10 hybrid", "load average (start)"])
     data: dict[str, Any] = {}
     for encoder in args.encoders:
-        with tempfile.TemporaryDirectory(prefix="sleuth-demo-") as home:
-            for run in ("first", "second"):
-                progress(f"sleuth demo --encoder {encoder}: {run} run")
-                row = demo_run(home, encoder)
-                data[f"{encoder}/{run}"] = row
-                table.add(encoder, run, row["wall_s"], row["first_results_s"], row["dense_ready_s"],
-                          *(row["ndcg10"].get(p, float("nan")) for p in ("bm25", "dense", "hybrid")),
-                          str(row["load_average"][0]))
+        for vectors in args.vectors:
+            with tempfile.TemporaryDirectory(prefix="sleuth-demo-") as home:
+                for run in ("first", "second"):
+                    progress(f"sleuth demo --encoder {encoder}, {vectors} vectors: {run} run")
+                    row = demo_run(home, encoder, prebuilt=vectors == "prebuilt")
+                    data[f"{encoder}/{vectors}/{run}"] = row
+                    table.add(encoder, vectors, run, row["wall_s"], row["first_results_s"], row["dense_ready_s"],
+                              *(row["ndcg10"].get(p, float("nan")) for p in ("bm25", "dense", "hybrid")),
+                              str(row["load_average"][0]))
     return table, data
 
 
@@ -114,8 +119,10 @@ def run(args: argparse.Namespace) -> Report:
         tables.append(table)
     notes = ["minilm = torch all-MiniLM-L6-v2 (sentence-transformers, 256 tokens); minilm-onnx = its int8 ONNX "
              "export at 256 tokens, the demo's encoder; minilm-onnx-128 = the same reading 128 tokens",
-             "first results = when the demo printed BM25's first result table (it encodes the abstracts in the "
+             "first results = when the demo printed BM25's first result table (the dense index is built in the "
              "background meanwhile); dense index = when the dense index was ready, by the demo's own clock",
+             "vectors: prebuilt = the SciFact vectors shipped in sleuth/data/vectors (looked up by passage content, "
+             "float16); encoded = SLEUTH_PREBUILT=0, every abstract encoded on this machine",
              "absolute times depend on the load of the shared 2-core machine (load average in the tables); the "
              "encoder ratios were measured in one process on the same passages"]
     return Report(tables=tables, data=data, notes=notes)
@@ -126,6 +133,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--passages", type=int, default=128, help="passages per encoder run (0: skip)")
     parser.add_argument("--encoders", nargs="+", default=[DEMO_ENCODER], help="demo encoders to run")
     parser.add_argument("--no-demo", dest="demo", action="store_false", help="only the encoder rates")
+    parser.add_argument("--vectors", nargs="+", default=["prebuilt", "encoded"], choices=["prebuilt", "encoded"],
+                        help="first runs with the shipped SciFact vectors and/or encoding every abstract")
     parser.set_defaults(repeats=2)
     return parser
 

@@ -23,6 +23,7 @@ from sleuth.index.manifest import (
     write_manifest,
 )
 from sleuth.models.encoder import Encoder
+from sleuth.models.prebuilt import encode_passages
 
 VECTORS = "vectors.faiss"
 
@@ -120,11 +121,12 @@ class DenseIndex:
     @classmethod
     def build(cls, passages: Iterable[Passage], encoder: Encoder, path: str | Path | None = None,
               factory: str = "Flat", corpus_info: dict | None = None, show_progress: bool = True) -> DenseIndex:
-        """Encode passages and index their vectors; with ``path`` the index is written atomically there."""
+        """Encode passages (taking the vectors of passages the encoder's prebuilt file holds from there:
+        ``sleuth.models.prebuilt``) and index them; with ``path`` the index is written atomically there."""
         with build_directory(path) as tmp:
             docstore = DocStore.from_passages(passages)
             check_unique(docstore.ids)
-            vectors = encoder.encode_passages(docstore.contents(), show_progress=show_progress)
+            vectors = encode_passages(encoder, docstore.contents(), show_progress=show_progress)
             index = make_faiss_index(factory, encoder.dim)
             add_vectors(index, vectors)
             manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory},
