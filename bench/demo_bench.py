@@ -4,7 +4,7 @@
    256 tokens, int8 ONNX at 256 (``minilm-onnx``, the demo's encoder) and at 128 (``minilm-onnx-128``). Ratios hold under the load of a shared machine; absolute rates do not.
 2. ``python -m sleuth demo --encoder E`` twice with a fresh ``SLEUTH_HOME`` (first run: builds the indexes; second
    run: reuses them): wall time of each, when the first results showed, when the dense index was ready, and the
-   nDCG@10 table rows; once with the vectors shipped for the bundled SciFact (``sleuth.models.prebuilt``) and once
+   nDCG@10 table rows; once with the vectors shipped for the bundled SciFact (``sleuth.index.prebuilt``) and once
    encoding every abstract (``SLEUTH_PREBUILT=0``, as before they shipped).
 
     python -m bench.demo_bench [--passages 128] [--encoders minilm-onnx-128 minilm] [--vectors prebuilt encoded]

@@ -7,7 +7,7 @@ index has its own cache key (the encoder name), so it never mixes with the torch
 queries are encoded by the same model.
 
 Encoding the abstracts would be the one slow step of a first run (about 280 CPU seconds), so sleuth ships their
-``minilm-onnx`` vectors (``sleuth/data/vectors``, looked up by passage content: ``sleuth.models.prebuilt``) and the
+``minilm-onnx`` vectors (``sleuth/data/vectors``, looked up by passage content: ``sleuth.index.prebuilt``) and the
 first run builds the dense index from them in about a second. With another encoder, or ``SLEUTH_PREBUILT=0``, the
 abstracts are encoded in a background thread while the BM25 index is built and BM25's results and table are shown;
 the dense and hybrid results follow when the dense index is ready. Every pipeline retrieves ``DEMO_DEPTH`` = 100 candidates, the deepest cut the table

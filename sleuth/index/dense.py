@@ -22,8 +22,8 @@ from sleuth.index.manifest import (
     require_manifest,
     write_manifest,
 )
+from sleuth.index.prebuilt import encode_passages
 from sleuth.models.encoder import Encoder
-from sleuth.models.prebuilt import encode_passages
 
 VECTORS = "vectors.faiss"
 
@@ -122,7 +122,7 @@ class DenseIndex:
     def build(cls, passages: Iterable[Passage], encoder: Encoder, path: str | Path | None = None,
               factory: str = "Flat", corpus_info: dict | None = None, show_progress: bool = True) -> DenseIndex:
         """Encode passages (taking the vectors of passages the encoder's prebuilt file holds from there:
-        ``sleuth.models.prebuilt``) and index them; with ``path`` the index is written atomically there."""
+        ``sleuth.index.prebuilt``) and index them; with ``path`` the index is written atomically there."""
         with build_directory(path) as tmp:
             docstore = DocStore.from_passages(passages)
             check_unique(docstore.ids)

@@ -8,7 +8,7 @@ import pytest
 
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.index.docstore import DocStore
-from sleuth.models.prebuilt import PREBUILT_DIR, PrebuiltVectors, encode_passages, prebuilt_for, write_prebuilt
+from sleuth.index.prebuilt import PREBUILT_DIR, PrebuiltVectors, encode_passages, prebuilt_for, write_prebuilt
 from sleuth.models.registry import load_encoder
 from sleuth.pipelines.workspace import CorpusSource
 

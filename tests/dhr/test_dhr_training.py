@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sleuth.corpus.beir import read_beir_corpus
+from sleuth.corpus.question_split import split_questions
 from sleuth.corpus.questions import read_questions
 from sleuth.systems.dhr.structure import documents_to_groups
 from sleuth.systems.dhr.training_data import (
@@ -22,7 +23,6 @@ from sleuth.systems.dhr.training_data import (
     mine_with_ranking,
     passage_examples,
     passage_negatives,
-    split_questions,
 )
 from sleuth.train.contrastive import ContrastiveExample, batch_layout
 

@@ -287,7 +287,7 @@ def nq_examples(questions_path: str | Path, corpus_path: str | Path, negatives: 
     out: dict[str, list[CosExample]] = {"retrieval": [], "reranking": []}
     rows = read_jsonl(questions_path)
     if split != "all":
-        from sleuth.systems.dhr.training_data import split_questions
+        from sleuth.corpus.question_split import split_questions
 
         train, dev = split_questions([Query(id=str(r.get("id", i)), text="") for i, r in enumerate(rows)])
         keep = {q.id for q in (train if split == "train" else dev)}

@@ -32,8 +32,8 @@ SPLITS = ("dev", "train", "all")
 
 def select_questions(path: Path, split: str, dev_fraction: float, seed: int) -> list[Query]:
     """The questions of one side of the seeded train/dev split (the same split ``sleuth dhr train`` uses)."""
+    from sleuth.corpus.question_split import split_questions
     from sleuth.corpus.questions import read_questions
-    from sleuth.systems.dhr.training_data import split_questions
 
     if split not in SPLITS:
         raise ConfigError(f"unknown split '{split}' (known: {', '.join(SPLITS)})")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.corpus.model import Query
+from sleuth.corpus.question_split import split_questions
 from sleuth.errors import ConfigError
 from sleuth.io import atomic_write_text
 from sleuth.models.registry import load_encoder
@@ -33,7 +34,6 @@ from sleuth.systems.dhr.training_data import (
     mine_with_ranking,
     passage_examples,
     rankings_from_run,
-    split_questions,
 )
 from sleuth.train.contrastive import TrainConfig, train_contrastive
 

@@ -13,7 +13,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,18 +32,6 @@ POSITIVE_DEPTH = 100  # BM25 passages searched for an answer-bearing positive (t
 NEGATIVE_DEPTH = 100  # BM25 / mined candidates searched for negatives
 DOCUMENT_NEGATIVE_KINDS = ("abstract", "all-text")
 PASSAGE_NEGATIVE_KINDS = ("bm25", "in-doc", "in-sec")
-
-
-def split_questions(questions: Sequence[Query], dev_fraction: float = 0.2,
-                    seed: int = 13) -> tuple[list[Query], list[Query]]:
-    """A deterministic train/dev split: questions ordered by SHA-256 of ``seed:id``; the first ``dev_fraction`` are
-    dev. Independent of file order, stable when questions are added."""
-    if not 0 < dev_fraction < 1:
-        raise ConfigError(f"dev_fraction must be between 0 and 1, got {dev_fraction}")
-    ranked = sorted(questions, key=lambda q: hashlib.sha256(f"{seed}:{q.id}".encode()).hexdigest())
-    n_dev = round(len(ranked) * dev_fraction)
-    dev_ids = {q.id for q in ranked[:n_dev]}
-    return [q for q in questions if q.id not in dev_ids], [q for q in questions if q.id in dev_ids]
 
 
 @dataclass

@@ -9,7 +9,7 @@ shares passages with it (a SciFact subset, an edited copy) reuses them too. A fi
 the encoder's, so another encoder, a prefix or a token limit never picks up foreign vectors; ``SLEUTH_PREBUILT=0``
 turns the lookup off (every passage encoded on this machine).
 
-    python -m sleuth.models.prebuilt INDEX_DIR OUT.npz   # write one from a built dense index
+    python -m sleuth.index.prebuilt INDEX_DIR OUT.npz   # write one from a built dense index
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Write a prebuilt file from a built dense index: its passages' contents, vectors and encoder spec."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) != 2:
-        print("usage: python -m sleuth.models.prebuilt INDEX_DIR OUT.npz", file=sys.stderr)
+        print("usage: python -m sleuth.index.prebuilt INDEX_DIR OUT.npz", file=sys.stderr)
         return 2
     from sleuth.index.dense import DenseIndex
 
