@@ -185,6 +185,27 @@ def _read_config(directory: Path) -> MultiExpertConfig:
     return MultiExpertConfig.from_dict(data)
 
 
+def _checked_state(path: Path, expected: dict[str, Any]) -> dict[str, Any]:
+    """The tensors of a safetensors file, checked against ``expected`` (names and shapes); any problem is one
+    SleuthError line naming the file."""
+    from safetensors.torch import load_file
+
+    try:
+        state = load_file(str(path))
+    except Exception as error:  # safetensors raises its own error types for corrupt files
+        raise SleuthError(f"{path}: unreadable weights "
+                          f"({str(error).splitlines()[0] if str(error) else type(error).__name__})") from None
+    missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
+    if missing or unexpected:
+        raise SleuthError(f"{path} does not match {CONFIG_FILE}: {len(missing)} missing tensors (first: "
+                          f"{missing[:1]}), {len(unexpected)} unexpected (first: {unexpected[:1]})")
+    for key, tensor in state.items():
+        if tuple(tensor.shape) != tuple(expected[key].shape):
+            raise SleuthError(f"{path}: tensor {key} has shape {tuple(tensor.shape)}, "
+                              f"expected {tuple(expected[key].shape)}")
+    return state
+
+
 def weights_file(directory: str | Path) -> Path:
     """The weights file of a saved model directory: the adapter's deltas, else the full weights."""
     adapter = Path(directory) / ADAPTER_FILE
@@ -281,7 +302,6 @@ class MultiExpertEncoder:
     @classmethod
     def load(cls, directory: str | Path, device: str = "cpu") -> MultiExpertEncoder:
         """Load a saved model directory; any problem is one SleuthError line naming it."""
-        from safetensors.torch import load_file
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
         directory = Path(directory)
@@ -298,22 +318,7 @@ class MultiExpertEncoder:
             raise SleuthError(f"{directory}: cannot read the backbone config or tokenizer "
                               f"({str(error).splitlines()[0]})") from None
         model = cls(bert, tokenizer, config, device="cpu")
-        try:
-            state = load_file(str(directory / WEIGHTS_FILE))
-        except Exception as error:  # safetensors raises its own error types for corrupt files
-            raise SleuthError(f"{directory / WEIGHTS_FILE}: unreadable weights "
-                              f"({str(error).splitlines()[0] if str(error) else type(error).__name__})") from None
-        expected = model.bert.state_dict()
-        missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
-        if missing or unexpected:
-            raise SleuthError(f"{directory / WEIGHTS_FILE} does not match {CONFIG_FILE}: "
-                              f"{len(missing)} missing tensors (first: {missing[:1]}), "
-                              f"{len(unexpected)} unexpected (first: {unexpected[:1]})")
-        for key, tensor in state.items():
-            if tuple(tensor.shape) != tuple(expected[key].shape):
-                raise SleuthError(f"{directory / WEIGHTS_FILE}: tensor {key} has shape {tuple(tensor.shape)}, "
-                                  f"expected {tuple(expected[key].shape)}")
-        model.bert.load_state_dict(state, strict=True)
+        model.bert.load_state_dict(_checked_state(directory / WEIGHTS_FILE, model.bert.state_dict()), strict=True)
         model.bert.to(device)
         model.device = device
         return model
@@ -321,7 +326,6 @@ class MultiExpertEncoder:
     @classmethod
     def _load_adapter(cls, directory: Path, device: str) -> MultiExpertEncoder:
         """A "lora" adapter directory: the backbone it names plus the saved deltas."""
-        from safetensors.torch import load_file
 
         from sleuth.models.adapters import adapter_info
 
@@ -331,22 +335,7 @@ class MultiExpertEncoder:
                               f"'{config.variant}'")
         info = adapter_info(directory)
         model = cls.from_backbone(info.get("backbone", "minilm"), config, device="cpu")
-        try:
-            state = load_file(str(directory / ADAPTER_FILE))
-        except Exception as error:  # safetensors raises its own error types for corrupt files
-            raise SleuthError(f"{directory / ADAPTER_FILE}: unreadable weights "
-                              f"({str(error).splitlines()[0] if str(error) else type(error).__name__})") from None
-        expected = model.adapter_state()
-        missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
-        if missing or unexpected:
-            raise SleuthError(f"{directory / ADAPTER_FILE} does not match {CONFIG_FILE}: "
-                              f"{len(missing)} missing tensors (first: {missing[:1]}), "
-                              f"{len(unexpected)} unexpected (first: {unexpected[:1]})")
-        for key, tensor in state.items():
-            if tuple(tensor.shape) != tuple(expected[key].shape):
-                raise SleuthError(f"{directory / ADAPTER_FILE}: tensor {key} has shape {tuple(tensor.shape)}, "
-                                  f"expected {tuple(expected[key].shape)}")
-        model.bert.load_state_dict(state, strict=False)
+        model.bert.load_state_dict(_checked_state(directory / ADAPTER_FILE, model.adapter_state()), strict=False)
         model.bert.to(device)
         model.device = device
         return model
