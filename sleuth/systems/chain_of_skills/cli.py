@@ -76,7 +76,7 @@ def cos_eval_command(
     out.print(table)
     if json_out is not None:
         atomic_write_text(json_out, json.dumps({"model": name, "int8": int8, "questions": str(questions),
-                                                "limits": values, "rows": rows}, indent=1) + "\n")
+                                                "limits": {**values, "k_hop2_rerank": k_hop2_rerank}, "rows": rows}, indent=1) + "\n")
         console.print(f"wrote {json_out}")
 
 
