@@ -184,14 +184,14 @@ class Contenders:
     def __init__(self, model_name: str, passages, before_rev: str, meter: Meter):
         import torch
 
-        from sleuth.systems.chain_of_skills.model import UNTRAINED, load_model, model_path
+        from sleuth.systems.chain_of_skills.model import load_model, model_path
         from sleuth.systems.chain_of_skills.quantise import quantise
         from sleuth.systems.chain_of_skills.skill_index import SkillIndex
-        from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
+        from sleuth.systems.chain_of_skills.span_head import model_span_head
 
         path = model_path(None if model_name == "default" else model_name)
         model = load_model(path)
-        head = (load_span_head(path, model.dim) if path != UNTRAINED else None) or SpanProposalHead(model.dim, seed=0)
+        head = model_span_head(path, model.dim)
         progress(f"encoding {len(passages)} passages for the retrieval and linking indexes (not timed, 1 thread)")
         torch.set_num_threads(1)  # the faster setting on the shared 2-core machine (see the variants @1 / @2)
         self.index_s, (self.passages, self.entities) = time_call(

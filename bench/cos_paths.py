@@ -54,8 +54,8 @@ def analyse(model: str | None, args: argparse.Namespace) -> dict:
         question_spans,
         span_quality,
     )
-    from sleuth.systems.chain_of_skills.model import UNTRAINED, load_model, model_path
-    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
+    from sleuth.systems.chain_of_skills.model import load_model, model_path
+    from sleuth.systems.chain_of_skills.span_head import model_span_head
 
     runs: dict = {}
     rows = [s.row() for s in evaluate_chains(model, args.questions, ["retrieval", "retrieval-2hop", "hotpotqa"],
@@ -102,7 +102,7 @@ def analyse(model: str | None, args: argparse.Namespace) -> dict:
             failures["no gold at hop 1"] += 1
     path = model_path(model)
     encoder = load_model(path)
-    head = (load_span_head(path, encoder.dim) if path != UNTRAINED else None) or SpanProposalHead(encoder.dim, seed=0)
+    head = model_span_head(path, encoder.dim)
     spans = span_quality(encoder, head, question_spans(args.questions, args.limit)).row()
     return {"rows": rows, "resorted": resorted, "components": spread, "hop1": hop1, "spans": spans,
             "failures": {k: v / len(gold) for k, v in failures.items()}, "hop2_source": brought}

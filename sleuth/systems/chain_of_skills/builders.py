@@ -33,9 +33,10 @@ def chain_model(ws: Workspace, model: str | None, int8: bool):
     """The encoder a chain runs its skills on: the model, or its int8 copy (made once per workspace)."""
     if not int8:
         return cos_model(ws, model)
+    from sleuth.systems.chain_of_skills.model import model_path
     from sleuth.systems.chain_of_skills.quantise import quantise
 
-    return ws.memo(f"cos-model-int8:{model}", lambda: quantise(cos_model(ws, model)))
+    return ws.memo(f"cos-model-int8:{model_path(model)}", lambda: quantise(cos_model(ws, model)))
 
 
 def skill_index(ws: Workspace, model: str | None, skill: str, search: VectorSearch = VectorSearch()):
@@ -58,17 +59,11 @@ def skill_index(ws: Workspace, model: str | None, skill: str, search: VectorSear
 
 def span_head(ws: Workspace, model: str | None, seed: int):
     """The span head saved with the model directory, else an untrained one seeded with ``seed``."""
-    from sleuth.systems.chain_of_skills.model import UNTRAINED, model_path
-    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
+    from sleuth.systems.chain_of_skills.model import model_path
+    from sleuth.systems.chain_of_skills.span_head import model_span_head
 
     path = model_path(model)
-
-    def make() -> SpanProposalHead:
-        dim = cos_model(ws, path).dim
-        saved = load_span_head(path, dim, ws.device) if path != UNTRAINED else None
-        return saved if saved is not None else SpanProposalHead(dim, seed=seed).to(ws.device)
-
-    return ws.memo(f"cos-span:{path}:{seed}", make)
+    return ws.memo(f"cos-span:{path}:{seed}", lambda: model_span_head(path, cos_model(ws, path).dim, ws.device, seed))
 
 
 def positive(name: str, value: object) -> int:

@@ -48,8 +48,9 @@ def cos_eval_command(
 
     if not questions.is_file():
         raise ConfigError(f"questions file not found: {questions}")
-    if model_path(model) != UNTRAINED and not Path(model_path(model)).is_dir():
-        raise ConfigError(f"model directory not found: {model_path(model)}")
+    path = model_path(model)
+    if path != UNTRAINED and not Path(path).is_dir():
+        raise ConfigError(f"model directory not found: {path}")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {limit}")
     if limits not in LIMIT_SETS:
@@ -75,8 +76,9 @@ def cos_eval_command(
         table.add_row(*(str(v) for v in row.values()))
     out.print(table)
     if json_out is not None:
-        atomic_write_text(json_out, json.dumps({"model": name, "int8": int8, "questions": str(questions),
-                                                "limits": {**values, "k_hop2_rerank": k_hop2_rerank}, "rows": rows}, indent=1) + "\n")
+        recorded = {"model": name, "int8": int8, "questions": str(questions),
+                    "limits": {**values, "k_hop2_rerank": k_hop2_rerank}, "rows": rows}
+        atomic_write_text(json_out, json.dumps(recorded, indent=1) + "\n")
         console.print(f"wrote {json_out}")
 
 

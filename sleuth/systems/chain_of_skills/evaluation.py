@@ -27,7 +27,6 @@ LIMIT_SETS = {
     "reduced": {"k_retrieval": 10, "k_link": 2, "k_hop1": 3, "k_expanded": 4, "k_hop2_link": 1},
     "paper": {"k_retrieval": 200, "k_link": 5, "k_hop1": 30, "k_expanded": 50, "k_hop2_link": 2},
 }
-DEFAULT_LIMITS = "reduced"
 
 
 @dataclass
@@ -63,9 +62,9 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path, chains: S
     chain's Run is also left there by chain name (for path-level analysis)."""
     from sleuth.corpus.model import Query
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
-    from sleuth.systems.chain_of_skills.model import UNTRAINED, load_model, model_path
+    from sleuth.systems.chain_of_skills.model import load_model, model_path
     from sleuth.systems.chain_of_skills.skill_index import SkillIndex
-    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
+    from sleuth.systems.chain_of_skills.span_head import model_span_head
     from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
 
     for chain in chains:
@@ -89,8 +88,7 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path, chains: S
 
     path = model_path(model_dir)
     model = load_model(path, device=device)
-    head = (load_span_head(path, model.dim, device) if path != UNTRAINED else None) \
-        or SpanProposalHead(model.dim, seed=span_seed).to(device)
+    head = model_span_head(path, model.dim, device, span_seed)
     retrieval_index = SkillIndex.build(passages, model, "retrieval")
     link_index = SkillIndex.build(passages, model, "linking")
     if int8:

@@ -147,3 +147,12 @@ def load_span_head(directory: str | Path, dim: int, device: str = "cpu") -> Span
         raise SleuthError(f"{path}: not a span head of dimension {dim} "
                           f"({str(error).splitlines()[0] if str(error) else type(error).__name__})") from None
     return head.to(device).eval()
+
+
+def model_span_head(model_path: str, dim: int, device: str = "cpu", seed: int = 0) -> SpanProposalHead:
+    """The span head of a model (``model.model_path``'s result): the one saved in its directory, else an untrained
+    head seeded with ``seed`` (always for the untrained "minilm" model)."""
+    from sleuth.systems.chain_of_skills.model import UNTRAINED
+
+    saved = load_span_head(model_path, dim, device) if model_path != UNTRAINED else None
+    return saved if saved is not None else SpanProposalHead(dim, seed=seed).to(device)
