@@ -47,7 +47,8 @@ from sleuth.systems.dhr.training_data import DHRCorpus
 from sleuth.train.contrastive import TrainConfig
 
 HEADLINE = ("flat", "max add", "length prior", "lse T=0.1", "lse T=0.2", "summary add", "summary gate", "summary z",
-            "summary softmax", "centroid add", "centroid z", "summary serial k1=100", "context add", "context gate")
+            "summary softmax", "centroid add", "centroid z", "summary serial k1=100", "context add", "context gate",
+            "title add", "title gate", "context bonus")
 
 
 def cached(path: Path, make) -> np.ndarray:
@@ -61,8 +62,11 @@ def cached(path: Path, make) -> np.ndarray:
 class Bench:
     """The mixed corpus's vectors, the questions and their gold rows; scores a setup's variants on query rows."""
 
-    def __init__(self, ws: Workspace, index, queries: np.ndarray, gold: np.ndarray, matchers: list):
+    def __init__(self, ws: Workspace, index, queries: np.ndarray, gold: np.ndarray, matchers: list,
+                 titles: np.ndarray | None = None, document_queries: np.ndarray | None = None):
         self.ws, self.index, self.queries, self.gold, self.matchers = ws, index, queries, gold, matchers
+        self.titles = titles  # document titles encoded alone (the "title" document score), if given
+        self.document_queries = queries if document_queries is None else document_queries  # a 2nd encoder's
         self.passages, self.summaries = np.asarray(index.passage_vectors), np.asarray(index.document_vectors)
         self.offsets, self.owner = np.asarray(index.offsets), np.asarray(index.passage_document)
         self.texts = list(index.passages.texts)
@@ -73,12 +77,15 @@ class Bench:
         passage = q @ setup["passage"].apply(self.passages).T
         documents = {}
         if setup["document"] is not None:
-            qd = setup["document"].apply(self.queries[rows])
+            qd = setup["document"].apply(self.document_queries[rows])
             documents["summary"] = qd @ setup["document"].apply(self.summaries).T
-            vectors = setup["document"].apply(self.passages)
+            if self.titles is not None:
+                documents["title"] = qd @ setup["document"].apply(self.titles).T
+            # the centroid lives in the passage encoder's space, as in the dhr stage (document: centroid)
+            vectors = setup["passage"].apply(self.passages)
             centroid = np.add.reduceat(vectors, self.offsets[:-1], axis=0)
             centroid /= np.maximum(np.linalg.norm(centroid, axis=1, keepdims=True), 1e-12)
-            documents["centroid"] = qd @ centroid.T
+            documents["centroid"] = q @ centroid.T
         context = context_scores(q, setup["passage"].apply(self.passages), self.offsets, self.owner)
         return variant_grid(passage, documents, self.offsets, self.owner, context)
 
@@ -197,7 +204,8 @@ def main() -> None:
     gold = np.array([row_of[q.metadata["gold_passage"]] for q in questions] + [row_of[q["gold_passage"]]
                                                                                 for q in nq_questions])
     matchers = [answer_matcher(q.metadata["answers"]) if q.metadata["answers"] else None for q in questions]
-    bench = Bench(ws, index, np.vstack([squad_vectors, nq_vectors]), gold, matchers + [None] * len(nq_questions))
+    titles = cached(folder / "titles.npy", lambda: encoder.encode_passages(list(index.documents.titles)))
+    bench = Bench(ws, index, np.vstack([squad_vectors, nq_vectors]), gold, matchers + [None] * len(nq_questions), titles)
     train_qs, eval_qs, train_articles = split_by_article(questions)
     query_row = {q.id: i for i, q in enumerate(questions)}
     rows = {"train": np.array([query_row[q.id] for q in train_qs]), "eval": np.array([query_row[q.id] for q in eval_qs])}
@@ -271,7 +279,7 @@ def plot(result: dict, path: Path) -> None:
         curve = measured["curve"]
         flat = curve["flat"][0.0]
         for variant in ("max add", "summary add", "summary gate", "summary z", "centroid z", "lse T=0.1",
-                        "lse T=0.2", "length prior"):
+                        "lse T=0.2", "length prior", "title add", "context bonus"):
             points = sorted(curve[variant].items())
             ax.plot([0.0] + [x for x, _ in points], [flat] + [y for _, y in points], marker="o", label=variant)
         ax.axhline(flat, color="black", linestyle="--", linewidth=1, label="flat (lambda 0)")

@@ -6,7 +6,10 @@ document's passage vectors), ``max`` (best passage score), ``lse`` (soft maximum
 maximum: how many of the document's passages score near its best; 0 for a one-passage document), ``length``
 (``log`` of the document's passage count: a pure length prior, the reference a document score must beat),
 ``context`` (per passage: the score of the unit mean of the *other* passages of its document, the article around it;
-a one-passage document's is its passage's own).
+a one-passage document's is its passage's own), ``title`` (encoded title alone: one short text per document whatever
+its length), ``context bonus`` (``context`` minus the query's median ``context`` over passages of many-passage
+documents, and 0 for a one-passage document: the article's evidence counts for or against it, a document without
+context is neither rewarded nor penalised).
 Combinations: ``add`` ``p + lam*d``; ``gate`` ``p + lam*max(d - p, 0)``; ``z`` ``p + lam*sd_p*(d - mean_d)/sd_d``
 (document scores put on the passage scores' per-query scale); ``softmax`` ``p + lam*softmax(d/0.05)`` over the top 100
 documents; serial ``k1``: only the passages of the top-k1 documents are ranked.
@@ -88,6 +91,9 @@ def variant_grid(passage: np.ndarray, documents: dict[str, np.ndarray], offsets:
     from passage scores alone."""
     grid: dict[tuple[str, float], Callable[[], np.ndarray]] = {("flat", 0.0): lambda: passage}
     if context is not None:
+        neutral = context_bonus(context, np.diff(offsets)[owner] > 1)
+        grid.update({("context bonus", lam): (lambda lam=lam, b=neutral: passage + np.float32(lam) * b)
+                     for lam in LAMBDAS})
         grid.update({("context add", lam): (lambda lam=lam: passage + np.float32(lam) * context) for lam in LAMBDAS})
         grid.update({("context gate", lam): (lambda lam=lam: passage + np.float32(lam) * np.maximum(context - passage, 0))
                      for lam in LAMBDAS})
@@ -126,6 +132,13 @@ def context_scores(queries: np.ndarray, passages: np.ndarray, offsets: np.ndarra
     rest = (queries @ sums.T)[:, owner] - own
     multi = np.diff(offsets)[owner] > 1
     return np.where(multi, rest / np.sqrt(np.maximum(norm2, 1e-12)), own).astype(np.float32)
+
+
+def context_bonus(context: np.ndarray, multi: np.ndarray) -> np.ndarray:
+    """``context`` minus each query's median over the passages of many-passage documents (``multi``); 0 where a
+    passage is alone in its document."""
+    reference = np.median(context[:, multi], axis=1, keepdims=True) if multi.any() else 0.0
+    return np.where(multi, context - reference, 0.0).astype(np.float32)
 
 
 def best_lambdas(r1: dict[tuple[str, float], float]) -> dict[str, float]:

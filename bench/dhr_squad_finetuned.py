@@ -1,0 +1,114 @@
+"""DHR on SQuAD 2.0 dev + NQ distractors with fully fine-tuned encoders: the run of ``sleuth dhr train`` (its
+document and passage encoders, trained on the train articles only) scored like the zero-shot MiniLM in
+``bench.dhr_squad``, from one set of vectors per encoder.
+
+Equal budget: flat dense is the run's passage encoder alone (the passage objective), DHR is the same passage encoder
+plus the run's document encoder (the document objective); both saw the same train-article questions for the same
+steps. Lambda: the fine-tuned encoders were trained on the train articles, so lambda is not chosen there; every
+variant is reported at the lambda the zero-shot model chose on the train articles (``zero-shot lambda``) and at the
+best lambda on the evaluation articles themselves (``oracle``, an upper bound that is not a fair result). The NQ
+questions search the same corpus (column NQ), as in ``bench.dhr_squad``. Vectors are cached under
+$SLEUTH_HOME/dhr-squad/<run name>.
+
+    SLEUTH_HOME=/work/cache-dhr python -m bench.dhr_squad_finetuned --run RUN_DIR [--round 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+
+from bench.common import RESULTS_DIR, portable
+from bench.dhr_squad import Bench, cached
+from bench.dhr_squad_heads import identity_setup
+from bench.dhr_squad_scores import best_lambdas
+from sleuth.corpus.squad import read_squad_questions
+from sleuth.eval.answers import answer_matcher
+from sleuth.index.dense import VectorSearch
+from sleuth.models.registry import load_encoder
+from sleuth.paths import shared_data_dir
+from sleuth.pipelines.mixed_source import MixedCorpusSource
+from sleuth.pipelines.workspace import Workspace
+from sleuth.systems.dhr.article_split import split_by_article
+from sleuth.systems.dhr.builders import hierarchical_index
+from sleuth.systems.dhr.index import passage_texts
+
+ROWS = ("flat", "max add", "summary add", "summary gate", "summary z", "centroid add", "centroid gate", "title add",
+        "title gate", "context add", "context gate", "context bonus", "lse T=0.2", "length prior")
+
+
+def encoded(folder: Path, run: Path, index, questions, nq_questions) -> dict[str, np.ndarray]:
+    """Query, passage, document and title vectors of the run's two encoders (cached in ``folder``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    texts = [q.text for q in questions] + [q["question"] for q in nq_questions]
+    passage = load_encoder(str(run / "passage-encoder"))
+    document = load_encoder(str(run / "document-encoder"))
+    return {
+        "queries": cached(folder / "queries.npy", lambda: passage.encode_queries(texts)),
+        "passages": cached(folder / "passages.npy", lambda: passage.encode_passages(passage_texts(index.passages, ", "))),
+        "document queries": cached(folder / "document_queries.npy", lambda: document.encode_queries(texts)),
+        "summaries": cached(folder / "summaries.npy", lambda: document.encode_passages(list(index.documents.texts))),
+        "titles": cached(folder / "titles.npy", lambda: document.encode_passages(list(index.documents.titles))),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", type=Path, required=True, help="The --out folder of sleuth dhr train.")
+    parser.add_argument("--round", type=int, default=1)
+    parser.add_argument("--name", default="dhr_squad_finetuned", help="Result file name under bench/results.")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    data = shared_data_dir()
+    squad, nq = data / "squad2" / "dev-v2.0.json", data / "nq" / "corpus.jsonl"
+    ws = Workspace(MixedCorpusSource(squad, distractors=(nq,)), show_progress=False)
+    index = hierarchical_index(ws, None, "minilm", "minilm", VectorSearch(), ", ", "auto")
+    questions = list(read_squad_questions(squad))
+    nq_questions = [json.loads(line) for line in (data / "nq" / "questions.jsonl").open(encoding="utf-8")]
+    run = args.run / f"round{args.round}"
+    vectors = encoded(ws.home / "dhr-squad" / args.run.name, run, index, questions, nq_questions)
+    view = SimpleNamespace(passage_vectors=vectors["passages"], document_vectors=vectors["summaries"],
+                           offsets=index.offsets, passage_document=index.passage_document, passages=index.passages)
+    row_of = {pid: i for i, pid in enumerate(index.passages.ids)}
+    gold = np.array([row_of[q.metadata["gold_passage"]] for q in questions]
+                    + [row_of[q["gold_passage"]] for q in nq_questions])
+    matchers = [answer_matcher(q.metadata["answers"]) if q.metadata["answers"] else None for q in questions]
+    bench = Bench(ws, view, vectors["queries"], gold, matchers + [None] * len(nq_questions), vectors["titles"],
+                  vectors["document queries"])
+    train_qs, eval_qs, train_articles = split_by_article(questions)
+    query_row = {q.id: i for i, q in enumerate(questions)}
+    train_rows = np.array([query_row[q.id] for q in train_qs])
+    eval_rows = np.array([query_row[q.id] for q in eval_qs])
+    nq_rows = np.arange(len(questions), len(questions) + len(nq_questions))
+    setup = identity_setup(vectors["queries"].shape[1])
+    zero_shot = json.loads((RESULTS_DIR / "dhr_squad.json").read_text())["zero-shot"]["chosen"]
+    chosen = {v: row["lam"] for v, row in zero_shot.items()}
+    measured = bench.measure(setup, eval_rows, {**best_lambdas(bench.r1(setup, train_rows)), **chosen}, nq_rows)
+    oracle = {v: max(curve.items(), key=lambda kv: kv[1]) for v, curve in measured["curve"].items()}
+    report = json.loads((args.run / "report.json").read_text())
+    result = {"command": f"python -m bench.dhr_squad_finetuned --run {args.run.name} --round {args.round}",
+              "training": {"config": report.get("config"), "train questions": report.get("train_questions"),
+                           "round": report["rounds"][args.round - 1] if report.get("rounds") else None},
+              "train articles": train_articles, "zero-shot lambda": measured["chosen"],
+              "oracle": {v: {"lam": lam, "R@1": r1} for v, (lam, r1) in oracle.items()},
+              "curve": measured["curve"], "seconds": round(time.perf_counter() - started, 1)}
+    path = RESULTS_DIR / f"{args.name}.json"
+    text = json.dumps(result, indent=1).replace(str(args.run.resolve()), args.run.name)  # the run by its name
+    path.write_text(portable(text) + "\n")
+    flat = measured["chosen"]["flat"]["R@1"]
+    for variant in ROWS:
+        row = measured["chosen"].get(variant)
+        if row:
+            print(f"{variant:16s} lam {row['lam']:<5} R@1 {row['R@1']:.3f} ({row['R@1'] - flat:+.3f}) "
+                  f"R@20 {row['R@20']:.3f} NQ R@1 {row['NQ R@1']:.3f}  oracle lam {oracle[variant][0]} "
+                  f"R@1 {oracle[variant][1]:.3f}")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
