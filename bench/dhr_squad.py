@@ -21,7 +21,9 @@ import argparse
 import json
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +51,51 @@ from sleuth.train.contrastive import TrainConfig
 HEADLINE = ("flat", "max add", "length prior", "lse T=0.1", "lse T=0.2", "summary add", "summary gate", "summary z",
             "summary softmax", "centroid add", "centroid z", "summary serial k1=100", "context add", "context gate",
             "title add", "title gate", "context bonus")
+
+
+@dataclass
+class SquadSetting:
+    """The mixed corpus (SQuAD 2.0 dev + NQ distractors) and its hierarchical MiniLM index, the SQuAD and NQ questions
+    (SQuAD first: a question's row in a query matrix), their gold passage rows and answer matchers, the article
+    split of ``sleuth dhr train``."""
+
+    ws: Workspace
+    index: Any
+    questions: list
+    nq_questions: list[dict]
+    gold: np.ndarray
+    matchers: list
+    train_qs: list
+    eval_qs: list
+    train_articles: list[str]
+
+    @classmethod
+    def load(cls) -> SquadSetting:
+        data = shared_data_dir()
+        squad, nq = data / "squad2" / "dev-v2.0.json", data / "nq" / "corpus.jsonl"
+        ws = Workspace(MixedCorpusSource(squad, distractors=(nq,)), show_progress=False)
+        index = hierarchical_index(ws, None, "minilm", "minilm", VectorSearch(), ", ", "auto")
+        questions = list(read_squad_questions(squad))
+        nq_questions = [json.loads(line) for line in (data / "nq" / "questions.jsonl").open(encoding="utf-8")]
+        row_of = {pid: i for i, pid in enumerate(index.passages.ids)}
+        gold = np.array([row_of[q.metadata["gold_passage"]] for q in questions]
+                        + [row_of[q["gold_passage"]] for q in nq_questions])
+        matchers = [answer_matcher(q.metadata["answers"]) if q.metadata["answers"] else None for q in questions]
+        return cls(ws, index, questions, nq_questions, gold, matchers + [None] * len(nq_questions),
+                   *split_by_article(questions))
+
+    @property
+    def query_row(self) -> dict[str, int]:
+        return {q.id: i for i, q in enumerate(self.questions)}
+
+    def rows(self, questions) -> np.ndarray:
+        """Query-matrix rows of SQuAD ``questions``."""
+        row = self.query_row
+        return np.array([row[q.id] for q in questions])
+
+    @property
+    def nq_rows(self) -> np.ndarray:
+        return np.arange(len(self.questions), len(self.questions) + len(self.nq_questions))
 
 
 def cached(path: Path, make) -> np.ndarray:
@@ -189,27 +236,19 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-4)
     args = parser.parse_args()
     started = time.perf_counter()
-    data = shared_data_dir()
-    squad, nq = data / "squad2" / "dev-v2.0.json", data / "nq" / "corpus.jsonl"
-    ws = Workspace(MixedCorpusSource(squad, distractors=(nq,)), show_progress=False)
-    index = hierarchical_index(ws, None, "minilm", "minilm", VectorSearch(), ", ", "auto")
+    setting = SquadSetting.load()
+    ws, index, questions, nq_questions = setting.ws, setting.index, setting.questions, setting.nq_questions
     folder = ws.home / "dhr-squad"
     folder.mkdir(exist_ok=True)
-    questions = list(read_squad_questions(squad))
-    nq_questions = [json.loads(line) for line in (data / "nq" / "questions.jsonl").open(encoding="utf-8")]
     encoder = ws.encoder("minilm")
     squad_vectors = cached(folder / "queries.npy", lambda: encoder.encode_queries([q.text for q in questions]))
     nq_vectors = cached(folder / "nq_queries.npy", lambda: encoder.encode_queries([q["question"] for q in nq_questions]))
-    row_of = {pid: i for i, pid in enumerate(index.passages.ids)}
-    gold = np.array([row_of[q.metadata["gold_passage"]] for q in questions] + [row_of[q["gold_passage"]]
-                                                                                for q in nq_questions])
-    matchers = [answer_matcher(q.metadata["answers"]) if q.metadata["answers"] else None for q in questions]
     titles = cached(folder / "titles.npy", lambda: encoder.encode_passages(list(index.documents.titles)))
-    bench = Bench(ws, index, np.vstack([squad_vectors, nq_vectors]), gold, matchers + [None] * len(nq_questions), titles)
-    train_qs, eval_qs, train_articles = split_by_article(questions)
-    query_row = {q.id: i for i, q in enumerate(questions)}
-    rows = {"train": np.array([query_row[q.id] for q in train_qs]), "eval": np.array([query_row[q.id] for q in eval_qs])}
-    nq_rows = np.arange(len(questions), len(questions) + len(nq_questions))
+    bench = Bench(ws, index, np.vstack([squad_vectors, nq_vectors]), setting.gold, setting.matchers, titles)
+    train_qs, eval_qs, train_articles = setting.train_qs, setting.eval_qs, setting.train_articles
+    query_row, nq_rows = setting.query_row, setting.nq_rows
+    rows = {"train": setting.rows(train_qs), "eval": setting.rows(eval_qs)}
+    row_of = {pid: i for i, pid in enumerate(index.passages.ids)}
     squad_documents = {int(bench.owner[row_of[q.metadata["gold_passage"]]]) for q in questions}
     dim = squad_vectors.shape[1]
     zero = {**identity_setup(dim)}

@@ -24,18 +24,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from bench.common import RESULTS_DIR, portable
-from bench.dhr_squad import Bench, cached
+from bench.dhr_squad import Bench, SquadSetting, cached
 from bench.dhr_squad_heads import identity_setup
 from bench.dhr_squad_scores import best_lambdas
-from sleuth.corpus.squad import read_squad_questions
-from sleuth.eval.answers import answer_matcher
-from sleuth.index.dense import VectorSearch
 from sleuth.models.registry import load_encoder
-from sleuth.paths import shared_data_dir
-from sleuth.pipelines.mixed_source import MixedCorpusSource
-from sleuth.pipelines.workspace import Workspace
-from sleuth.systems.dhr.article_split import split_by_article
-from sleuth.systems.dhr.builders import hierarchical_index
 from sleuth.systems.dhr.index import passage_texts
 
 ROWS = ("flat", "max add", "summary add", "summary gate", "summary z", "centroid add", "centroid gate", "title add",
@@ -64,27 +56,16 @@ def main() -> None:
     parser.add_argument("--name", default="dhr_squad_finetuned", help="Result file name under bench/results.")
     args = parser.parse_args()
     started = time.perf_counter()
-    data = shared_data_dir()
-    squad, nq = data / "squad2" / "dev-v2.0.json", data / "nq" / "corpus.jsonl"
-    ws = Workspace(MixedCorpusSource(squad, distractors=(nq,)), show_progress=False)
-    index = hierarchical_index(ws, None, "minilm", "minilm", VectorSearch(), ", ", "auto")
-    questions = list(read_squad_questions(squad))
-    nq_questions = [json.loads(line) for line in (data / "nq" / "questions.jsonl").open(encoding="utf-8")]
+    setting = SquadSetting.load()
+    index = setting.index
     run = args.run / f"round{args.round}"
-    vectors = encoded(ws.home / "dhr-squad" / args.run.name, run, index, questions, nq_questions)
+    vectors = encoded(setting.ws.home / "dhr-squad" / args.run.name, run, index, setting.questions,
+                      setting.nq_questions)
     view = SimpleNamespace(passage_vectors=vectors["passages"], document_vectors=vectors["summaries"],
                            offsets=index.offsets, passage_document=index.passage_document, passages=index.passages)
-    row_of = {pid: i for i, pid in enumerate(index.passages.ids)}
-    gold = np.array([row_of[q.metadata["gold_passage"]] for q in questions]
-                    + [row_of[q["gold_passage"]] for q in nq_questions])
-    matchers = [answer_matcher(q.metadata["answers"]) if q.metadata["answers"] else None for q in questions]
-    bench = Bench(ws, view, vectors["queries"], gold, matchers + [None] * len(nq_questions), vectors["titles"],
+    bench = Bench(setting.ws, view, vectors["queries"], setting.gold, setting.matchers, vectors["titles"],
                   vectors["document queries"])
-    train_qs, eval_qs, train_articles = split_by_article(questions)
-    query_row = {q.id: i for i, q in enumerate(questions)}
-    train_rows = np.array([query_row[q.id] for q in train_qs])
-    eval_rows = np.array([query_row[q.id] for q in eval_qs])
-    nq_rows = np.arange(len(questions), len(questions) + len(nq_questions))
+    train_rows, eval_rows, nq_rows = setting.rows(setting.train_qs), setting.rows(setting.eval_qs), setting.nq_rows
     setup = identity_setup(vectors["queries"].shape[1])
     zero_shot = json.loads((RESULTS_DIR / "dhr_squad.json").read_text())["zero-shot"]["chosen"]
     chosen = {v: row["lam"] for v, row in zero_shot.items()}
@@ -94,7 +75,7 @@ def main() -> None:
     result = {"command": f"python -m bench.dhr_squad_finetuned --run {args.run.name} --round {args.round}",
               "training": {"config": report.get("config"), "train questions": report.get("train_questions"),
                            "round": report["rounds"][args.round - 1] if report.get("rounds") else None},
-              "train articles": train_articles, "zero-shot lambda": measured["chosen"],
+              "train articles": setting.train_articles, "zero-shot lambda": measured["chosen"],
               "oracle": {v: {"lam": lam, "R@1": r1} for v, (lam, r1) in oracle.items()},
               "curve": measured["curve"], "seconds": round(time.perf_counter() - started, 1)}
     path = RESULTS_DIR / f"{args.name}.json"
