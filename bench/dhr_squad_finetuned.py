@@ -4,11 +4,11 @@ document and passage encoders, trained on the train articles only) scored like t
 
 Equal budget: flat dense is the run's passage encoder alone (the passage objective), DHR is the same passage encoder
 plus the run's document encoder (the document objective); both saw the same train-article questions for the same
-steps. Lambda: the fine-tuned encoders were trained on the train articles, so lambda is not chosen there; every
-variant is reported at the lambda the zero-shot model chose on the train articles (``zero-shot lambda``) and at the
-best lambda on the evaluation articles themselves (``oracle``, an upper bound that is not a fair result). The NQ
-questions search the same corpus (column NQ), as in ``bench.dhr_squad``. Vectors are cached under
-$SLEUTH_HOME/dhr-squad/<run name>.
+steps. A ``--shared-encoder`` run (one model for both roles) is scored the same way. Lambda: the fine-tuned encoders
+were trained on the train articles, so lambda is not chosen there; every variant is reported at the lambda the
+zero-shot model chose on the train articles (``zero-shot lambda``) and at the best lambda on the evaluation articles
+themselves (``oracle``, an upper bound that is not a fair result). The NQ questions search the
+same corpus (column NQ), as in ``bench.dhr_squad``. Vectors are cached under $SLEUTH_HOME/dhr-squad/<run name>.
 
     SLEUTH_HOME=/work/cache-dhr python -m bench.dhr_squad_finetuned --run RUN_DIR [--round 1]
 """
@@ -35,11 +35,15 @@ ROWS = ("flat", "max add", "summary add", "summary gate", "summary z", "centroid
 
 
 def encoded(folder: Path, run: Path, index, questions, nq_questions) -> dict[str, np.ndarray]:
-    """Query, passage, document and title vectors of the run's two encoders (cached in ``folder``)."""
+    """Query, passage, document and title vectors of the run's two encoders, or of its one shared encoder (cached in
+    ``folder``)."""
     folder.mkdir(parents=True, exist_ok=True)
     texts = [q.text for q in questions] + [q["question"] for q in nq_questions]
-    passage = load_encoder(str(run / "passage-encoder"))
-    document = load_encoder(str(run / "document-encoder"))
+    if (run / "encoder").is_dir():  # a --shared-encoder run: one model in both roles
+        passage = document = load_encoder(str(run / "encoder"))
+    else:
+        passage = load_encoder(str(run / "passage-encoder"))
+        document = load_encoder(str(run / "document-encoder"))
     return {
         "queries": cached(folder / "queries.npy", lambda: passage.encode_queries(texts)),
         "passages": cached(folder / "passages.npy", lambda: passage.encode_passages(passage_texts(index.passages, ", "))),
