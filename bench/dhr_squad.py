@@ -22,6 +22,7 @@ import json
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,7 @@ class SquadSetting:
         return cls(ws, index, questions, nq_questions, gold, matchers + [None] * len(nq_questions),
                    *split_by_article(questions))
 
-    @property
+    @cached_property
     def query_row(self) -> dict[str, int]:
         return {q.id: i for i, q in enumerate(self.questions)}
 
@@ -121,7 +122,8 @@ class Bench:
 
     def grid(self, setup: dict, rows: np.ndarray):
         q = setup["passage"].apply(self.queries[rows])
-        passage = q @ setup["passage"].apply(self.passages).T
+        vectors = setup["passage"].apply(self.passages)
+        passage = q @ vectors.T
         documents = {}
         if setup["document"] is not None:
             qd = setup["document"].apply(self.document_queries[rows])
@@ -129,11 +131,10 @@ class Bench:
             if self.titles is not None:
                 documents["title"] = qd @ setup["document"].apply(self.titles).T
             # the centroid lives in the passage encoder's space, as in the dhr stage (document: centroid)
-            vectors = setup["passage"].apply(self.passages)
             centroid = np.add.reduceat(vectors, self.offsets[:-1], axis=0)
             centroid /= np.maximum(np.linalg.norm(centroid, axis=1, keepdims=True), 1e-12)
             documents["centroid"] = q @ centroid.T
-        context = context_scores(q, setup["passage"].apply(self.passages), self.offsets, self.owner)
+        context = context_scores(q, vectors, self.offsets, self.owner)
         return variant_grid(passage, documents, self.offsets, self.owner, context)
 
     def flat_r1(self, head, rows: np.ndarray) -> float:
@@ -248,8 +249,7 @@ def main() -> None:
     train_qs, eval_qs, train_articles = setting.train_qs, setting.eval_qs, setting.train_articles
     query_row, nq_rows = setting.query_row, setting.nq_rows
     rows = {"train": setting.rows(train_qs), "eval": setting.rows(eval_qs)}
-    row_of = {pid: i for i, pid in enumerate(index.passages.ids)}
-    squad_documents = {int(bench.owner[row_of[q.metadata["gold_passage"]]]) for q in questions}
+    squad_documents = {int(bench.owner[g]) for g in setting.gold[:len(questions)]}
     dim = squad_vectors.shape[1]
     zero = {**identity_setup(dim)}
     result: dict = {"corpus": {"passages": len(index), "documents": index.num_documents,

@@ -26,7 +26,6 @@ import numpy as np
 from bench.common import RESULTS_DIR, portable
 from bench.dhr_squad import Bench, SquadSetting, cached
 from bench.dhr_squad_heads import identity_setup
-from bench.dhr_squad_scores import best_lambdas
 from sleuth.models.registry import load_encoder
 from sleuth.systems.dhr.index import passage_texts
 
@@ -69,11 +68,11 @@ def main() -> None:
                            offsets=index.offsets, passage_document=index.passage_document, passages=index.passages)
     bench = Bench(setting.ws, view, vectors["queries"], setting.gold, setting.matchers, vectors["titles"],
                   vectors["document queries"])
-    train_rows, eval_rows, nq_rows = setting.rows(setting.train_qs), setting.rows(setting.eval_qs), setting.nq_rows
+    eval_rows, nq_rows = setting.rows(setting.eval_qs), setting.nq_rows
     setup = identity_setup(vectors["queries"].shape[1])
     zero_shot = json.loads((RESULTS_DIR / "dhr_squad.json").read_text())["zero-shot"]["chosen"]
-    chosen = {v: row["lam"] for v, row in zero_shot.items()}
-    measured = bench.measure(setup, eval_rows, {**best_lambdas(bench.r1(setup, train_rows)), **chosen}, nq_rows)
+    chosen = {v: row["lam"] for v, row in zero_shot.items()}  # the same grid of variants as here
+    measured = bench.measure(setup, eval_rows, chosen, nq_rows)
     oracle = {v: max(curve.items(), key=lambda kv: kv[1]) for v, curve in measured["curve"].items()}
     report = json.loads((args.run / "report.json").read_text())
     result = {"command": f"python -m bench.dhr_squad_finetuned --run {args.run.name} --round {args.round}",
