@@ -242,3 +242,37 @@ def test_pipeline_configs(tmp_path, groups, data_dir):
     config.write_text("stages:\n  - dhr: {mode: serial, lamda: 1}\n")
     with pytest.raises(ConfigError, match="unknown key 'lamda'"):
         validate_pipeline(config)
+    config.write_text("stages:\n  - dhr: {mode: parallel, document: max, length_prior: abc}\n")
+    with pytest.raises(ConfigError, match="stage 1 'dhr': could not convert string to float: 'abc'"):
+        load_pipeline(config, ws)  # a word where a number belongs: one line naming the stage, no traceback
+
+
+def test_length_prior(index, encoder):
+    counts = np.diff(index.offsets)
+    assert counts.max() >= 2 * counts.min()  # the fixture's documents differ in length (4 to 12 passages)
+    prior = index.length_prior(0.05)
+    np.testing.assert_allclose(prior, 0.05 * np.log(counts), atol=1e-6)
+    queries = encoder.encode_queries([q.text for q in QUESTIONS])
+    p = queries @ np.asarray(index.passage_vectors).T
+    best = index.document_scores(queries, "max")[:, index.passage_document]
+    expected = p + 1.0 * best + prior[index.passage_document]
+    parallel = dhr(index, mode="parallel", k2=len(index), lam=1.0, document="max", length_prior=0.05,
+                   document_encoder=encoder, passage_encoder=encoder).transform(QUESTIONS)
+    serial = dhr(index, k1=index.num_documents, k2=len(index), lam=1.0, document="max", length_prior=0.05,
+                 document_encoder=encoder, passage_encoder=encoder).transform(QUESTIONS)
+    plain = dhr(index, mode="parallel", k2=len(index), lam=1.0, document="max", document_encoder=encoder,
+                passage_encoder=encoder).transform(QUESTIONS)
+    row_of = {pid: i for i, pid in enumerate(index.passages.ids)}
+    for i, query in enumerate(QUESTIONS):
+        hits = parallel[query.id]
+        rows = [row_of[h.id] for h in hits]
+        assert [h.score for h in hits] == pytest.approx(expected[i, rows].tolist(), abs=1e-5)
+        assert [h.extras["document_prior"] for h in hits] == pytest.approx(prior[index.passage_document[rows]], abs=1e-6)
+        assert [h.id for h in serial[query.id]] == [h.id for h in hits]  # both modes add the same prior
+        assert "document_prior" not in plain[query.id][0].extras
+    # the prior moves passages of long documents up against plain DHR: some ranking differs
+    assert any([h.id for h in parallel[q.id]] != [h.id for h in plain[q.id]] for q in QUESTIONS)
+    # re-ranking by lambda keeps the prior (it does not depend on lambda)
+    assert [h.id for h in rerank_with_lambda(serial, 1.0)["q2"]] == [h.id for h in serial["q2"]]
+    with pytest.raises(ConfigError, match="length_prior must be a number >= 0"):
+        dhr(index, mode="parallel", length_prior=-0.1, document_encoder=encoder, passage_encoder=encoder)

@@ -235,6 +235,10 @@ class HierarchicalIndex:
             self._centroids = (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
         return self._centroids
 
+    def length_prior(self, beta: float) -> np.ndarray:
+        """Per document, :func:`document_length_prior` of its passage count."""
+        return document_length_prior(np.diff(self.offsets), beta)
+
     def document_matrix(self, document: str = "summary") -> np.ndarray:
         """The document vectors a document score uses: "summary" (the encoded representation, title + lead + table
         of contents) or "centroid" (the unit mean of the document's passage vectors)."""
@@ -268,9 +272,10 @@ class HierarchicalIndex:
 
     def scan_passages(self, query_vectors: np.ndarray, k: int, document_weight: float = 0.0,
                       document_scores: np.ndarray | None = None,
-                      combine: str = "add") -> tuple[np.ndarray, np.ndarray]:
+                      combine: str = "add", document_prior: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Exhaustive top-k over all passages of the passage score combined with ``document_weight`` times the
-        document score by :func:`combine_scores` (``combine``: add or gate).
+        document score by :func:`combine_scores` (``combine``: add or gate), plus ``document_prior`` (one value per
+        document, e.g. :meth:`length_prior`) when given.
 
         With ``document_weight`` 0 this is flat passage search (DHR-P alone); otherwise ``document_scores``
         (queries x documents) must be given: the parallel mode of DHR. Passages are scored in blocks of SCAN_CHUNK.
@@ -287,12 +292,20 @@ class HierarchicalIndex:
             if document_weight and document_scores is not None:  # checked above: a weight comes with scores
                 block = combine_scores(block, document_scores[:, self.passage_document[start:stop]],
                                        document_weight, combine)
+            if document_prior is not None:
+                block = block + document_prior[self.passage_document[start:stop]]
             rows = np.concatenate([best_rows, np.broadcast_to(np.arange(start, stop), block.shape)], axis=1)
             scores = np.concatenate([best_scores, block], axis=1)
             keep = np.stack([top_k(row, k) for row in scores])
             best_rows = np.take_along_axis(rows, keep, axis=1)
             best_scores = np.take_along_axis(scores, keep, axis=1)
         return best_rows, best_scores
+
+
+def document_length_prior(counts: np.ndarray, beta: float) -> np.ndarray:
+    """``beta * log(count)`` per document (0 for a one-passage or empty document): a document prior that favours the
+    passages of long documents, added to every passage of the document."""
+    return (np.float32(beta) * np.log(np.maximum(counts, 1)).astype(np.float32)).astype(np.float32)
 
 
 def combine_scores(passage_scores: np.ndarray, document_scores: np.ndarray, lam: float,

@@ -21,11 +21,13 @@ PREFERRED = 1.0  # among equally good lambdas, the one closest to the recipe's v
 
 
 def rerank_with_lambda(run: Run, lam: float, k: int | None = None) -> Run:
-    """Each ranking re-scored as ``passage_score + lam * document_score`` (from the hits' extras), best first."""
+    """Each ranking re-scored as ``passage_score + lam * document_score`` (+ ``document_prior`` where a hit has one:
+    the length prior does not depend on lambda), from the hits' extras, best first."""
     reranked = Run()
     for qid, hits in run.items():
         try:
-            scores = [h.extras["passage_score"] + lam * h.extras["document_score"] for h in hits]
+            scores = [h.extras["passage_score"] + lam * h.extras["document_score"] + h.extras.get("document_prior", 0.0)
+                      for h in hits]
         except KeyError:
             raise ConfigError("re-ranking by lambda needs hits with passage_score and document_score extras "
                               "(the output of PassageInDocuments)") from None

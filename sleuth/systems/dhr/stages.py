@@ -9,6 +9,10 @@
 
 ``DocumentRetrieve(index, k=100) >> PassageInDocuments(index, lam=1.0, k=100)`` is the serial DHR of the paper; with
 k1 covering every document it ranks exactly as :class:`ParallelDHR`.
+
+``length_prior`` (beta, both modes) adds ``beta * log(passages of the document)`` to every passage's final score: a
+document-length prior, not a relevance score (sleuth's measured addition for corpora mixing long and short documents;
+see the system README). Hits then carry it in ``document_prior``.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from sleuth.systems.dhr.index import (
     DOCUMENT_SCORES,
     HierarchicalIndex,
     combine_scores,
+    document_length_prior,
     top_k,
 )
 
@@ -62,6 +67,24 @@ def resolve_passage_encoder(index: HierarchicalIndex, encoder: Encoder | None, d
     """The given passage encoder (checked against the index), or the one the index was built with."""
     encoder = encoder or encoder_from_spec(index.passage_encoder_spec, device=device)
     return check_encoder(encoder, index.passage_vectors.shape[1], "passage")
+
+
+def check_length_prior(beta: float, name: str) -> float:
+    """``beta`` as a float when it is a finite number >= 0, else a ConfigError naming the stage."""
+    beta = float(beta)
+    if not np.isfinite(beta) or beta < 0:
+        raise ConfigError(f"{name}: length_prior must be a number >= 0, got {beta}")
+    return beta
+
+
+def document_priors(index: HierarchicalIndex, beta: float) -> np.ndarray | None:
+    """The index's per-document length prior for ``beta`` (None when ``beta`` is 0: no prior)."""
+    return index.length_prior(beta) if beta else None
+
+
+def prior_extras(index: HierarchicalIndex, row: int, prior: np.ndarray | None) -> dict[str, float]:
+    """``{"document_prior": ...}``, the passage row's document prior, when a prior is set, else {}."""
+    return {} if prior is None else {"document_prior": float(prior[index.passage_document[row]])}
 
 
 def passage_hit(index: HierarchicalIndex, row: int, score: float, **extras) -> Hit:
@@ -139,10 +162,12 @@ class PassageInDocuments(Stage):
     """
 
     def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA,
-                 k: int = 100, name: str = "dhr_passages", device: str = "cpu", combine: str = "add"):
+                 k: int = 100, name: str = "dhr_passages", device: str = "cpu", combine: str = "add",
+                 length_prior: float = 0.0):
         if k < 1:
             raise ConfigError(f"{name}: k must be at least 1, got {k}")
         self.index, self.lam, self.k, self.name = index, float(lam), k, name
+        self.length_prior = check_length_prior(length_prior, name)
         self.combine = check_choice(combine, COMBINATIONS, "score combination")
         self.encoder = resolve_passage_encoder(index, encoder, device)
 
@@ -163,27 +188,32 @@ class PassageInDocuments(Stage):
             raise ConfigError(f"{self.name} needs candidate documents: put a document stage before it "
                               "(dhr_documents, or use the dhr stage)")
         vectors = self.encoder.encode_queries([q.text for q in queries])
+        prior = document_priors(self.index, self.length_prior)
         run = Run()
         for query, vector in zip(queries, vectors):
             doc_rows, doc_scores = self.document_rows(candidates.get(query.id, []))
             ranked = rank_passages_in_documents(self.index, vector, doc_rows, doc_scores, self.lam, self.k,
-                                                self.combine)
-            run[query.id] = [passage_hit(self.index, row, final, passage_score=p, document_score=d, document_rank=r)
+                                                self.combine, self.length_prior)
+            run[query.id] = [passage_hit(self.index, row, final, passage_score=p, document_score=d, document_rank=r,
+                                         **prior_extras(self.index, row, prior))
                              for row, final, p, d, r in zip(*(a.tolist() for a in ranked))]
         return run
 
 
 def rank_passages_in_documents(index: HierarchicalIndex, query_vector: np.ndarray, document_rows: np.ndarray,
                                document_scores: np.ndarray, lam: float, k: int,
-                               combine: str = "add") -> tuple[np.ndarray, ...]:
+                               combine: str = "add", length_prior: float = 0.0) -> tuple[np.ndarray, ...]:
     """Stage 2 for one query: gather the passages of the given documents, score them with one matrix product,
-    combine (Eq. 3, or the gate: :func:`combine_scores`) and keep the top ``k``. Returns passage rows, final scores, passage scores, document scores and
-    1-based document ranks (the documents' order as given), best first."""
+    combine (Eq. 3, or the gate: :func:`combine_scores`), add the length prior and keep the top ``k``. Returns passage
+    rows, final scores, passage scores, document scores and 1-based document ranks (the documents' order as given),
+    best first."""
     counts = index.offsets[document_rows + 1] - index.offsets[document_rows]
     rows = index.passage_rows(document_rows)
     passage_scores = index.score_passages(query_vector, rows)
     per_passage = np.repeat(np.asarray(document_scores, dtype=np.float32), counts)
     final = combine_scores(passage_scores, per_passage, lam, combine)
+    if length_prior:
+        final = final + np.repeat(document_length_prior(counts, length_prior), counts)
     best = top_k(final, k)
     ranks = np.repeat(np.arange(1, len(document_rows) + 1), counts)
     return rows[best], final[best], passage_scores[best], per_passage[best], ranks[best]
@@ -194,8 +224,10 @@ class ParallelDHR(Stage):
 
     def __init__(self, index: HierarchicalIndex, document_encoder: Encoder | None = None,
                  passage_encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA, k: int = 100,
-                 name: str = "dhr_parallel", device: str = "cpu", document: str = "summary", combine: str = "add"):
+                 name: str = "dhr_parallel", device: str = "cpu", document: str = "summary", combine: str = "add",
+                 length_prior: float = 0.0):
         self.index, self.lam, self.k, self.name = index, float(lam), k, name
+        self.length_prior = check_length_prior(length_prior, name)
         self.document = check_choice(document, DOCUMENT_SCORES, "document score")
         self.combine = check_choice(combine, COMBINATIONS, "score combination")
         self.passage_encoder = resolve_passage_encoder(index, passage_encoder, device)
@@ -206,13 +238,16 @@ class ParallelDHR(Stage):
         texts = [q.text for q in queries]
         document_scores = self.index.document_scores(self.document_encoder.encode_queries(texts), self.document)
         passage_vectors = self.passage_encoder.encode_queries(texts)
+        prior = document_priors(self.index, self.length_prior)
         rows, scores = self.index.scan_passages(passage_vectors, self.k, document_weight=self.lam,
-                                                document_scores=document_scores, combine=self.combine)
+                                                document_scores=document_scores, combine=self.combine,
+                                                document_prior=prior)
         run = Run()
         for i, query in enumerate(queries):
             doc_scores = document_scores[i, self.index.passage_document[rows[i]]]
             own = self.index.score_passages(passage_vectors[i], rows[i])
-            run[query.id] = [passage_hit(self.index, row, score, passage_score=float(p), document_score=float(d))
+            run[query.id] = [passage_hit(self.index, row, score, passage_score=float(p), document_score=float(d),
+                                         **prior_extras(self.index, row, prior))
                              for row, score, p, d in zip(rows[i].tolist(), scores[i].tolist(), own.tolist(),
                                                          doc_scores.tolist())]
         return run
@@ -235,17 +270,19 @@ class PassageRetrieve(Stage):
 def dhr(index: HierarchicalIndex, *, mode: str = "serial", k1: int = DEFAULT_K1, k2: int = 100,
         lam: float = DEFAULT_LAMBDA, document_encoder: Encoder | None = None, passage_encoder: Encoder | None = None,
         bm25: BM25Index | None = None, device: str = "cpu", name: str = "dhr", document: str = "summary",
-        combine: str = "add") -> Stage:
-    """The DHR pipeline: serial ``DocumentRetrieve(k1) >> PassageInDocuments(lam, k2)`` or :class:`ParallelDHR`."""
+        combine: str = "add", length_prior: float = 0.0) -> Stage:
+    """The DHR pipeline: serial ``DocumentRetrieve(k1) >> PassageInDocuments(lam, k2)`` or :class:`ParallelDHR`;
+    ``length_prior`` adds ``beta * log(passages of the document)`` to each passage's score in both modes."""
     if mode not in MODES:
         raise ConfigError(f"dhr: unknown mode '{mode}' (known: {', '.join(MODES)})")
     if mode == "parallel":
         if bm25 is not None:
             raise ConfigError("dhr: the parallel mode scores documents densely; BM25 documents need mode serial")
         return ParallelDHR(index, document_encoder, passage_encoder, lam=lam, k=k2, name=name, device=device,
-                           document=document, combine=combine)
+                           document=document, combine=combine, length_prior=length_prior)
     documents = DocumentRetrieve(index, passage_encoder if document != "summary" else document_encoder, k=k1,
                                  device=device, bm25=bm25, document=document)
-    stage = documents >> PassageInDocuments(index, passage_encoder, lam=lam, k=k2, device=device, combine=combine)
+    stage = documents >> PassageInDocuments(index, passage_encoder, lam=lam, k=k2, device=device, combine=combine,
+                                            length_prior=length_prior)
     stage.name = name
     return stage
