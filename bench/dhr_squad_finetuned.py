@@ -7,8 +7,10 @@ plus the run's document encoder (the document objective); both saw the same trai
 steps. A ``--shared-encoder`` run (one model for both roles) is scored the same way. Lambda: the fine-tuned encoders
 were trained on the train articles, so lambda is not chosen there; every variant is reported at the lambda the
 zero-shot model chose on the train articles (``zero-shot lambda``) and at the best lambda on the evaluation articles
-themselves (``oracle``, an upper bound that is not a fair result). The NQ questions search the
-same corpus (column NQ), as in ``bench.dhr_squad``. Vectors are cached under $SLEUTH_HOME/dhr-squad/<run name>.
+themselves (``oracle``, an upper bound that is not a fair result). The default ``dhr`` score (``p + 1.0 * max_doc p +
+beta log n``, beta as shipped in the ``dhr`` pipeline, chosen zero-shot by ``bench.dhr_squad_prior``) is scored
+with the fine-tuned passage encoder too. The NQ questions search the same corpus (column NQ), as in
+``bench.dhr_squad``. Vectors are cached under $SLEUTH_HOME/dhr-squad/<run name>.
 
     SLEUTH_HOME=/work/cache-dhr python -m bench.dhr_squad_finetuned --run RUN_DIR [--round 1]
 """
@@ -26,6 +28,9 @@ import numpy as np
 from bench.common import RESULTS_DIR, portable
 from bench.dhr_squad import Bench, SquadSetting, cached
 from bench.dhr_squad_heads import identity_setup
+from bench.dhr_squad_prior import Scores, prior_scores
+from bench.dhr_squad_scores import gold_ranks, recall_measures
+from sleuth.pipelines.config import read_config
 from sleuth.models.registry import load_encoder
 from sleuth.systems.dhr.index import passage_texts
 
@@ -74,12 +79,18 @@ def main() -> None:
     chosen = {v: row["lam"] for v, row in zero_shot.items()}  # the same grid of variants as here
     measured = bench.measure(setup, eval_rows, chosen, nq_rows)
     oracle = {v: max(curve.items(), key=lambda kv: kv[1]) for v, curve in measured["curve"].items()}
+    scores = Scores(setting, vectors["queries"], vectors["titles"], vectors["passages"], vectors["summaries"])
+    beta = shipped_length_prior()
+    default_dhr = {name: recall_measures(gold_ranks(prior_scores(scores, rows, beta, with_max=True),
+                                                    setting.gold[rows]))
+                   for name, rows in (("eval", eval_rows), ("NQ", nq_rows))}
     report = json.loads((args.run / "report.json").read_text())
     result = {"command": f"python -m bench.dhr_squad_finetuned --run {args.run.name} --round {args.round}",
               "training": {"config": report.get("config"), "train questions": report.get("train_questions"),
                            "round": report["rounds"][args.round - 1] if report.get("rounds") else None},
               "train articles": setting.train_articles, "zero-shot lambda": measured["chosen"],
               "oracle": {v: {"lam": lam, "R@1": r1} for v, (lam, r1) in oracle.items()},
+              f"default dhr score (length prior {beta})": default_dhr,
               "curve": measured["curve"], "seconds": round(time.perf_counter() - started, 1)}
     path = RESULTS_DIR / f"{args.name}.json"
     text = json.dumps(result, indent=1).replace(str(args.run.resolve()), args.run.name)  # the run by its name
@@ -91,7 +102,16 @@ def main() -> None:
             print(f"{variant:16s} lam {row['lam']:<5} R@1 {row['R@1']:.3f} ({row['R@1'] - flat:+.3f}) "
                   f"R@20 {row['R@20']:.3f} NQ R@1 {row['NQ R@1']:.3f}  oracle lam {oracle[variant][0]} "
                   f"R@1 {oracle[variant][1]:.3f}")
+    print(f"default dhr score (max add, lam 1, length prior {beta}): R@1 {default_dhr['eval']['R@1']:.3f} "
+          f"({default_dhr['eval']['R@1'] - flat:+.3f}) R@20 {default_dhr['eval']['R@20']:.3f} "
+          f"NQ R@1 {default_dhr['NQ']['R@1']:.3f}")
     print(f"wrote {path}")
+
+
+def shipped_length_prior() -> float:
+    """The ``length_prior`` of the shipped ``dhr`` pipeline."""
+    stage = read_config("dhr")["stages"][0]["dhr"]
+    return float(stage.get("length_prior", 0.0))
 
 
 if __name__ == "__main__":

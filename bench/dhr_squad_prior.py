@@ -38,12 +38,15 @@ DOCUMENT_FEATURES = ("summary", "title", "centroid", "lse 0.05", "lse 0.1", "lse
 class Scores:
     """Per question set: the flat passage scores and every feature, over all passages (queries x passages)."""
 
-    def __init__(self, setting: SquadSetting, queries: np.ndarray, titles: np.ndarray):
-        index = setting.index
-        self.passages = np.asarray(index.passage_vectors)
-        self.summaries, self.titles = np.asarray(index.document_vectors), titles
+    def __init__(self, setting: SquadSetting, queries: np.ndarray, titles: np.ndarray,
+                 passages: np.ndarray | None = None, summaries: np.ndarray | None = None):
+        index = setting.index  # its vectors unless other ``passages`` / ``summaries`` (another encoder's) are given
+        self.passages = np.asarray(index.passage_vectors if passages is None else passages)
+        self.summaries = np.asarray(index.document_vectors if summaries is None else summaries)
+        self.titles = titles
         self.offsets, self.owner = np.asarray(index.offsets), np.asarray(index.passage_document)
-        self.centroids = np.asarray(index.centroids)
+        centroids = np.add.reduceat(self.passages, self.offsets[:-1], axis=0)
+        self.centroids = centroids / np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
         self.logn = np.log(np.diff(self.offsets)).astype(np.float32)[self.owner]
         self.queries, self.gold = queries, setting.gold
 
@@ -100,13 +103,18 @@ def choose(rows: list[dict]) -> dict:
     return max(allowed, key=lambda r: r["train R@1"])
 
 
+def prior_scores(scores: Scores, rows: np.ndarray, beta: float, with_max: bool) -> np.ndarray:
+    """``p (+ 1.0 * max_doc p) + beta log n`` for the questions ``rows`` (with_max: the default ``dhr`` score)."""
+    p = scores.passage(rows)
+    if with_max:
+        p = p + np.maximum.reduceat(p, scores.offsets[:-1], axis=1)[:, scores.owner]
+    return p + np.float32(beta) * scores.logn
+
+
 def prior_family(scores: Scores, sets: dict[str, np.ndarray], with_max: bool) -> dict:
     """``p (+ max_doc p) + beta log n`` for every beta: R@1 per set, the chosen beta and its full measures."""
     def final(rows: np.ndarray, beta: float) -> np.ndarray:
-        p = scores.passage(rows)
-        if with_max:
-            p = p + np.maximum.reduceat(p, scores.offsets[:-1], axis=1)[:, scores.owner]
-        return p + np.float32(beta) * scores.logn
+        return prior_scores(scores, rows, beta, with_max)
 
     def r1(rows: np.ndarray, beta: float) -> float:
         return float(np.mean(gold_ranks(final(rows, beta), scores.gold[rows]) <= 1))
