@@ -30,8 +30,8 @@ from bench.dhr_squad import Bench, SquadSetting, cached
 from bench.dhr_squad_heads import identity_setup
 from bench.dhr_squad_prior import Scores, prior_scores
 from bench.dhr_squad_scores import gold_ranks, recall_measures
-from sleuth.pipelines.config import read_config
 from sleuth.models.registry import load_encoder
+from sleuth.pipelines.config import read_config
 from sleuth.systems.dhr.index import passage_texts
 
 ROWS = ("flat", "max add", "summary add", "summary gate", "summary z", "centroid add", "centroid gate", "title add",
