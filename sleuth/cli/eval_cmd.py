@@ -105,12 +105,9 @@ def eval_command(
         raise ConfigError("no queries to evaluate")
     source = corpus_source(corpus_path, fmt, field) if names else None  # --index folders only: no corpus read
     if source is not None and distractors:
-        from dataclasses import fields
+        from sleuth.pipelines.mixed_source import with_distractors
 
-        from sleuth.pipelines.mixed_source import MixedCorpusSource
-
-        source = MixedCorpusSource(**{f.name: getattr(source, f.name) for f in fields(source)},
-                                   distractors=tuple(distractors))
+        source = with_distractors(source, distractors)
     ws = workspace(source, device, progress=not as_json)
     if ray_address is not None:
         run_on_ray(ray_address, ray_workers, names, index or [], depth, source, ws, device, query_list, judged,

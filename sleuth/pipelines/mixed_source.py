@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -40,3 +40,11 @@ class MixedCorpusSource(CorpusSource):
 
     def info(self) -> dict[str, Any]:
         return {**super().info(), "distractors": [str(p) for p in self.distractors]}
+
+
+def with_distractors(source: CorpusSource, distractors: Sequence[Path] | None) -> CorpusSource:
+    """``source`` with the ``distractors`` corpora mixed in (``source`` itself when there are none)."""
+    if not distractors:
+        return source
+    return MixedCorpusSource(**{f.name: getattr(source, f.name) for f in fields(source)},
+                             distractors=tuple(distractors))

@@ -37,6 +37,12 @@ def test_compare_and_tune(sleuth, nq_slice, tmp_path):
     choice = json.loads(tuned.stdout.strip().splitlines()[-1])
     assert 0.0 <= choice["lambda"] <= 2.0 and len(choice["coarse"]) == 21
     assert choice["Top-5"] == max(choice["coarse"].values())
+    prior = sleuth("dhr", "tune", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
+                   "--split", "all", "--search", "length-prior", "--metric-k", "1")
+    assert prior.returncode == 0, prior.stderr
+    choice = json.loads(prior.stdout.strip().splitlines()[-1])
+    assert choice["search"] == "length-prior" and 0.0 <= choice["length_prior"] <= 0.1
+    assert len(choice["coarse"]) == 21 and choice["Top-1"] >= max(choice["coarse"].values())
 
 
 def test_bad_inputs_are_one_line_errors(sleuth, nq_slice, tmp_path):
@@ -49,6 +55,8 @@ def test_bad_inputs_are_one_line_errors(sleuth, nq_slice, tmp_path):
           "--out", tmp_path / "out", "--passage-negatives", "bm25"), "KIND=COUNT"),
         (("dhr", "train", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
           "--out", tmp_path / "out", "--passage-negatives", "random=1", "--rounds", "1"), "unknown passage negative"),
+        (("dhr", "tune", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
+          "--search", "beta"), "unknown search 'beta'"),
     ):
         result = sleuth(*args)
         assert result.returncode == 2, result.stderr

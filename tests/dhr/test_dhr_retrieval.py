@@ -18,7 +18,7 @@ from sleuth.models.registry import load_encoder
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.dhr.accuracy import document_run, hierarchical_accuracy
 from sleuth.systems.dhr.index import HierarchicalIndex, passage_offsets, rows_of_documents, top_k
-from sleuth.systems.dhr.lambda_search import grid, rerank_with_lambda, search_lambda
+from sleuth.systems.dhr.lambda_search import grid, rerank_with_lambda, rerank_with_prior, search_lambda
 from sleuth.systems.dhr.stages import DocumentRetrieve, PassageInDocuments, PassageRetrieve, combine_scores, dhr
 from sleuth.systems.dhr.structure import split_documents
 
@@ -222,6 +222,14 @@ def test_accuracy_and_lambda_search(index, encoder):
     assert grid(0.0, 0.2, 0.1) == [0.0, 0.1, 0.2]
     with pytest.raises(ConfigError):
         rerank_with_lambda(Run({"q": [Hit("a", 1.0)]}), 1.0)
+    # the length prior re-ranks by document length: a long document's passage overtakes a slightly better short one
+    run = Run({"q": [Hit("short-1", 1.01, "short"), Hit("long-1", 1.0, "long")]})
+    lifted = rerank_with_prior(run, 0.05, {"long": float(np.log(10)), "short": 0.0})
+    assert [h.id for h in lifted["q"]] == ["long-1", "short-1"]
+    assert lifted["q"][0].score == pytest.approx(1.0 + 0.05 * np.log(10))
+    assert [h.id for h in rerank_with_prior(run, 0.0, {"long": 2.3})["q"]] == ["short-1", "long-1"]
+    # ties go to the preferred value: 0 for a prior (no prior unless it helps)
+    assert search_lambda(lambda beta: 1.0, (0.0, 0.1, 0.005), 0.001, 0.005, preferred=0.0).best == 0.0
 
 
 def test_pipeline_configs(tmp_path, groups, data_dir):

@@ -28,6 +28,8 @@ from sleuth.stages.run import Run
 dhr_app = typer.Typer(help="Dense hierarchical retrieval (DHR): train, tune lambda, compare with flat retrieval.",
                       no_args_is_help=True)
 SPLITS = ("dev", "train", "all")
+SEARCHES = ("lambda", "length-prior")  # what `sleuth dhr tune` chooses
+PRIOR_DEPTH = 100  # passages per question re-ranked for each length prior
 
 
 def select_questions(path: Path, split: str, dev_fraction: float, seed: int) -> list[Query]:
@@ -48,12 +50,14 @@ class Setup:
     """The corpus workspace, the hierarchical index and its two encoders, shared by the rows of one command."""
 
     def __init__(self, corpus: Path, fmt: str | None, splitter: str, grouping: str, index: Path | None,
-                 document_encoder: str, passage_encoder: str, factory: str, separator: str, device: str):
+                 document_encoder: str, passage_encoder: str, factory: str, separator: str, device: str,
+                 distractors: list[Path] | None = None):
         from sleuth.index.dense import VectorSearch
         from sleuth.models.registry import encoder_from_spec
+        from sleuth.pipelines.mixed_source import with_distractors
         from sleuth.systems.dhr.builders import hierarchical_index
 
-        self.source = corpus_source(corpus, fmt, None, splitter)
+        self.source = with_distractors(corpus_source(corpus, fmt, None, splitter), distractors)
         self.ws = workspace(self.source, device)
         self.index = hierarchical_index(self.ws, str(index) if index else None, document_encoder, passage_encoder,
                                         VectorSearch(factory), separator, grouping)
@@ -146,6 +150,8 @@ def rows_table(rows: list[dict], ks: list[int], title: str):
 # ---------------------------------------------------------------------------------------------------- options
 CORPUS = typer.Option(..., help="Corpus file or folder (e.g. ../shared/data/nq/corpus.jsonl).")
 QUESTIONS = typer.Option(..., help="Questions JSONL (id, question, answers).")
+DISTRACTORS = typer.Option(None, "--distractors", help="Further corpus (repeatable) indexed with --corpus as "
+                                                       "distractor documents.")
 INDEX = typer.Option(None, help="A hierarchical index directory (e.g. <train out>/round2/index); default: build "
                                 "one for the corpus with --document-encoder/--passage-encoder (cached).")
 
@@ -194,33 +200,71 @@ def tune_command(
     grouping: str = typer.Option("auto"), document_encoder: str = typer.Option("minilm"),
     passage_encoder: str = typer.Option("minilm"), factory: str = typer.Option("Flat"),
     separator: str = typer.Option(", "),
+    distractors: list[Path] | None = DISTRACTORS,
     split: str = typer.Option("dev", help="Questions to tune on (dev by default)."),
     dev_fraction: float = typer.Option(0.2), seed: int = typer.Option(13),
-    k1: int = typer.Option(100, help="Documents passed to the passage stage."),
+    search: str = typer.Option("lambda", help="lambda: the paper's serial DHR lambda; length-prior: the length_prior "
+                                               "of the default dhr score (parallel, document max, lambda 1)."),
+    k1: int = typer.Option(100, help="Documents passed to the passage stage (search lambda)."),
     metric_k: int = typer.Option(20, "--metric-k", help="Maximise passage-level Top-k accuracy (the paper: 20)."),
     device: str = typer.Option("cpu"),
 ) -> None:
-    """Grid-search lambda (0..2 step 0.1, then step 0.01 around the best) for serial DHR's Top-k accuracy."""
+    """Grid-search serial DHR's lambda (0..2 step 0.1, then step 0.01 around the best), or the default dhr score's
+    length prior (0..0.1 step 0.005, then 0.001), for passage-level Top-k accuracy on the chosen questions."""
     from sleuth.eval.answers import top_k_accuracy
-    from sleuth.systems.dhr.lambda_search import rerank_with_lambda, search_lambda
-    from sleuth.systems.dhr.stages import DocumentRetrieve, PassageInDocuments
 
+    if search not in SEARCHES:
+        raise ConfigError(f"unknown search '{search}' (known: {', '.join(SEARCHES)})")
     chosen = select_questions(questions, split, dev_fraction, seed)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
-                  device)
-    documents = DocumentRetrieve(setup.index, setup.document_encoder, k=k1).transform(chosen)
-    every = PassageInDocuments(setup.index, setup.passage_encoder, lam=0.0, k=len(setup.index))
-    scored = every.transform(chosen, documents)  # every candidate passage with its two scores, searched once
+                  device, distractors)
     answers = {q.id: q.metadata["answers"] for q in chosen}
     name = f"Top-{metric_k}"
-    search = search_lambda(lambda lam: top_k_accuracy(rerank_with_lambda(scored, lam, metric_k), None, answers,
-                                                      [metric_k])[name])
-    coarse = "  ".join(f"{lam:g}:{100 * v:.1f}" for lam, v in search.coarse.items())
+    scored, rerank = (lambda_candidates if search == "lambda" else prior_candidates)(setup, chosen, k1, metric_k)
+    result = search_values(lambda value: top_k_accuracy(rerank(scored, value, metric_k), None, answers,
+                                                        [metric_k])[name], search)
+    coarse = "  ".join(f"{v:g}:{100 * m:.1f}" for v, m in result.coarse.items())
     console.print(f"coarse grid ({name} %): {coarse}")
-    fine = "  ".join(f"{lam:g}:{100 * v:.1f}" for lam, v in search.fine.items())
+    fine = "  ".join(f"{v:g}:{100 * m:.1f}" for v, m in result.fine.items())
     console.print(f"fine grid ({name} %): {fine}")
-    print(json.dumps({"lambda": search.best, name: search.best_value, "questions": len(chosen), "k1": k1,
-                      "coarse": search.coarse, "fine": search.fine}))
+    key = "lambda" if search == "lambda" else "length_prior"
+    print(json.dumps({key: result.best, name: result.best_value, "questions": len(chosen), "search": search,
+                      **({"k1": k1} if search == "lambda" else {}), "coarse": result.coarse, "fine": result.fine}))
+
+
+def lambda_candidates(setup: Setup, questions: list[Query], k1: int, metric_k: int):
+    """Every passage of the top-k1 documents with its passage and document scores (searched once), and the re-ranker
+    for a lambda."""
+    from sleuth.systems.dhr.lambda_search import rerank_with_lambda
+    from sleuth.systems.dhr.stages import DocumentRetrieve, PassageInDocuments
+
+    documents = DocumentRetrieve(setup.index, setup.document_encoder, k=k1).transform(questions)
+    every = PassageInDocuments(setup.index, setup.passage_encoder, lam=0.0, k=len(setup.index))
+    return every.transform(questions, documents), rerank_with_lambda
+
+
+def prior_candidates(setup: Setup, questions: list[Query], k1: int, metric_k: int):
+    """The default dhr score's top passages without a prior (parallel, document max, lambda 1; searched once), and
+    the re-ranker that adds a length prior."""
+    import numpy as np
+
+    from sleuth.systems.dhr.lambda_search import rerank_with_prior
+    from sleuth.systems.dhr.stages import ParallelDHR
+
+    stage = ParallelDHR(setup.index, setup.document_encoder, setup.passage_encoder, lam=1.0,
+                        k=max(PRIOR_DEPTH, metric_k), document="max")
+    counts = np.maximum(np.diff(setup.index.offsets), 1)
+    log_lengths = dict(zip(setup.index.documents.ids, np.log(counts).tolist()))
+    return stage.transform(questions), (lambda run, beta, k: rerank_with_prior(run, beta, log_lengths, k))
+
+
+def search_values(metric, search: str):
+    """The two-level grid search of lambda, or of the length prior (ties: the smaller prior)."""
+    from sleuth.systems.dhr.lambda_search import PRIOR_COARSE, search_lambda
+
+    if search == "lambda":
+        return search_lambda(metric)
+    return search_lambda(metric, PRIOR_COARSE, fine_step=0.001, fine_radius=0.005, preferred=0.0)
 
 
 def register(app: typer.Typer, train_app: typer.Typer) -> None:

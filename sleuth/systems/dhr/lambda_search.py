@@ -1,5 +1,6 @@
 """Tuning DHR's lambda (paper section 5.3): grid search over [0, 2] in steps of 0.1, then steps of 0.01 within
-+-0.05 of the best coarse value, maximising a dev-set metric (the paper: Top-20 accuracy).
++-0.05 of the best coarse value, maximising a dev-set metric (the paper: Top-20 accuracy). The same two-level search
+picks the length prior of the default ``dhr`` score (:func:`rerank_with_prior`, grid PRIOR_COARSE).
 
 The stage-1 documents and stage-2 passage scores do not depend on lambda, so a run scored once with every candidate
 passage (carrying ``passage_score`` and ``document_score`` extras) is re-ranked for each lambda without new searches.
@@ -18,6 +19,7 @@ from sleuth.stages.run import Run
 COARSE = (0.0, 2.0, 0.1)  # range and step of the first grid
 FINE_STEP, FINE_RADIUS = 0.01, 0.05  # second grid: this step within this distance of the best coarse value
 PREFERRED = 1.0  # among equally good lambdas, the one closest to the recipe's value wins
+PRIOR_COARSE = (0.0, 0.1, 0.005)  # length prior: range and step of the first grid (then 0.001 steps within 0.005)
 
 
 def rerank_with_lambda(run: Run, lam: float, k: int | None = None) -> Run:
@@ -32,6 +34,17 @@ def rerank_with_lambda(run: Run, lam: float, k: int | None = None) -> Run:
             raise ConfigError("re-ranking by lambda needs hits with passage_score and document_score extras "
                               "(the output of PassageInDocuments)") from None
         rescored = [h.with_score(s) for h, s in zip(hits, scores)]
+        rescored.sort(key=lambda h: (-h.score, h.id))
+        reranked[qid] = rescored[:k] if k is not None else rescored
+    return reranked
+
+
+def rerank_with_prior(run: Run, beta: float, log_lengths: dict[str, float], k: int | None = None) -> Run:
+    """Each ranking re-scored as its score + ``beta * log_lengths[doc_id]`` (the length prior of the default ``dhr``
+    score, for hits scored without one), best first."""
+    reranked = Run()
+    for qid, hits in run.items():
+        rescored = [h.with_score(h.score + beta * log_lengths.get(h.doc_id or "", 0.0)) for h in hits]
         rescored.sort(key=lambda h: (-h.score, h.id))
         reranked[qid] = rescored[:k] if k is not None else rescored
     return reranked
@@ -53,22 +66,24 @@ class LambdaSearch:
     fine: dict[float, float]
 
 
-def pick(values: dict[float, float]) -> float:
-    """The lambda with the highest metric (ties: closest to PREFERRED, then the smaller)."""
+def pick(values: dict[float, float], preferred: float = PREFERRED) -> float:
+    """The value with the highest metric (ties: closest to ``preferred``, then the smaller)."""
     top = max(values.values())
-    return min((lam for lam, v in values.items() if np.isclose(v, top)), key=lambda lam: (abs(lam - PREFERRED), lam))
+    return min((lam for lam, v in values.items() if np.isclose(v, top)), key=lambda lam: (abs(lam - preferred), lam))
 
 
 def search_lambda(metric: Callable[[float], float], coarse: tuple[float, float, float] = COARSE,
-                  fine_step: float = FINE_STEP, fine_radius: float = FINE_RADIUS) -> LambdaSearch:
-    """Two-level grid search maximising ``metric(lambda)``; the fine grid stays inside the coarse range."""
+                  fine_step: float = FINE_STEP, fine_radius: float = FINE_RADIUS,
+                  preferred: float = PREFERRED) -> LambdaSearch:
+    """Two-level grid search maximising ``metric(lambda)``; the fine grid stays inside the coarse range; ties go to
+    the value closest to ``preferred``."""
     start, stop, step = coarse
     if step <= 0 or stop < start or fine_step <= 0:
         raise ConfigError("lambda grid: need start <= stop and positive steps")
     coarse_values = {lam: metric(lam) for lam in grid(start, stop, step)}
-    centre = pick(coarse_values)
+    centre = pick(coarse_values, preferred)
     low, high = max(start, centre - fine_radius), min(stop, centre + fine_radius)
     fine_values = {lam: coarse_values[lam] if lam in coarse_values else metric(lam)
                    for lam in grid(low, high, fine_step)}
-    best = pick(fine_values)
+    best = pick(fine_values, preferred)
     return LambdaSearch(best, fine_values[best], coarse_values, fine_values)
