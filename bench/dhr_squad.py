@@ -46,6 +46,7 @@ from sleuth.pipelines.mixed_source import MixedCorpusSource
 from sleuth.pipelines.workspace import Workspace
 from sleuth.systems.dhr.article_split import split_by_article
 from sleuth.systems.dhr.builders import corpus_groups, hierarchical_index
+from sleuth.systems.dhr.index import unit_centroids
 from sleuth.systems.dhr.training_data import DHRCorpus
 from sleuth.train.contrastive import TrainConfig
 
@@ -98,6 +99,17 @@ class SquadSetting:
     def nq_rows(self) -> np.ndarray:
         return np.arange(len(self.questions), len(self.questions) + len(self.nq_questions))
 
+    def minilm_vectors(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The zero-shot MiniLM vectors of the SQuAD questions, the NQ questions and the document titles (encoded
+        once, then cached under the workspace's ``dhr-squad`` folder)."""
+        folder = self.ws.home / "dhr-squad"
+        folder.mkdir(exist_ok=True)
+        encoder = self.ws.encoder("minilm")
+        return (cached(folder / "queries.npy", lambda: encoder.encode_queries([q.text for q in self.questions])),
+                cached(folder / "nq_queries.npy",
+                       lambda: encoder.encode_queries([q["question"] for q in self.nq_questions])),
+                cached(folder / "titles.npy", lambda: encoder.encode_passages(list(self.index.documents.titles))))
+
 
 def cached(path: Path, make) -> np.ndarray:
     if path.is_file():
@@ -131,9 +143,7 @@ class Bench:
             if self.titles is not None:
                 documents["title"] = qd @ setup["document"].apply(self.titles).T
             # the centroid lives in the passage encoder's space, as in the dhr stage (document: centroid)
-            centroid = np.add.reduceat(vectors, self.offsets[:-1], axis=0)
-            centroid /= np.maximum(np.linalg.norm(centroid, axis=1, keepdims=True), 1e-12)
-            documents["centroid"] = q @ centroid.T
+            documents["centroid"] = q @ unit_centroids(vectors, self.offsets).T
         context = context_scores(q, vectors, self.offsets, self.owner)
         return variant_grid(passage, documents, self.offsets, self.owner, context)
 
@@ -239,12 +249,7 @@ def main() -> None:
     started = time.perf_counter()
     setting = SquadSetting.load()
     ws, index, questions, nq_questions = setting.ws, setting.index, setting.questions, setting.nq_questions
-    folder = ws.home / "dhr-squad"
-    folder.mkdir(exist_ok=True)
-    encoder = ws.encoder("minilm")
-    squad_vectors = cached(folder / "queries.npy", lambda: encoder.encode_queries([q.text for q in questions]))
-    nq_vectors = cached(folder / "nq_queries.npy", lambda: encoder.encode_queries([q["question"] for q in nq_questions]))
-    titles = cached(folder / "titles.npy", lambda: encoder.encode_passages(list(index.documents.titles)))
+    squad_vectors, nq_vectors, titles = setting.minilm_vectors()
     bench = Bench(ws, index, np.vstack([squad_vectors, nq_vectors]), setting.gold, setting.matchers, titles)
     train_qs, eval_qs, train_articles = setting.train_qs, setting.eval_qs, setting.train_articles
     query_row, nq_rows = setting.query_row, setting.nq_rows

@@ -25,8 +25,9 @@ import time
 import numpy as np
 
 from bench.common import RESULTS_DIR
-from bench.dhr_squad import SquadSetting, cached
+from bench.dhr_squad import SquadSetting
 from bench.dhr_squad_scores import gold_ranks, lse_bonus, recall_measures
+from sleuth.systems.dhr.index import document_length_prior, unit_centroids
 
 BETAS = (0.0, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05)
 GUARD_WEIGHTS = (1.0, 3.0, 10.0, 20.0, 30.0, 60.0, 100.0)
@@ -45,9 +46,8 @@ class Scores:
         self.summaries = np.asarray(index.document_vectors if summaries is None else summaries)
         self.titles = titles
         self.offsets, self.owner = np.asarray(index.offsets), np.asarray(index.passage_document)
-        centroids = np.add.reduceat(self.passages, self.offsets[:-1], axis=0)
-        self.centroids = centroids / np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
-        self.logn = np.log(np.diff(self.offsets)).astype(np.float32)[self.owner]
+        self.centroids = unit_centroids(self.passages, self.offsets)
+        self.logn = document_length_prior(np.diff(self.offsets), 1.0)[self.owner]
         self.queries, self.gold = queries, setting.gold
 
     def passage(self, rows: np.ndarray) -> np.ndarray:
@@ -113,17 +113,15 @@ def prior_scores(scores: Scores, rows: np.ndarray, beta: float, with_max: bool) 
 
 def prior_family(scores: Scores, sets: dict[str, np.ndarray], with_max: bool) -> dict:
     """``p (+ max_doc p) + beta log n`` for every beta: R@1 per set, the chosen beta and its full measures."""
-    def final(rows: np.ndarray, beta: float) -> np.ndarray:
-        return prior_scores(scores, rows, beta, with_max)
-
     def r1(rows: np.ndarray, beta: float) -> float:
-        return float(np.mean(gold_ranks(final(rows, beta), scores.gold[rows]) <= 1))
+        return float(np.mean(gold_ranks(prior_scores(scores, rows, beta, with_max), scores.gold[rows]) <= 1))
 
     flat_guard = r1(sets["guard"], 0.0)
     grid = [{"beta": b, "train R@1": r1(sets["train"], b), "guard R@1": r1(sets["guard"], b),
              "flat guard R@1": flat_guard} for b in BETAS]
     chosen = choose(grid)
-    report = {name: recall_measures(gold_ranks(final(sets[name], chosen["beta"]), scores.gold[sets[name]]))
+    report = {name: recall_measures(gold_ranks(prior_scores(scores, sets[name], chosen["beta"], with_max),
+                                               scores.gold[sets[name]]))
               for name in ("eval", "NQ reported", "NQ all")}
     curve = {b["beta"]: {"eval R@1": r1(sets["eval"], b["beta"]), "NQ reported R@1": r1(sets["NQ reported"], b["beta"])}
              for b in grid}
@@ -155,12 +153,7 @@ def learned_family(scores: Scores, sets: dict[str, np.ndarray], flat_guard: floa
 def main() -> None:
     started = time.perf_counter()
     setting = SquadSetting.load()
-    folder = setting.ws.home / "dhr-squad"
-    encoder = setting.ws.encoder("minilm")
-    squad = cached(folder / "queries.npy", lambda: encoder.encode_queries([q.text for q in setting.questions]))
-    nq = cached(folder / "nq_queries.npy",
-                lambda: encoder.encode_queries([q["question"] for q in setting.nq_questions]))
-    titles = cached(folder / "titles.npy", lambda: encoder.encode_passages(list(setting.index.documents.titles)))
+    squad, nq, titles = setting.minilm_vectors()
     scores = Scores(setting, np.vstack([squad, nq]), titles)
     nq_rows = setting.nq_rows
     sets = {"train": setting.rows(setting.train_qs), "eval": setting.rows(setting.eval_qs),

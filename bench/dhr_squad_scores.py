@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from sleuth.systems.dhr.index import document_length_prior
+
 KS = (1, 5, 20)
 LAMBDAS = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 2.0)
 Z_LAMBDAS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
@@ -99,7 +101,7 @@ def variant_grid(passage: np.ndarray, documents: dict[str, np.ndarray], offsets:
                      for lam in LAMBDAS})
     best = np.maximum.reduceat(passage, offsets[:-1], axis=1)[:, owner]
     grid.update({("max add", lam): (lambda lam=lam: passage + np.float32(lam) * best) for lam in (0.5, 1.0, 2.0)})
-    logn = np.log(np.diff(offsets)).astype(np.float32)[owner]
+    logn = document_length_prior(np.diff(offsets), 1.0)[owner]
     grid.update({("length prior", b): (lambda b=b: passage + np.float32(b) * logn) for b in LENGTH_BETAS})
     for t in LSE_TEMPERATURES:
         bonus = lse_bonus(passage, offsets, owner, t)[:, owner]

@@ -229,10 +229,7 @@ class HierarchicalIndex:
     def centroids(self) -> np.ndarray:
         """Each document's passage vectors averaged and scaled to unit length (no encoder needed; computed once)."""
         if self._centroids is None:
-            sums = np.add.reduceat(np.asarray(self.passage_vectors, dtype=np.float32), self.offsets[:-1], axis=0)
-            sums[np.diff(self.offsets) == 0] = 0.0  # reduceat gives an empty document its next row; it has none
-            norms = np.linalg.norm(sums, axis=1, keepdims=True)
-            self._centroids = (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+            self._centroids = unit_centroids(self.passage_vectors, self.offsets)
         return self._centroids
 
     def length_prior(self, beta: float) -> np.ndarray:
@@ -300,6 +297,15 @@ class HierarchicalIndex:
             best_rows = np.take_along_axis(rows, keep, axis=1)
             best_scores = np.take_along_axis(scores, keep, axis=1)
         return best_rows, best_scores
+
+
+def unit_centroids(passage_vectors: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """Per document (passages ``offsets[i]`` .. ``offsets[i+1]-1``), the mean of its passage vectors scaled to unit
+    length; zeros for an empty document."""
+    sums = np.add.reduceat(np.asarray(passage_vectors, dtype=np.float32), offsets[:-1], axis=0)
+    sums[np.diff(offsets) == 0] = 0.0  # reduceat gives an empty document its next row; it has none
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    return (sums / np.where(norms > 0, norms, 1.0)).astype(np.float32)
 
 
 def document_length_prior(counts: np.ndarray, beta: float) -> np.ndarray:

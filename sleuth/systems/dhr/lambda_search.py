@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sleuth.errors import ConfigError
-from sleuth.stages.run import Run
+from sleuth.stages.run import Hit, Run
 
 COARSE = (0.0, 2.0, 0.1)  # range and step of the first grid
 FINE_STEP, FINE_RADIUS = 0.01, 0.05  # second grid: this step within this distance of the best coarse value
@@ -25,28 +25,26 @@ PRIOR_COARSE = (0.0, 0.1, 0.005)  # length prior: range and step of the first gr
 def rerank_with_lambda(run: Run, lam: float, k: int | None = None) -> Run:
     """Each ranking re-scored as ``passage_score + lam * document_score`` (+ ``document_prior`` where a hit has one:
     the length prior does not depend on lambda), from the hits' extras, best first."""
-    reranked = Run()
-    for qid, hits in run.items():
-        try:
-            scores = [h.extras["passage_score"] + lam * h.extras["document_score"] + h.extras.get("document_prior", 0.0)
-                      for h in hits]
-        except KeyError:
-            raise ConfigError("re-ranking by lambda needs hits with passage_score and document_score extras "
-                              "(the output of PassageInDocuments)") from None
-        rescored = [h.with_score(s) for h, s in zip(hits, scores)]
-        rescored.sort(key=lambda h: (-h.score, h.id))
-        reranked[qid] = rescored[:k] if k is not None else rescored
-    return reranked
+    try:
+        return rescored(run, lambda h: h.extras["passage_score"] + lam * h.extras["document_score"]
+                        + h.extras.get("document_prior", 0.0), k)
+    except KeyError:
+        raise ConfigError("re-ranking by lambda needs hits with passage_score and document_score extras "
+                          "(the output of PassageInDocuments)") from None
 
 
 def rerank_with_prior(run: Run, beta: float, log_lengths: dict[str, float], k: int | None = None) -> Run:
     """Each ranking re-scored as its score + ``beta * log_lengths[doc_id]`` (the length prior of the default ``dhr``
     score, for hits scored without one), best first."""
+    return rescored(run, lambda h: h.score + beta * log_lengths.get(h.doc_id or "", 0.0), k)
+
+
+def rescored(run: Run, score: Callable[[Hit], float], k: int | None) -> Run:
+    """Each ranking with every hit's score replaced by ``score(hit)``, best first (ties: by id), cut to ``k``."""
     reranked = Run()
     for qid, hits in run.items():
-        rescored = [h.with_score(h.score + beta * log_lengths.get(h.doc_id or "", 0.0)) for h in hits]
-        rescored.sort(key=lambda h: (-h.score, h.id))
-        reranked[qid] = rescored[:k] if k is not None else rescored
+        ranking = sorted((h.with_score(score(h)) for h in hits), key=lambda h: (-h.score, h.id))
+        reranked[qid] = ranking[:k] if k is not None else ranking
     return reranked
 
 

@@ -33,7 +33,6 @@ from sleuth.systems.dhr.index import (
     DOCUMENT_SCORES,
     HierarchicalIndex,
     combine_scores,
-    document_length_prior,
     top_k,
 )
 
@@ -193,7 +192,7 @@ class PassageInDocuments(Stage):
         for query, vector in zip(queries, vectors):
             doc_rows, doc_scores = self.document_rows(candidates.get(query.id, []))
             ranked = rank_passages_in_documents(self.index, vector, doc_rows, doc_scores, self.lam, self.k,
-                                                self.combine, self.length_prior)
+                                                self.combine, prior)
             run[query.id] = [passage_hit(self.index, row, final, passage_score=p, document_score=d, document_rank=r,
                                          **prior_extras(self.index, row, prior))
                              for row, final, p, d, r in zip(*(a.tolist() for a in ranked))]
@@ -202,18 +201,20 @@ class PassageInDocuments(Stage):
 
 def rank_passages_in_documents(index: HierarchicalIndex, query_vector: np.ndarray, document_rows: np.ndarray,
                                document_scores: np.ndarray, lam: float, k: int,
-                               combine: str = "add", length_prior: float = 0.0) -> tuple[np.ndarray, ...]:
+                               combine: str = "add",
+                               document_prior: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """Stage 2 for one query: gather the passages of the given documents, score them with one matrix product,
-    combine (Eq. 3, or the gate: :func:`combine_scores`), add the length prior and keep the top ``k``. Returns passage
-    rows, final scores, passage scores, document scores and 1-based document ranks (the documents' order as given),
-    best first."""
+    combine (Eq. 3, or the gate: :func:`combine_scores`), add ``document_prior`` (one value per document of the index,
+    e.g. :meth:`HierarchicalIndex.length_prior`) when given and keep the top ``k``. Returns passage rows, final
+    scores, passage scores, document scores and 1-based document ranks (the documents' order as given), best
+    first."""
     counts = index.offsets[document_rows + 1] - index.offsets[document_rows]
     rows = index.passage_rows(document_rows)
     passage_scores = index.score_passages(query_vector, rows)
     per_passage = np.repeat(np.asarray(document_scores, dtype=np.float32), counts)
     final = combine_scores(passage_scores, per_passage, lam, combine)
-    if length_prior:
-        final = final + np.repeat(document_length_prior(counts, length_prior), counts)
+    if document_prior is not None:
+        final = final + np.repeat(document_prior[document_rows], counts)
     best = top_k(final, k)
     ranks = np.repeat(np.arange(1, len(document_rows) + 1), counts)
     return rows[best], final[best], passage_scores[best], per_passage[best], ranks[best]
