@@ -151,3 +151,25 @@ def test_expanded_retrieval_and_entity_linking_stages(hotpot):
         assert hit.extras["mention"] and hit.extras["mention"] in text and hit.score == hit.extras["link"]
     with pytest.raises(ConfigError, match="needs candidates"):
         expanded(questions[:1])
+
+
+def test_a_text_s_own_entity_is_excluded_without_using_up_its_mention_s_links(hotpot):
+    """Hop-2 linking excludes the hop-1 passage itself; a mention of the passage's own title (most passages open
+    with it) then still links to its next entity instead of to nothing (shipped model, trained span head)."""
+    _, workspace, _ = hotpot
+    from sleuth.systems.chain_of_skills.builders import cos_model, skill_index, span_head
+    from sleuth.systems.chain_of_skills.stages import EntityLink
+
+    model = cos_model(workspace, None)
+    linker = EntityLink(model, span_head(workspace, None, 0), skill_index(workspace, None, "linking"))
+    store = skill_index(workspace, None, "linking").docstore
+    ids, texts = list(store.ids), list(store.texts)
+    plain, second, excluded = (linker.link(texts, 1), linker.link(texts, 2), linker.link(texts, 1, exclude=ids))
+    assert sum(own in {h.id for h in hits} for own, hits in zip(ids, plain)) >= len(ids) // 2
+    gained = 0
+    for own, with_self, top2, without in zip(ids, plain, second, excluded):
+        found = {h.id for h in without}
+        assert own not in found
+        assert {h.id for h in with_self} - {own} <= found <= {h.id for h in top2} - {own}
+        gained += bool(found - {h.id for h in with_self})
+    assert gained >= len(ids) // 4

@@ -165,7 +165,8 @@ class EntityLink(Stage):
 
     def link(self, texts: Sequence[str], k: int | None = None, exclude: Sequence[str | None] | None = None
              ) -> list[list[Hit]]:
-        """Linked entities of each text: top ``k`` per mention, merged by best score, best first."""
+        """Linked entities of each text: top ``k`` per mention, merged by best score, best first; ``exclude[i]``
+        (e.g. text i's own passage id) is never linked from text i and does not use up one of the ``k``."""
         from sleuth.systems.chain_of_skills.span_proposal import propose_spans
 
         texts = list(texts)
@@ -184,14 +185,17 @@ class EntityLink(Stage):
                        else token_states(self.model, [texts[i] for i in linked], "linking", "query"))
         vectors = np.concatenate([np.stack([(states.states[s.start] + states.states[s.end]) / 2 for s in spans[i]])
                                   for i, states in zip(linked, link_states)])
-        positions, scores = self.index.search(vectors, self.k if k is None else k)
+        limit = self.k if k is None else k
+        # one more per mention when an id is excluded, so that a mention of the text's own entity (a passage naming
+        # its title) still yields ``limit`` links, as expanded retrieval does for its hop-1 passage
+        positions, scores = self.index.search(vectors, limit + 1 if exclude else limit)
         results: list[list[Hit]] = [[] for _ in texts]
         row = 0
         for i in linked:
             best: dict[str, Hit] = {}
             skip = exclude[i] if exclude else None
             for span in spans[i]:
-                for hit in index_hits(self.index, positions[row], scores[row], "link", exclude=skip):
+                for hit in index_hits(self.index, positions[row], scores[row], "link", exclude=skip)[:limit]:
                     if hit.id not in best or hit.score > best[hit.id].score:
                         best[hit.id] = hit.with_score(hit.score, mention=span.text)
                 row += 1
