@@ -246,15 +246,13 @@ def lambda_candidates(setup: Setup, questions: list[Query], k1: int, metric_k: i
 def prior_candidates(setup: Setup, questions: list[Query], k1: int, metric_k: int):
     """The default dhr score's top passages without a prior (parallel, document max, lambda 1; searched once), and
     the re-ranker that adds a length prior."""
-    import numpy as np
-
     from sleuth.systems.dhr.lambda_search import rerank_with_prior
     from sleuth.systems.dhr.stages import ParallelDHR
 
     stage = ParallelDHR(setup.index, setup.document_encoder, setup.passage_encoder, lam=1.0,
                         k=max(PRIOR_DEPTH, metric_k), document="max")
-    counts = np.maximum(np.diff(setup.index.offsets), 1)
-    log_lengths = dict(zip(setup.index.documents.ids, np.log(counts).tolist()))
+    # log(passages of the document), as the stage's own prior computes it (beta 1)
+    log_lengths = dict(zip(setup.index.documents.ids, setup.index.length_prior(1.0).tolist()))
     return stage.transform(questions), (lambda run, beta, k: rerank_with_prior(run, beta, log_lengths, k))
 
 
