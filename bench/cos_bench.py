@@ -10,8 +10,12 @@ in float32, not timed). A variant is code, precision and torch threads:
   passes over every text;
 * ``after``: this tree (token-length buckets across a whole hop, the hop-1 reranking pass reused as the expanded
   queries, the linking pass only over texts with a proposed mention);
-* ``fp32`` or ``int8`` (``sleuth.systems.chain_of_skills.quantise``); ``@1`` / ``@2`` torch threads;
-* ``/N``: the hop-2 reranking budget ``k_hop2_rerank`` (not in the paper; changes the ranking).
+* ``fp32`` or ``int8`` (``sleuth.systems.chain_of_skills.quantise``), LoRA deltas merged into per-expert layers as
+  sleuth's inference models have them; ``fp32-lora`` / ``int8-lora``: the deltas kept as float32 products beside
+  the (quantised) frozen layer, as before 2026-11-25; ``@1`` / ``@2`` torch threads;
+* ``/N``: the hop-2 reranking budget ``k_hop2_rerank`` (not in the paper; changes the ranking);
+* ``~F``: the bucketing's ``MIN_FILL`` (a batch closes before a text under F x its longest; 0 = by the token
+  budget only, as before 2026-11-25; default: the module's value).
 
 Each question goes through every variant and chain in an order rotated per question, so machine noise (a shared
 2-core machine) hits all alike; per-question wall and CPU seconds give p50 / p90 / mean and ratios against the
@@ -50,37 +54,42 @@ LIMITS = {"cpu": {**LIMIT_SETS["reduced"], "k": 20}, "paper": {**LIMIT_SETS["pap
 DEFAULT_VARIANTS = {"cpu": ["before:fp32@2", "before:fp32@1", "after:fp32@1", "after:int8@1", "after:int8@2"],
                     "paper": ["before:fp32@1", "after:int8@1", "after:int8@1/300", "after:int8@1/100"]}
 CHAINS = ("hotpotqa", "retrieval", "retrieval-2hop")
+PRECISIONS = ("fp32", "int8", "fp32-lora", "int8-lora")
 SKILLS = ("retrieval", "linking", "expanded", "reranking")
 TOP = 20
 
 
 @dataclass(frozen=True)
 class Variant:
-    """``code:precision@threads[/budget]``, e.g. ``after:int8@1/300``."""
+    """``code:precision@threads[/budget][~fill]``, e.g. ``after:int8@1/300`` or ``after:int8-lora@2/30~0``."""
 
     code: str
     precision: str
     threads: int
     budget: int | None = None
+    fill: float | None = None
 
     @classmethod
     def parse(cls, spec: str) -> Variant:
         try:
-            code, rest = spec.split(":")
+            head, _, fill = spec.partition("~")
+            code, rest = head.split(":")
             precision, rest = rest.split("@")
             threads, _, budget = rest.partition("/")
-            variant = cls(code, precision, int(threads), int(budget) if budget else None)
+            variant = cls(code, precision, int(threads), int(budget) if budget else None,
+                          float(fill) if fill else None)
         except ValueError:
-            raise SystemExit(f"bad variant {spec!r}: use code:precision@threads[/budget], "
-                             "e.g. after:int8@2 or after:int8@1/300") from None
-        if code not in ("before", "after") or precision not in ("fp32", "int8") or variant.threads < 1:
-            raise SystemExit(f"bad variant {spec!r}: code before|after, precision fp32|int8, threads >= 1")
+            raise SystemExit(f"bad variant {spec!r}: use code:precision@threads[/budget][~fill], "
+                             "e.g. after:int8@2 or after:int8@1/300~0") from None
+        if code not in ("before", "after") or precision not in PRECISIONS or variant.threads < 1:
+            raise SystemExit(f"bad variant {spec!r}: code before|after, precision {'|'.join(PRECISIONS)}, threads >= 1")
         if code == "before" and variant.budget is not None:
             raise SystemExit(f"bad variant {spec!r}: the before code has no hop-2 reranking budget")
         return variant
 
     def __str__(self) -> str:
-        return f"{self.code}:{self.precision}@{self.threads}" + (f"/{self.budget}" if self.budget else "")
+        return (f"{self.code}:{self.precision}@{self.threads}" + (f"/{self.budget}" if self.budget else "")
+                + (f"~{self.fill:g}" if self.fill is not None else ""))
 
 
 class Meter:
@@ -196,7 +205,8 @@ class Contenders:
         torch.set_num_threads(1)  # the faster setting on the shared 2-core machine (see the variants @1 / @2)
         self.index_s, (self.passages, self.entities) = time_call(
             lambda: (SkillIndex.build(passages, model, "retrieval"), SkillIndex.build(passages, model, "linking")))
-        self.models = {"fp32": model, "int8": quantise(model)}
+        self.models = {"fp32": model.for_inference(), "int8": quantise(model), "fp32-lora": model,
+                       "int8-lora": quantise(model, merge=False)}
         for encoder in self.models.values():
             encoder.forward = meter.counting_forward(encoder.forward)
         head.propose = meter.counting_spans(head.propose)  # type: ignore[method-assign]  # the before code's path
@@ -241,9 +251,11 @@ def time_limits(label: str, questions, contenders: Contenders, variants: list[Va
     import torch
 
     from sleuth.corpus.model import Query
+    from sleuth.systems.chain_of_skills import bucketing
     from sleuth.systems.chain_of_skills.path_metrics import passage_em, path_recall_at_k
 
     limits = LIMITS[label]
+    default_fill = bucketing.MIN_FILL
     runs = {(v, c): contenders.chain(v, c, limits) for v in variants for c in chains}
     keys = list(runs)
     torch.set_num_threads(variants[0].threads)
@@ -256,6 +268,7 @@ def time_limits(label: str, questions, contenders: Contenders, variants: list[Va
         for key in keys[shift:] + keys[:shift]:
             variant, chain = key
             torch.set_num_threads(variant.threads)
+            bucketing.MIN_FILL = default_fill if variant.fill is None else variant.fill
             meter.reset()
             wall, cpu = time.perf_counter(), time.process_time()
             hits = runs[key].transform([Query(id=question.id, text=question.text)]).get(question.id, [])
@@ -278,6 +291,7 @@ def time_limits(label: str, questions, contenders: Contenders, variants: list[Va
                 out["recall@20"].append(path_recall_at_k([set(p) for p in paths], gold, TOP))
                 out["em"].append(passage_em(set(paths[0]) if paths else None, gold))
         progress(f"  question {number + 1}/{len(questions)} done")
+    bucketing.MIN_FILL = default_fill
     return {"limits": limits, "record": record}
 
 
@@ -343,8 +357,9 @@ def run(args: argparse.Namespace) -> Report:
         data[label]["loadavg_end"] = load_average()
         tables += more
     notes = [f"variants: code before = stages.py and chain.py at {args.before_rev}, after = this tree; fp32 / int8 "
-             "(torch dynamic quantisation of nn.Linear); @N = torch threads; /N = hop-2 reranking budget "
-             "(k_hop2_rerank)",
+             "(torch dynamic quantisation of nn.Linear) with LoRA deltas merged into per-expert layers, -lora = "
+             "deltas kept unmerged; @N = torch threads; /N = hop-2 reranking budget (k_hop2_rerank); ~F = "
+             "bucketing MIN_FILL (0 = token budget only)",
              "CPU s = time.process_time of this process (all its threads), steadier than wall on a shared machine; "
              f"load average at start {load_start}, at the end of each limit setting "
              f"{[data[label]['loadavg_end'] for label in labels]} (2 cores shared with other jobs)",

@@ -49,6 +49,21 @@ def test_token_batches_respect_the_budget_longest_first():
     assert token_batches([500, 10], max_tokens=100) == [[0], [1]]  # a text over the budget gets its own batch
     with pytest.raises(SleuthError, match="batch limits"):
         token_batches(lengths, max_tokens=0)
+    with pytest.raises(SleuthError, match="min_fill=1.5"):
+        token_batches(lengths, min_fill=1.5)
+
+
+def test_token_batches_close_before_a_much_shorter_text():
+    # 30 hop-1 passages fit one 8,192-token batch; padded to the longest they would be 58 % padding
+    lengths = [256, 250, 200, 190, 150, 100, 90, 40]
+    assert token_batches(lengths, min_fill=0) == [list(range(8))]
+    assert token_batches(lengths, min_fill=0.75) == [[0, 1, 2], [3, 4], [5, 6], [7]]
+    batches = token_batches(lengths)  # MIN_FILL 0.85
+    assert batches == [[0, 1], [2, 3], [4], [5, 6], [7]]
+    for batch in batches:
+        assert min(lengths[i] for i in batch) >= 0.85 * lengths[batch[0]]
+    padded = sum(len(b) * lengths[b[0]] for b in batches)
+    assert padded < 0.85 * len(lengths) * max(lengths) and padded <= 1.25 * sum(lengths)
 
 
 def test_batched_reranking_equals_the_per_pair_scores(hotpot):

@@ -30,8 +30,9 @@ SIDES = [("retrieval", "query"), ("retrieval", "context"), ("linking", "query"),
          ("expanded", "query"), ("span", "query")]
 
 
-def lora_model(backbone=TINY, frozen=(1, 3), **options) -> MultiExpertEncoder:
-    config = MultiExpertConfig(variant="lora", lora=LoraSpec(frozen_experts=frozen), pooling="mean", **options)
+def lora_model(backbone=TINY, frozen=(1, 3), targets: tuple[str, ...] | None = None, **options) -> MultiExpertEncoder:
+    spec = LoraSpec(frozen_experts=frozen) if targets is None else LoraSpec(frozen_experts=frozen, targets=targets)
+    config = MultiExpertConfig(variant="lora", lora=spec, pooling="mean", **options)
     return MultiExpertEncoder.from_backbone(backbone, config)
 
 
@@ -120,3 +121,42 @@ def test_bad_adapters_give_one_line_errors(tmp_path):
         lora_model(frozen=()).config.lora.__class__(targets=("pooler",)).check(6)
     with pytest.raises(ConfigError, match="needs the 'lora' variant"):
         MultiExpertEncoder.from_backbone(TINY, MultiExpertConfig(variant="attention", lora=LoraSpec()))
+
+
+def test_inference_copy_merges_the_deltas_and_gives_the_same_vectors(tmp_path):
+    model = lora_model(targets=("query", "value", "intermediate", "output"))
+    perturb(model)
+    merged = model.for_inference()
+    assert merged is not model and merged.bert is not model.bert and merged.tokenizer is model.tokenizer
+    assert not any(isinstance(m, LoraExperts) for m in merged.bert.modules())
+    assert len(merged.switches) == len(model.switches) == 8  # 2 layers x 4 targets, now plain linear layers
+    for skill, side in SIDES + [("reranking", "query")]:
+        expected = model.encode(TEXTS, skill, side)
+        actual = merged.encode(TEXTS, skill, side)
+        np.testing.assert_allclose(actual, expected, rtol=1e-4, atol=1e-5)
+        if model.expert_for(skill, side) not in (1, 3):  # the deltas really were folded in, not dropped
+            assert not np.allclose(actual, lora_model().encode(TEXTS, skill, side), atol=1e-3), (skill, side)
+    assert any(isinstance(m, LoraExperts) for m in model.bert.modules())  # the model itself keeps its deltas
+    with pytest.raises(SleuthError, match="inference copy .* cannot be saved"):
+        merged.save(tmp_path / "merged")
+    model.save(tmp_path / "kept")  # the model it was made from still saves its adapter
+    assert merged.for_inference() is merged and MultiExpertEncoder.from_backbone(TINY).for_inference() is not None
+
+
+def test_int8_copy_of_a_lora_model_quantises_the_merged_experts():
+    from torch.ao.nn.quantized.dynamic import Linear as QuantisedLinear
+
+    from sleuth.systems.chain_of_skills.quantise import quantise
+
+    model = lora_model()
+    perturb(model)
+    merged, unmerged = quantise(model), quantise(model, merge=False)
+    for int8 in (merged, unmerged):
+        for skill, side in SIDES:
+            reference, quantised = model.encode(TEXTS, skill, side), int8.encode(TEXTS, skill, side)
+            cosines = (reference * quantised).sum(1) / np.linalg.norm(reference, axis=1) / np.linalg.norm(
+                quantised, axis=1)
+            assert cosines.min() > 0.95, (skill, side, cosines)
+    # merged: the expert switches hold quantised layers; unmerged: the deltas stay float32 beside the frozen layer
+    assert all(isinstance(layer, QuantisedLinear) for s in merged.switches for layer in s.layers)
+    assert all(isinstance(s, LoraExperts) and isinstance(s.base, QuantisedLinear) for s in unmerged.switches)

@@ -1,7 +1,9 @@
 """Token-length bucketing for the multi-expert encoder at inference: every text of a call is tokenised once, texts
 are sorted by their token count and cut into batches under a budget of padded tokens, and each batch is padded
 only to its own longest text. One call covers a whole hop (all its pairs or triples), so a batch never mixes a
-20-token question with a 256-token triple, and padding (masked: the states do not depend on it) costs little.
+20-token question with a 256-token triple, and padding (masked: the states do not depend on it) costs little. A
+batch also closes when the next text is shorter than ``min_fill`` of its longest: without that, 30 hop-1 passages of
+40-256 tokens (under the budget together) went through linking as one batch padded to 256, 58 % padding.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from sleuth.errors import SleuthError
 MAX_BATCH_TOKENS = 8192
 #: rows per forward batch at most (short texts)
 MAX_BATCH_ROWS = 128
+#: a text joins a batch only if it has at least this share of the batch's longest text's tokens (<= 15 % padding);
+#: at the paper's limits 0.85 was faster than 0.75 (bench/results/cos_bench_paper_merged.md)
+MIN_FILL = 0.85
 
 Text = str | tuple[str, str]
 
@@ -47,15 +52,20 @@ class Batch:
 
 
 def token_batches(lengths: Sequence[int], max_tokens: int = MAX_BATCH_TOKENS,
-                  max_rows: int = MAX_BATCH_ROWS) -> list[list[int]]:
+                  max_rows: int = MAX_BATCH_ROWS, min_fill: float | None = None) -> list[list[int]]:
     """Index batches, longest first; a batch grows while (rows + 1) x its longest length stays within
-    ``max_tokens`` (a single longer text still gets a batch of its own) and it has fewer than ``max_rows`` rows."""
-    if max_tokens < 1 or max_rows < 1:
-        raise SleuthError(f"batch limits must be >= 1, got max_tokens={max_tokens}, max_rows={max_rows}")
+    ``max_tokens`` (a single longer text still gets a batch of its own), it has fewer than ``max_rows`` rows and the
+    next text has at least ``min_fill`` (default :data:`MIN_FILL`) x its longest length (0: no such limit)."""
+    min_fill = MIN_FILL if min_fill is None else min_fill
+    if max_tokens < 1 or max_rows < 1 or not 0 <= min_fill <= 1:
+        raise SleuthError(f"batch limits must be max_tokens >= 1, max_rows >= 1, 0 <= min_fill <= 1, got "
+                          f"max_tokens={max_tokens}, max_rows={max_rows}, min_fill={min_fill}")
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     batches: list[list[int]] = []
     for i in order:
-        if batches and len(batches[-1]) < max_rows and (len(batches[-1]) + 1) * lengths[batches[-1][0]] <= max_tokens:
+        longest = lengths[batches[-1][0]] if batches else 0
+        if (batches and len(batches[-1]) < max_rows and (len(batches[-1]) + 1) * longest <= max_tokens
+                and lengths[i] >= min_fill * longest):
             batches[-1].append(i)
         else:
             batches.append([i])
@@ -64,7 +74,8 @@ def token_batches(lengths: Sequence[int], max_tokens: int = MAX_BATCH_TOKENS,
 
 def forward_batches(model: Any, texts: Sequence[Text], skill: str, side: str = "query",
                     max_length: int | None = None, max_tokens: int = MAX_BATCH_TOKENS,
-                    max_rows: int = MAX_BATCH_ROWS, offsets: bool = False) -> Iterator[Batch]:
+                    max_rows: int = MAX_BATCH_ROWS, offsets: bool = False, min_fill: float | None = None
+                    ) -> Iterator[Batch]:
     """Forward passes of ``texts`` (all single texts or all pairs) through ``model`` (a ``MultiExpertEncoder``)
     routed by ``skill`` and ``side``, in token-length buckets; pairs are truncated longest-first to
     ``max_length`` tokens (default: the model's)."""
@@ -84,7 +95,7 @@ def forward_batches(model: Any, texts: Sequence[Text], skill: str, side: str = "
     types: list[list[int]] | None = encoded.get("token_type_ids")
     pad = model.tokenizer.pad_token_id or 0
     expert = model.expert_for(skill, side)
-    for rows in token_batches([len(i) for i in ids], max_tokens, max_rows):
+    for rows in token_batches([len(i) for i in ids], max_tokens, max_rows, min_fill):
         width = len(ids[rows[0]])
         input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)

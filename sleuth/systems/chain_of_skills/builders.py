@@ -22,11 +22,12 @@ from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, 
 
 
 def cos_model(ws: Workspace, model: str | None):
-    """The workspace's multi-expert encoder (loaded once per name or path; None: the shipped model)."""
+    """The workspace's multi-expert encoder for inference (loaded once per name or path, LoRA deltas merged;
+    None: the shipped model)."""
     from sleuth.systems.chain_of_skills.model import load_model, model_path
 
     path = model_path(model)
-    return ws.memo(f"cos-model:{path}", lambda: load_model(path, device=ws.device))
+    return ws.memo(f"cos-model:{path}", lambda: load_model(path, device=ws.device).for_inference())
 
 
 def chain_model(ws: Workspace, model: str | None, int8: bool):

@@ -87,7 +87,7 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path, chains: S
                 passages.append(Passage(id=title, doc_id=title, text="".join(sentences).strip(), title_path=(title,)))
 
     path = model_path(model_dir)
-    model = load_model(path, device=device)
+    model = load_model(path, device=device).for_inference()
     head = model_span_head(path, model.dim, device, span_seed)
     retrieval_index = SkillIndex.build(passages, model, "retrieval")
     link_index = SkillIndex.build(passages, model, "linking")

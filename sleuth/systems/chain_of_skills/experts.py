@@ -12,9 +12,12 @@ named in :class:`LoraSpec` ``targets`` of the chosen layers gets, per expert, it
 ``scaling * B_e A_e`` (Hu et al., ICLR 2022: A random, B zero, so a fresh expert equals the backbone). Experts listed
 in ``frozen_experts`` get no delta: they read the backbone unchanged, so their outputs never change during training
 and may be cached (the context side of the bi-encoder skills). Only the deltas are trained and saved (a few MB).
-The deltas are not merged into the weights at inference: a rank-r delta costs r (d_in + d_out) / (d_in d_out) of
-the layer's multiply-adds (4 % at rank 8 on MiniLM), while merging would hold a full copy per expert; the backbone's
-own ``nn.Linear`` stays a child module, so dynamic int8 quantisation still applies to it.
+A rank-r delta costs only r (d_in + d_out) / (d_in d_out) of the layer's multiply-adds (4 % at rank 8 on MiniLM),
+but on the CPU its two skinny products and the extra adds took 27 % of an int8 chain's time at the paper's limits
+(they run in float32 beside the int8 layer). So inference models merge them: :func:`merge_lora_experts` swaps each
+:class:`LoraExperts` for a :class:`MergedLoraExperts` of plain linear layers ``W + scaling B_e A_e`` (one per adapted
+expert; the frozen layer itself for the others), which int8 quantisation then covers too. Training keeps the
+deltas (only they are trained and saved).
 """
 
 from __future__ import annotations
@@ -114,6 +117,17 @@ class LoraExperts(ExpertSwitch):
         key = str(expert)
         return self.lora_b[key] @ self.lora_a[key] * self.scaling if key in self.lora_a else None
 
+    def merged(self, expert: int) -> nn.Linear:
+        """The expert as one plain linear layer, weight ``W + scaling B A`` (the frozen layer itself when the
+        expert has no delta)."""
+        delta = self.delta(expert)
+        if delta is None:
+            return self.base
+        layer = copy.deepcopy(self.base)
+        with torch.no_grad():
+            layer.weight.copy_(self.base.weight + delta)
+        return layer.requires_grad_(False)
+
 
 def install_experts(bert: nn.Module, variant: str, num_experts: int, layers: list[int],
                     lora: LoraSpec | None = None) -> list[Any]:
@@ -154,9 +168,36 @@ def install_experts(bert: nn.Module, variant: str, num_experts: int, layers: lis
     return switches
 
 
+class MergedLoraExperts(ExpertSwitch):
+    """The inference form of :class:`LoraExperts`: the frozen layer plus one merged layer ``W + scaling B_e A_e``
+    per adapted expert, each held once (``layers``); ``route[e]`` is expert e's layer, ``active`` picks as for any
+    switch."""
+
+    def __init__(self, lora: LoraExperts):
+        nn.Module.__init__(self)  # no copies per expert: the experts without a delta share the frozen layer
+        adapted = sorted(lora.lora_a, key=int)
+        self.layers = nn.ModuleList([lora.base] + [lora.merged(int(e)) for e in adapted])
+        self.route = [adapted.index(str(e)) + 1 if str(e) in lora.lora_a else 0 for e in range(lora.num_experts)]
+        self.num_experts, self.active = lora.num_experts, 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layers[self.route[self.active]](x)
+
+
+def merge_lora_experts(bert: nn.Module) -> list[ExpertSwitch]:
+    """Replace, in place, every :class:`LoraExperts` of ``bert`` by an :class:`ExpertSwitch` of merged linear layers
+    (:meth:`LoraExperts.merged`): the same outputs up to float rounding, faster, for inference only (the deltas are
+    gone). Returns the model's switches, in module order, for :func:`set_expert`."""
+    for name, module in list(bert.named_modules()):
+        if isinstance(module, LoraExperts):
+            parent_name, _, attribute = name.rpartition(".")
+            setattr(bert.get_submodule(parent_name), attribute, MergedLoraExperts(module))
+    return [m for m in bert.modules() if isinstance(m, ExpertSwitch)]
+
+
 def expert_count(switch: Any) -> int:
-    """Number of experts of a switch (:class:`ExpertSwitch` or :class:`LoraExperts`)."""
-    return switch.num_experts if isinstance(switch, LoraExperts) else len(switch.experts)
+    """Number of experts of a switch (:class:`ExpertSwitch`, :class:`LoraExperts` or :class:`MergedLoraExperts`)."""
+    return switch.num_experts if isinstance(switch, (LoraExperts, MergedLoraExperts)) else len(switch.experts)
 
 
 def set_expert(switches: Sequence[Any], expert: int) -> None:

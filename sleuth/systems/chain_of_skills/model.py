@@ -22,6 +22,7 @@ tokenizer files. Forward calls are not thread-safe: the chosen expert is module 
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -32,7 +33,14 @@ import numpy as np
 
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.models.encoder import length_sorted_batches
-from sleuth.systems.chain_of_skills.experts import VARIANTS, LoraSpec, install_experts, set_expert
+from sleuth.systems.chain_of_skills.experts import (
+    VARIANTS,
+    LoraExperts,
+    LoraSpec,
+    install_experts,
+    merge_lora_experts,
+    set_expert,
+)
 from sleuth.systems.chain_of_skills.skills import SkillRouting
 
 CONFIG_FILE = "cos_config.json"
@@ -234,6 +242,19 @@ class MultiExpertEncoder:
         self.bert, self.tokenizer, self.device = bert.to(device).eval(), tokenizer, device
         self.dim: int = bert.config.hidden_size
         self.backbone = "minilm"  # the backbone's sleuth name or path (what an adapter records)
+        self.inference_only = False  # True for ``for_inference`` copies (merged deltas: nothing left to save)
+
+    def for_inference(self) -> MultiExpertEncoder:
+        """A copy for inference only, with LoRA deltas merged into per-expert linear layers
+        (``experts.merge_lora_experts``): same outputs up to float rounding, ~25 % faster on the CPU; it cannot be
+        trained or saved. A model without LoRA experts is returned as it is."""
+        if not any(isinstance(m, LoraExperts) for m in self.bert.modules()):
+            return self
+        merged = copy.copy(self)
+        merged.bert = copy.deepcopy(self.bert)
+        merged.switches = merge_lora_experts(merged.bert)
+        merged.inference_only = True
+        return merged
 
     @property
     def is_adapter(self) -> bool:
@@ -274,6 +295,9 @@ class MultiExpertEncoder:
         returns the directory."""
         from safetensors.torch import save_file
 
+        if self.inference_only:
+            raise SleuthError("an inference copy of a model (LoRA deltas merged) cannot be saved: save the model it "
+                              "was made from")
         directory = Path(directory)
         if self.is_adapter:
             from sleuth.models.adapters import write_adapter

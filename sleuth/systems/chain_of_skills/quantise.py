@@ -14,14 +14,18 @@ from typing import Any
 from sleuth.errors import SleuthError
 
 
-def quantise(model: Any) -> Any:
-    """An int8 copy of ``model`` (a ``MultiExpertEncoder`` on the CPU) for inference: same API, same experts."""
+def quantise(model: Any, merge: bool = True) -> Any:
+    """An int8 copy of ``model`` (a ``MultiExpertEncoder`` on the CPU) for inference: same API, same experts.
+    LoRA deltas are first merged into per-expert layers (``MultiExpertEncoder.for_inference``), which are then
+    quantised too; ``merge=False`` keeps them as float32 products beside the quantised frozen layer (slower)."""
     import torch
 
     from sleuth.systems.chain_of_skills.experts import ExpertSwitch
 
     if str(model.device) != "cpu":
         raise SleuthError(f"int8 dynamic quantisation runs on the CPU only, the model is on {model.device}")
+    if merge:
+        model = model.for_inference()
     bert = copy.deepcopy(model.bert)
     bert = torch.ao.quantization.quantize_dynamic(bert, quantised_linears(bert), dtype=torch.qint8)
     quantised = copy.copy(model)
@@ -32,7 +36,8 @@ def quantise(model: Any) -> Any:
 
 def quantised_linears(bert: Any) -> set[str]:
     """Names of the linear layers to quantise: all but the FFN output projections (``BertOutput.dense``, inside
-    expert copies too)."""
+    expert copies too). Where LoRA experts adapt that projection (the shipped model's layers 2-5), it is an expert
+    switch, not a plain layer, and its layers are quantised (as its frozen layer was before merging)."""
     from torch import nn
 
     kept = {id(m.dense) for m in bert.modules() if type(m).__name__ == "BertOutput"}
