@@ -185,7 +185,7 @@ class MergedLoraExperts(ExpertSwitch):
 
 
 def merge_lora_experts(bert: nn.Module) -> list[ExpertSwitch]:
-    """Replace, in place, every :class:`LoraExperts` of ``bert`` by an :class:`ExpertSwitch` of merged linear layers
+    """Replace, in place, every :class:`LoraExperts` of ``bert`` by a :class:`MergedLoraExperts` of linear layers
     (:meth:`LoraExperts.merged`): the same outputs up to float rounding, faster, for inference only (the deltas are
     gone). Returns the model's switches, in module order, for :func:`set_expert`."""
     for name, module in list(bert.named_modules()):

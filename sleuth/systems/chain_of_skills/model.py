@@ -13,7 +13,8 @@ Variant "lora" (a mixture of LoRA experts, see ``experts.py``): the backbone is 
 low-rank delta in every expert layer (default: all layers), so a saved model is an *adapter*: ``cos_config.json``,
 ``cos_adapter.safetensors`` (the deltas only) and ``sleuth-adapter.json`` naming the backbone by its sleuth name
 ("minilm"), written atomically with a model card by ``sleuth.models.adapters.write_adapter``; loading rebuilds the
-backbone from the packaged MiniLM and adds the deltas.
+backbone from the packaged MiniLM and adds the deltas. For inference, ``for_inference`` merges each expert's deltas
+into one linear layer (a copy that runs faster and cannot be saved); pipelines and ``sleuth cos eval`` use it.
 
 A saved full model is a directory: ``cos_config.json`` (variant, K, expert layers, routing, pooling, max length),
 ``cos_model.safetensors`` (all weights, expert copies included), the backbone's HF ``config.json`` and its
