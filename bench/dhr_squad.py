@@ -42,6 +42,7 @@ from sleuth.corpus.squad import read_squad_questions
 from sleuth.eval.answers import answer_matcher
 from sleuth.index.dense import VectorSearch
 from sleuth.paths import shared_data_dir
+from sleuth.pipelines.config import read_config
 from sleuth.pipelines.mixed_source import MixedCorpusSource
 from sleuth.pipelines.workspace import Workspace
 from sleuth.systems.dhr.article_split import split_by_article
@@ -72,11 +73,12 @@ class SquadSetting:
     train_articles: list[str]
 
     @classmethod
-    def load(cls) -> SquadSetting:
+    def load(cls, separator: str = ", ") -> SquadSetting:
+        """The setting with the hierarchical index whose passages read ``title{separator}text``."""
         data = shared_data_dir()
         squad, nq = data / "squad2" / "dev-v2.0.json", data / "nq" / "corpus.jsonl"
         ws = Workspace(MixedCorpusSource(squad, distractors=(nq,)), show_progress=False)
-        index = hierarchical_index(ws, None, "minilm", "minilm", VectorSearch(), ", ", "auto")
+        index = hierarchical_index(ws, None, "minilm", "minilm", VectorSearch(), separator, "auto")
         questions = list(read_squad_questions(squad))
         nq_questions = [json.loads(line) for line in (data / "nq" / "questions.jsonl").open(encoding="utf-8")]
         row_of = {pid: i for i, pid in enumerate(index.passages.ids)}
@@ -109,6 +111,11 @@ class SquadSetting:
                 cached(folder / "nq_queries.npy",
                        lambda: encoder.encode_queries([q["question"] for q in self.nq_questions])),
                 cached(folder / "titles.npy", lambda: encoder.encode_passages(list(self.index.documents.titles))))
+
+
+def shipped_dhr_stage() -> dict[str, Any]:
+    """The ``dhr`` stage parameters of the shipped ``dhr`` pipeline (its separator, length prior and gate)."""
+    return dict(read_config("dhr")["stages"][0]["dhr"])
 
 
 def cached(path: Path, make) -> np.ndarray:

@@ -8,9 +8,11 @@ steps. A ``--shared-encoder`` run (one model for both roles) is scored the same 
 were trained on the train articles, so lambda is not chosen there; every variant is reported at the lambda the
 zero-shot model chose on the train articles (``zero-shot lambda``) and at the best lambda on the evaluation articles
 themselves (``oracle``, an upper bound that is not a fair result). The default ``dhr`` score (``p + 1.0 * max_doc p +
-beta log n``, beta as shipped in the ``dhr`` pipeline, chosen zero-shot by ``bench.dhr_squad_prior``) is scored
-with the fine-tuned passage encoder too. The NQ questions search the same corpus (column NQ), as in
-``bench.dhr_squad``. Vectors are cached under $SLEUTH_HOME/dhr-squad/<run name>.
+beta log n``, the prior only below the gate; beta, gate and passage text as shipped in the ``dhr`` pipeline, chosen
+zero-shot by ``bench.dhr_squad_prior``) is scored with the fine-tuned passage encoder too, with its curve over the
+gates. Passages are encoded as the shipped pipeline writes them (``--separator`` for another), so flat dense is the
+``dense`` pipeline's text. The NQ questions search the same corpus (column NQ), as in ``bench.dhr_squad``. Vectors are
+cached under $SLEUTH_HOME/dhr-squad/<run name>.
 
     SLEUTH_HOME=/work/cache-dhr python -m bench.dhr_squad_finetuned --run RUN_DIR [--round 1]
 """
@@ -26,21 +28,20 @@ from types import SimpleNamespace
 import numpy as np
 
 from bench.common import RESULTS_DIR, portable
-from bench.dhr_squad import Bench, SquadSetting, cached
+from bench.dhr_squad import Bench, SquadSetting, cached, shipped_dhr_stage
 from bench.dhr_squad_heads import identity_setup
-from bench.dhr_squad_prior import Scores, prior_scores
+from bench.dhr_squad_prior import GATES, Scores, prior_scores
 from bench.dhr_squad_scores import gold_ranks, recall_measures
 from sleuth.models.registry import load_encoder
-from sleuth.pipelines.config import read_config
 from sleuth.systems.dhr.index import passage_texts
 
 ROWS = ("flat", "max add", "summary add", "summary gate", "summary z", "centroid add", "centroid gate", "title add",
         "title gate", "context add", "context gate", "context bonus", "lse T=0.2", "length prior")
 
 
-def encoded(folder: Path, run: Path, index, questions, nq_questions) -> dict[str, np.ndarray]:
-    """Query, passage, document and title vectors of the run's two encoders, or of its one shared encoder (cached in
-    ``folder``)."""
+def encoded(folder: Path, run: Path, index, questions, nq_questions, separator: str) -> dict[str, np.ndarray]:
+    """Query, passage (``title{separator}text``), document and title vectors of the run's two encoders, or of its one
+    shared encoder (cached in ``folder``)."""
     folder.mkdir(parents=True, exist_ok=True)
     texts = [q.text for q in questions] + [q["question"] for q in nq_questions]
     if (run / "encoder").is_dir():  # a --shared-encoder run: one model in both roles
@@ -50,7 +51,8 @@ def encoded(folder: Path, run: Path, index, questions, nq_questions) -> dict[str
         document = load_encoder(str(run / "document-encoder"))
     return {
         "queries": cached(folder / "queries.npy", lambda: passage.encode_queries(texts)),
-        "passages": cached(folder / "passages.npy", lambda: passage.encode_passages(passage_texts(index.passages, ", "))),
+        "passages": cached(folder / ("passages.npy" if separator == ", " else "passages_title_text.npy"),
+                           lambda: passage.encode_passages(passage_texts(index.passages, separator))),
         "document queries": cached(folder / "document_queries.npy", lambda: document.encode_queries(texts)),
         "summaries": cached(folder / "summaries.npy", lambda: document.encode_passages(list(index.documents.texts))),
         "titles": cached(folder / "titles.npy", lambda: document.encode_passages(list(index.documents.titles))),
@@ -62,13 +64,17 @@ def main() -> None:
     parser.add_argument("--run", type=Path, required=True, help="The --out folder of sleuth dhr train.")
     parser.add_argument("--round", type=int, default=1)
     parser.add_argument("--name", default="dhr_squad_finetuned", help="Result file name under bench/results.")
+    parser.add_argument("--separator", default=None, help="Passage text 'title{separator}text' (default: the shipped "
+                                                          "dhr pipeline's).")
     args = parser.parse_args()
     started = time.perf_counter()
+    shipped = shipped_dhr_stage()
+    separator = args.separator if args.separator is not None else shipped.get("separator", ", ")
     setting = SquadSetting.load()
     index = setting.index
     run = args.run / f"round{args.round}"
     vectors = encoded(setting.ws.home / "dhr-squad" / args.run.name, run, index, setting.questions,
-                      setting.nq_questions)
+                      setting.nq_questions, separator)
     view = SimpleNamespace(passage_vectors=vectors["passages"], document_vectors=vectors["summaries"],
                            offsets=index.offsets, passage_document=index.passage_document, passages=index.passages)
     bench = Bench(setting.ws, view, vectors["queries"], setting.gold, setting.matchers, vectors["titles"],
@@ -80,17 +86,24 @@ def main() -> None:
     measured = bench.measure(setup, eval_rows, chosen, nq_rows)
     oracle = {v: max(curve.items(), key=lambda kv: kv[1]) for v, curve in measured["curve"].items()}
     scores = Scores(setting, vectors["queries"], vectors["titles"], vectors["passages"], vectors["summaries"])
-    beta = shipped_length_prior()
-    default_dhr = {name: recall_measures(gold_ranks(prior_scores(scores, rows, beta, with_max=True),
-                                                    setting.gold[rows]))
+    beta, below = float(shipped.get("length_prior", 0.0)), shipped.get("length_prior_below")
+    default_dhr = {name: recall_measures(gold_ranks(prior_scores(scores, rows, beta, True, below), setting.gold[rows]))
                    for name, rows in (("eval", eval_rows), ("NQ", nq_rows))}
+    gate_curve = {str(gate): {name: float(np.mean(gold_ranks(prior_scores(scores, rows, beta, True, gate),
+                                                             setting.gold[rows]) <= 1))
+                              for name, rows in (("eval R@1", eval_rows), ("NQ R@1", nq_rows))}
+                  for gate in GATES}
     report = json.loads((args.run / "report.json").read_text())
-    result = {"command": f"python -m bench.dhr_squad_finetuned --run {args.run.name} --round {args.round}",
+    options = "".join([f" --name {args.name}" if args.name != "dhr_squad_finetuned" else "",
+                       f" --separator '{args.separator}'" if args.separator is not None else ""])
+    result = {"command": f"python -m bench.dhr_squad_finetuned --run {args.run.name} --round {args.round}{options}",
               "training": {"config": report.get("config"), "train questions": report.get("train_questions"),
                            "round": report["rounds"][args.round - 1] if report.get("rounds") else None},
               "train articles": setting.train_articles, "zero-shot lambda": measured["chosen"],
               "oracle": {v: {"lam": lam, "R@1": r1} for v, (lam, r1) in oracle.items()},
-              f"default dhr score (length prior {beta})": default_dhr,
+              "passage text separator": separator,
+              f"default dhr score (length prior {beta}, gate {below})": default_dhr,
+              f"gate curve at length prior {beta} (oracle: on the evaluation articles)": gate_curve,
               "curve": measured["curve"], "seconds": round(time.perf_counter() - started, 1)}
     path = RESULTS_DIR / f"{args.name}.json"
     text = json.dumps(result, indent=1).replace(str(args.run.resolve()), args.run.name)  # the run by its name
@@ -102,16 +115,10 @@ def main() -> None:
             print(f"{variant:16s} lam {row['lam']:<5} R@1 {row['R@1']:.3f} ({row['R@1'] - flat:+.3f}) "
                   f"R@20 {row['R@20']:.3f} NQ R@1 {row['NQ R@1']:.3f}  oracle lam {oracle[variant][0]} "
                   f"R@1 {oracle[variant][1]:.3f}")
-    print(f"default dhr score (max add, lam 1, length prior {beta}): R@1 {default_dhr['eval']['R@1']:.3f} "
+    print(f"default dhr score (max add, lam 1, length prior {beta}, gate {below}): R@1 {default_dhr['eval']['R@1']:.3f} "
           f"({default_dhr['eval']['R@1'] - flat:+.3f}) R@20 {default_dhr['eval']['R@20']:.3f} "
           f"NQ R@1 {default_dhr['NQ']['R@1']:.3f}")
     print(f"wrote {path}")
-
-
-def shipped_length_prior() -> float:
-    """The ``length_prior`` of the shipped ``dhr`` pipeline."""
-    stage = read_config("dhr")["stages"][0]["dhr"]
-    return float(stage.get("length_prior", 0.0))
 
 
 if __name__ == "__main__":

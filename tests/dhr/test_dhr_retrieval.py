@@ -18,7 +18,13 @@ from sleuth.models.registry import load_encoder
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.dhr.accuracy import document_run, hierarchical_accuracy
 from sleuth.systems.dhr.index import HierarchicalIndex, passage_offsets, rows_of_documents, top_k
-from sleuth.systems.dhr.lambda_search import grid, rerank_with_lambda, rerank_with_prior, search_lambda
+from sleuth.systems.dhr.lambda_search import (
+    PriorCandidates,
+    grid,
+    rerank_with_lambda,
+    search_lambda,
+    search_prior,
+)
 from sleuth.systems.dhr.stages import DocumentRetrieve, PassageInDocuments, PassageRetrieve, combine_scores, dhr
 from sleuth.systems.dhr.structure import split_documents
 
@@ -222,14 +228,31 @@ def test_accuracy_and_lambda_search(index, encoder):
     assert grid(0.0, 0.2, 0.1) == [0.0, 0.1, 0.2]
     with pytest.raises(ConfigError):
         rerank_with_lambda(Run({"q": [Hit("a", 1.0)]}), 1.0)
-    # the length prior re-ranks by document length: a long document's passage overtakes a slightly better short one
-    run = Run({"q": [Hit("short-1", 1.01, "short"), Hit("long-1", 1.0, "long")]})
-    lifted = rerank_with_prior(run, 0.05, {"long": float(np.log(10)), "short": 0.0})
-    assert [h.id for h in lifted["q"]] == ["long-1", "short-1"]
-    assert lifted["q"][0].score == pytest.approx(1.0 + 0.05 * np.log(10))
-    assert [h.id for h in rerank_with_prior(run, 0.0, {"long": 2.3})["q"]] == ["short-1", "long-1"]
     # ties go to the preferred value: 0 for a prior (no prior unless it helps)
     assert search_lambda(lambda beta: 1.0, (0.0, 0.1, 0.005), 0.001, 0.005, preferred=0.0).best == 0.0
+
+
+def test_prior_search():
+    """The length prior lifts a long document's passage over a slightly better short one; the gate keeps it from a
+    question whose best passage scores at or above the gate; the search finds the smallest prior and the gate."""
+    def hit(pid, score, doc, passage):
+        return Hit(pid, score, doc, extras={"passage_score": passage})
+
+    run = Run({"q": [hit("short-1", 1.01, "short", 0.51), hit("long-1", 1.0, "long", 0.5)],
+               "r": [hit("short-2", 1.81, "short", 0.91), hit("long-2", 1.8, "long", 0.9)]})
+    candidates = PriorCandidates.from_run(run, {"long": float(np.log(10)), "short": 0.0},
+                                          lambda qid, h: h.doc_id == "long", ["q", "r"])
+    assert candidates.best.tolist() == pytest.approx([0.51, 0.91])
+    assert candidates.accuracy(0.0, None, 1) == 0.0  # the short passages lead
+    assert candidates.accuracy(0.05, None, 1) == 1.0  # + 0.05 log 10 = 0.115 lifts both long passages
+    assert candidates.accuracy(0.05, 0.7, 1) == 0.5  # only q (best .51 < .7) gets the prior
+    assert candidates.accuracy(0.0, None, 2) == 1.0
+    gates = candidates.gate_grid()
+    assert gates[-1] is None and all(0.51 <= g <= 0.91 for g in gates[:-1])
+    search = search_prior(candidates, 1)
+    # every finite gate lies below r's best passage score, so only "no gate" reaches both; 0.005 log 10 > 0.01
+    assert (search.below, search.best, search.best_value) == (None, 0.005, 1.0)
+    assert search.gates[gates[0]] == (0.005, 0.5)
 
 
 def test_pipeline_configs(tmp_path, groups, data_dir):
@@ -284,3 +307,35 @@ def test_length_prior(index, encoder):
     assert [h.id for h in rerank_with_lambda(serial, 1.0)["q2"]] == [h.id for h in serial["q2"]]
     with pytest.raises(ConfigError, match="length_prior must be a number >= 0"):
         dhr(index, mode="parallel", length_prior=-0.1, document_encoder=encoder, passage_encoder=encoder)
+
+
+def test_length_prior_gate(index, encoder):
+    """``length_prior_below``: the prior is added for the queries whose best passage score is below the gate, and
+    left out (scores as without a prior, ``document_prior`` 0) for the others, in both modes and for any document
+    score."""
+    queries = encoder.encode_queries([q.text for q in QUESTIONS])
+    best = (queries @ np.asarray(index.passage_vectors).T).max(axis=1)
+    below = float(np.median(best))
+    gated_on = best < below
+    assert 0 < gated_on.sum() < len(QUESTIONS)  # the gate splits the questions: some on, some off
+    common = dict(k2=len(index), lam=1.0, document="max", document_encoder=encoder, passage_encoder=encoder)
+    with_prior = dhr(index, mode="parallel", length_prior=0.05, **common).transform(QUESTIONS)
+    plain = dhr(index, mode="parallel", **common).transform(QUESTIONS)
+    gated = dhr(index, mode="parallel", length_prior=0.05, length_prior_below=below, **common).transform(QUESTIONS)
+    serial = dhr(index, k1=index.num_documents, length_prior=0.05, length_prior_below=below,
+                 **common).transform(QUESTIONS)
+    for on, query in zip(gated_on, QUESTIONS):
+        expected = with_prior[query.id] if on else plain[query.id]
+        hits = gated[query.id]
+        assert [h.id for h in hits] == [h.id for h in expected]
+        assert [h.score for h in hits] == pytest.approx([h.score for h in expected], abs=1e-5)
+        assert [h.id for h in serial[query.id]] == [h.id for h in hits]  # serial reads the same best passage
+        priors = [h.extras["document_prior"] for h in hits + serial[query.id]]
+        assert (min(priors) > 0) if on else (max(priors) == 0)  # the added prior; every fixture document is long
+    # a summary document score gates on the same best passage score (found by a scan of the passages)
+    summary = dhr(index, mode="parallel", k2=5, lam=0.5, length_prior=0.05, length_prior_below=below,
+                  document_encoder=encoder, passage_encoder=encoder).transform(QUESTIONS)
+    assert [max(h.extras["document_prior"] for h in summary[q.id]) > 0 for q in QUESTIONS] == gated_on.tolist()
+    with pytest.raises(ConfigError, match="length_prior_below must be a finite number"):
+        dhr(index, mode="parallel", length_prior=0.05, length_prior_below=float("nan"), document_encoder=encoder,
+            passage_encoder=encoder)

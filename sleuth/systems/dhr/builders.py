@@ -73,12 +73,13 @@ def dhr_stage(ws: Workspace, *, mode: str = "serial", k1: int = DEFAULT_K1, k: i
               documents: str = "dense", index: str | None = None, document_encoder: str = "minilm",
               passage_encoder: str = "minilm", search: VectorSearch = VectorSearch(),
               separator: str = DEFAULT_SEPARATOR, grouping: str = "auto", name: str = "dhr", document: str = "summary",
-              combine: str = "add", length_prior: float = 0.0) -> Stage:
+              combine: str = "add", length_prior: float = 0.0, length_prior_below: float | None = None) -> Stage:
     """Dense hierarchical retrieval: top ``k1`` documents, their passages ranked by passage + lam * document score
     (mode serial), or every passage and document scored and combined (mode parallel); ``k`` passages returned.
     ``document``: summary (encoded title + lead + table of contents), centroid (unit mean of the document's passage
     vectors) or max (the document's best passage score); ``combine``: add (Eq. 3) or gate
-    (``p + lam * max(d - p, 0)``); ``length_prior``: beta of the document prior ``beta * log(passage count)``."""
+    (``p + lam * max(d - p, 0)``); ``length_prior``: beta of the document prior ``beta * log(passage count)``;
+    ``length_prior_below``: add that prior only for queries whose best passage score is below this value."""
     if documents not in DOCUMENT_BACKENDS:
         raise ConfigError(f"dhr: unknown documents backend '{documents}' (known: {', '.join(DOCUMENT_BACKENDS)})")
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
@@ -86,7 +87,7 @@ def dhr_stage(ws: Workspace, *, mode: str = "serial", k1: int = DEFAULT_K1, k: i
     doc_enc, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
     return dhr(loaded, mode=mode, k1=k1, k2=k, lam=lam, document_encoder=doc_enc if bm25 is None else None,
                passage_encoder=passage_enc, bm25=bm25, device=ws.device, name=name, document=document, combine=combine,
-               length_prior=length_prior)
+               length_prior=length_prior, length_prior_below=length_prior_below)
 
 
 @register_stage("dhr_documents")
@@ -112,13 +113,14 @@ def dhr_passages_stage(ws: Workspace, *, k: int = 100, lam: float = DEFAULT_LAMB
                        document_encoder: str = "minilm", passage_encoder: str = "minilm",
                        search: VectorSearch = VectorSearch(), separator: str = DEFAULT_SEPARATOR,
                        grouping: str = "auto", name: str = "dhr_passages", combine: str = "add",
-                       length_prior: float = 0.0) -> PassageInDocuments:
+                       length_prior: float = 0.0, length_prior_below: float | None = None) -> PassageInDocuments:
     """DHR stage 2 alone: passages of the candidate documents ranked by passage + lam * document score (+ the length
-    prior ``length_prior * log(passage count)``)."""
+    prior ``length_prior * log(passage count)``, with ``length_prior_below`` only for queries whose best passage
+    score among them is below it)."""
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     _, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
     return PassageInDocuments(loaded, passage_enc, lam=lam, k=k, name=name, device=ws.device, combine=combine,
-                              length_prior=length_prior)
+                              length_prior=length_prior, length_prior_below=length_prior_below)
 
 
 @register_stage("dhr_p")

@@ -204,13 +204,15 @@ def tune_command(
     split: str = typer.Option("dev", help="Questions to tune on (dev by default)."),
     dev_fraction: float = typer.Option(0.2), seed: int = typer.Option(13),
     search: str = typer.Option("lambda", help="lambda: the paper's serial DHR lambda; length-prior: the length_prior "
-                                               "of the default dhr score (parallel, document max, lambda 1)."),
+                                               "of the default dhr score (parallel, document max, lambda 1) with its "
+                                               "gate length_prior_below."),
     k1: int = typer.Option(100, help="Documents passed to the passage stage (search lambda)."),
     metric_k: int = typer.Option(20, "--metric-k", help="Maximise passage-level Top-k accuracy (the paper: 20)."),
     device: str = typer.Option("cpu"),
 ) -> None:
     """Grid-search serial DHR's lambda (0..2 step 0.1, then step 0.01 around the best), or the default dhr score's
-    length prior (0..0.1 step 0.005, then 0.001), for passage-level Top-k accuracy on the chosen questions."""
+    length prior (0..0.1 step 0.005, then 0.001) for each gate (the 5th..95th percentiles of the questions' best
+    passage scores, and none), for passage-level Top-k accuracy on the chosen questions."""
     from sleuth.eval.answers import top_k_accuracy
 
     if search not in SEARCHES:
@@ -218,51 +220,61 @@ def tune_command(
     chosen = select_questions(questions, split, dev_fraction, seed)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
                   device, distractors)
-    answers = {q.id: q.metadata["answers"] for q in chosen}
     name = f"Top-{metric_k}"
-    scored, rerank = (lambda_candidates if search == "lambda" else prior_candidates)(setup, chosen, k1, metric_k)
-    result = search_values(lambda value: top_k_accuracy(rerank(scored, value, metric_k), None, answers,
-                                                        [metric_k])[name], search)
-    coarse = "  ".join(f"{v:g}:{100 * m:.1f}" for v, m in result.coarse.items())
-    console.print(f"coarse grid ({name} %): {coarse}")
-    fine = "  ".join(f"{v:g}:{100 * m:.1f}" for v, m in result.fine.items())
-    console.print(f"fine grid ({name} %): {fine}")
-    key = "lambda" if search == "lambda" else "length_prior"
-    print(json.dumps({key: result.best, name: result.best_value, "questions": len(chosen), "search": search,
-                      **({"k1": k1} if search == "lambda" else {}), "coarse": result.coarse, "fine": result.fine}))
+    if search == "lambda":
+        from sleuth.systems.dhr.lambda_search import rerank_with_lambda, search_lambda
+
+        answers = {q.id: q.metadata["answers"] for q in chosen}
+        scored = lambda_candidates(setup, chosen, k1)
+        result = search_lambda(lambda lam: top_k_accuracy(rerank_with_lambda(scored, lam, metric_k), None, answers,
+                                                          [metric_k])[name])
+        print_grids(result, name)
+        print(json.dumps({"lambda": result.best, name: result.best_value, "questions": len(chosen), "search": search,
+                          "k1": k1, "coarse": result.coarse, "fine": result.fine}))
+        return
+    from sleuth.systems.dhr.lambda_search import search_prior
+
+    prior = search_prior(prior_candidates(setup, chosen, metric_k), metric_k)
+    gates = "  ".join(f"{'none' if gate is None else f'{gate:g}'}:{beta:g}/{100 * value:.1f}"
+                      for gate, (beta, value) in prior.gates.items())
+    console.print(f"gates (length_prior_below: best length_prior/{name} %): {gates}")
+    print_grids(prior.search, f"{name}, length_prior_below {prior.below}")
+    print(json.dumps({"length_prior": prior.best, "length_prior_below": prior.below, name: prior.best_value,
+                      "questions": len(chosen), "search": search, "coarse": prior.search.coarse,
+                      "fine": prior.search.fine,
+                      "gates": {str(gate): {"length_prior": beta, name: value}
+                                for gate, (beta, value) in prior.gates.items()}}))
 
 
-def lambda_candidates(setup: Setup, questions: list[Query], k1: int, metric_k: int):
-    """Every passage of the top-k1 documents with its passage and document scores (searched once), and the re-ranker
-    for a lambda."""
-    from sleuth.systems.dhr.lambda_search import rerank_with_lambda
+def print_grids(result, name: str) -> None:
+    """The coarse and fine grids of a two-level search, one line each."""
+    for level, values in (("coarse", result.coarse), ("fine", result.fine)):
+        console.print(f"{level} grid ({name} %): " + "  ".join(f"{v:g}:{100 * m:.1f}" for v, m in values.items()))
+
+
+def lambda_candidates(setup: Setup, questions: list[Query], k1: int) -> Run:
+    """Every passage of the top-k1 documents with its passage and document scores (searched once)."""
     from sleuth.systems.dhr.stages import DocumentRetrieve, PassageInDocuments
 
     documents = DocumentRetrieve(setup.index, setup.document_encoder, k=k1).transform(questions)
     every = PassageInDocuments(setup.index, setup.passage_encoder, lam=0.0, k=len(setup.index))
-    return every.transform(questions, documents), rerank_with_lambda
+    return every.transform(questions, documents)
 
 
-def prior_candidates(setup: Setup, questions: list[Query], k1: int, metric_k: int):
-    """The default dhr score's top passages without a prior (parallel, document max, lambda 1; searched once), and
-    the re-ranker that adds a length prior."""
-    from sleuth.systems.dhr.lambda_search import rerank_with_prior
+def prior_candidates(setup: Setup, questions: list[Query], metric_k: int):
+    """The default dhr score's top passages without a prior (parallel, document max, lambda 1; searched once) as
+    :class:`PriorCandidates`, with whether each holds an answer."""
+    from sleuth.eval.answers import answer_matcher
+    from sleuth.systems.dhr.lambda_search import PriorCandidates
     from sleuth.systems.dhr.stages import ParallelDHR
 
     stage = ParallelDHR(setup.index, setup.document_encoder, setup.passage_encoder, lam=1.0,
                         k=max(PRIOR_DEPTH, metric_k), document="max")
     # log(passages of the document), as the stage's own prior computes it (beta 1)
     log_lengths = dict(zip(setup.index.documents.ids, setup.index.length_prior(1.0).tolist()))
-    return stage.transform(questions), (lambda run, beta, k: rerank_with_prior(run, beta, log_lengths, k))
-
-
-def search_values(metric, search: str):
-    """The two-level grid search of lambda, or of the length prior (ties: the smaller prior)."""
-    from sleuth.systems.dhr.lambda_search import PRIOR_COARSE, search_lambda
-
-    if search == "lambda":
-        return search_lambda(metric)
-    return search_lambda(metric, PRIOR_COARSE, fine_step=0.001, fine_radius=0.005, preferred=0.0)
+    matchers = {q.id: answer_matcher(q.metadata["answers"]) for q in questions}
+    return PriorCandidates.from_run(stage.transform(questions), log_lengths,
+                                    lambda qid, hit: matchers[qid](hit.text or ""), [q.id for q in questions])
 
 
 def register(app: typer.Typer, train_app: typer.Typer) -> None:

@@ -271,8 +271,8 @@ class HierarchicalIndex:
                       document_scores: np.ndarray | None = None,
                       combine: str = "add", document_prior: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Exhaustive top-k over all passages of the passage score combined with ``document_weight`` times the
-        document score by :func:`combine_scores` (``combine``: add or gate), plus ``document_prior`` (one value per
-        document, e.g. :meth:`length_prior`) when given.
+        document score by :func:`combine_scores` (``combine``: add or gate), plus ``document_prior`` when given: one
+        value per document (e.g. :meth:`length_prior`), or per query and document (queries x documents).
 
         With ``document_weight`` 0 this is flat passage search (DHR-P alone); otherwise ``document_scores``
         (queries x documents) must be given: the parallel mode of DHR. Passages are scored in blocks of SCAN_CHUNK.
@@ -289,8 +289,8 @@ class HierarchicalIndex:
             if document_weight and document_scores is not None:  # checked above: a weight comes with scores
                 block = combine_scores(block, document_scores[:, self.passage_document[start:stop]],
                                        document_weight, combine)
-            if document_prior is not None:
-                block = block + document_prior[self.passage_document[start:stop]]
+            if document_prior is not None:  # one value per document, or per query and document
+                block = block + document_prior[..., self.passage_document[start:stop]]
             rows = np.concatenate([best_rows, np.broadcast_to(np.arange(start, stop), block.shape)], axis=1)
             scores = np.concatenate([best_scores, block], axis=1)
             keep = np.stack([top_k(row, k) for row in scores])

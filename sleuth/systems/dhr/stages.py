@@ -12,7 +12,9 @@ k1 covering every document it ranks exactly as :class:`ParallelDHR`.
 
 ``length_prior`` (beta, both modes) adds ``beta * log(passages of the document)`` to every passage's final score: a
 document-length prior, not a relevance score (sleuth's measured addition for corpora mixing long and short documents;
-see the system README). Hits then carry it in ``document_prior``.
+see the system README). ``length_prior_below`` gates it per query: the prior is added only for a query whose best
+passage score is below that value (a query that one passage already matches well keeps its passage ranking). Hits
+then carry the prior added to them in ``document_prior`` (0 where the gate left it out).
 """
 
 from __future__ import annotations
@@ -76,13 +78,30 @@ def check_length_prior(beta: float, name: str) -> float:
     return beta
 
 
+def check_prior_gate(below: float | None, name: str) -> float | None:
+    """``below`` as a float when it is a finite number (or None: no gate), else a ConfigError naming the stage."""
+    if below is None:
+        return None
+    below = float(below)
+    if not np.isfinite(below):
+        raise ConfigError(f"{name}: length_prior_below must be a finite number (or left out), got {below}")
+    return below
+
+
 def document_priors(index: HierarchicalIndex, beta: float) -> np.ndarray | None:
     """The index's per-document length prior for ``beta`` (None when ``beta`` is 0: no prior)."""
     return index.length_prior(beta) if beta else None
 
 
+def prior_applies(best_passage_score: float, below: float | None) -> bool:
+    """Whether the length prior is added for a query whose best passage scores ``best_passage_score``: always
+    without a gate (``below`` None), else only below it."""
+    return below is None or best_passage_score < below
+
+
 def prior_extras(index: HierarchicalIndex, row: int, prior: np.ndarray | None) -> dict[str, float]:
-    """``{"document_prior": ...}``, the passage row's document prior, when a prior is set, else {}."""
+    """``{"document_prior": ...}``, the passage row's document prior (``prior``: one value per document, as added for
+    this query), when a prior is set, else {}."""
     return {} if prior is None else {"document_prior": float(prior[index.passage_document[row]])}
 
 
@@ -157,16 +176,18 @@ class PassageInDocuments(Stage):
 
     Candidates are document hits (their id, or else doc_id, names a document of the index; their score is the
     document score). Each query's passages are gathered by the index's offsets and scored with one matrix product.
-    Final hits carry ``passage_score``, ``document_score`` and ``document_rank`` in extras.
+    Final hits carry ``passage_score``, ``document_score`` and ``document_rank`` in extras. The length prior's gate
+    (``length_prior_below``) reads the query's best score among these passages.
     """
 
     def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA,
                  k: int = 100, name: str = "dhr_passages", device: str = "cpu", combine: str = "add",
-                 length_prior: float = 0.0):
+                 length_prior: float = 0.0, length_prior_below: float | None = None):
         if k < 1:
             raise ConfigError(f"{name}: k must be at least 1, got {k}")
         self.index, self.lam, self.k, self.name = index, float(lam), k, name
         self.length_prior = check_length_prior(length_prior, name)
+        self.length_prior_below = check_prior_gate(length_prior_below, name)
         self.combine = check_choice(combine, COMBINATIONS, "score combination")
         self.encoder = resolve_passage_encoder(index, encoder, device)
 
@@ -192,43 +213,48 @@ class PassageInDocuments(Stage):
         for query, vector in zip(queries, vectors):
             doc_rows, doc_scores = self.document_rows(candidates.get(query.id, []))
             ranked = rank_passages_in_documents(self.index, vector, doc_rows, doc_scores, self.lam, self.k,
-                                                self.combine, prior)
+                                                self.combine, prior, self.length_prior_below)
             run[query.id] = [passage_hit(self.index, row, final, passage_score=p, document_score=d, document_rank=r,
-                                         **prior_extras(self.index, row, prior))
-                             for row, final, p, d, r in zip(*(a.tolist() for a in ranked))]
+                                         **({} if prior is None else {"document_prior": added}))
+                             for row, final, p, d, r, added in zip(*(a.tolist() for a in ranked))]
         return run
 
 
 def rank_passages_in_documents(index: HierarchicalIndex, query_vector: np.ndarray, document_rows: np.ndarray,
                                document_scores: np.ndarray, lam: float, k: int,
-                               combine: str = "add",
-                               document_prior: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+                               combine: str = "add", document_prior: np.ndarray | None = None,
+                               prior_below: float | None = None) -> tuple[np.ndarray, ...]:
     """Stage 2 for one query: gather the passages of the given documents, score them with one matrix product,
     combine (Eq. 3, or the gate: :func:`combine_scores`), add ``document_prior`` (one value per document of the index,
-    e.g. :meth:`HierarchicalIndex.length_prior`) when given and keep the top ``k``. Returns passage rows, final
-    scores, passage scores, document scores and 1-based document ranks (the documents' order as given), best
-    first."""
+    e.g. :meth:`HierarchicalIndex.length_prior`) when given (with ``prior_below``: only when the best of these passage
+    scores is below it, :func:`prior_applies`) and keep the top ``k``. Returns passage rows, final scores, passage
+    scores, document scores, 1-based document ranks (the documents' order as given) and the prior added to each
+    passage (0 without one), best first."""
     counts = index.offsets[document_rows + 1] - index.offsets[document_rows]
     rows = index.passage_rows(document_rows)
     passage_scores = index.score_passages(query_vector, rows)
     per_passage = np.repeat(np.asarray(document_scores, dtype=np.float32), counts)
     final = combine_scores(passage_scores, per_passage, lam, combine)
-    if document_prior is not None:
-        final = final + np.repeat(document_prior[document_rows], counts)
+    added = np.zeros_like(final)
+    if document_prior is not None and passage_scores.size and prior_applies(float(passage_scores.max()), prior_below):
+        added = np.repeat(document_prior[document_rows], counts)
+    final = final + added
     best = top_k(final, k)
     ranks = np.repeat(np.arange(1, len(document_rows) + 1), counts)
-    return rows[best], final[best], passage_scores[best], per_passage[best], ranks[best]
+    return rows[best], final[best], passage_scores[best], per_passage[best], ranks[best], added[best]
 
 
 class ParallelDHR(Stage):
-    """DHR's parallel variant: all passages and all documents scored exactly, added by Eq. 3, top ``k``."""
+    """DHR's parallel variant: all passages and all documents scored exactly, added by Eq. 3, top ``k``. The length
+    prior's gate (``length_prior_below``) reads the query's best passage score over the whole index."""
 
     def __init__(self, index: HierarchicalIndex, document_encoder: Encoder | None = None,
                  passage_encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA, k: int = 100,
                  name: str = "dhr_parallel", device: str = "cpu", document: str = "summary", combine: str = "add",
-                 length_prior: float = 0.0):
+                 length_prior: float = 0.0, length_prior_below: float | None = None):
         self.index, self.lam, self.k, self.name = index, float(lam), k, name
         self.length_prior = check_length_prior(length_prior, name)
+        self.length_prior_below = check_prior_gate(length_prior_below, name)
         self.document = check_choice(document, DOCUMENT_SCORES, "document score")
         self.combine = check_choice(combine, COMBINATIONS, "score combination")
         self.passage_encoder = resolve_passage_encoder(index, passage_encoder, device)
@@ -239,19 +265,33 @@ class ParallelDHR(Stage):
         texts = [q.text for q in queries]
         document_scores = self.index.document_scores(self.document_encoder.encode_queries(texts), self.document)
         passage_vectors = self.passage_encoder.encode_queries(texts)
-        prior = document_priors(self.index, self.length_prior)
+        priors = self.query_priors(passage_vectors, document_scores)
         rows, scores = self.index.scan_passages(passage_vectors, self.k, document_weight=self.lam,
                                                 document_scores=document_scores, combine=self.combine,
-                                                document_prior=prior)
+                                                document_prior=priors)
         run = Run()
         for i, query in enumerate(queries):
             doc_scores = document_scores[i, self.index.passage_document[rows[i]]]
             own = self.index.score_passages(passage_vectors[i], rows[i])
+            prior = None if priors is None else priors[i]
             run[query.id] = [passage_hit(self.index, row, score, passage_score=float(p), document_score=float(d),
                                          **prior_extras(self.index, row, prior))
                              for row, score, p, d in zip(rows[i].tolist(), scores[i].tolist(), own.tolist(),
                                                          doc_scores.tolist())]
         return run
+
+    def query_priors(self, passage_vectors: np.ndarray, document_scores: np.ndarray) -> np.ndarray | None:
+        """The length prior per query and document (queries x documents; a row of zeros for a query the gate leaves
+        out), or None without a prior. The gate reads each query's best passage score: the best of the "max"
+        document scores when those are the document scores, else one more scan of the passages."""
+        prior = document_priors(self.index, self.length_prior)
+        if prior is None:
+            return None
+        if self.length_prior_below is None:
+            return np.broadcast_to(prior, document_scores.shape)
+        best = document_scores if self.document == "max" else self.index.max_passage_scores(passage_vectors)
+        applies = [prior_applies(float(score), self.length_prior_below) for score in best.max(axis=1)]
+        return np.asarray(applies, dtype=np.float32)[:, None] * prior[None, :]
 
 
 class PassageRetrieve(Stage):
@@ -271,19 +311,21 @@ class PassageRetrieve(Stage):
 def dhr(index: HierarchicalIndex, *, mode: str = "serial", k1: int = DEFAULT_K1, k2: int = 100,
         lam: float = DEFAULT_LAMBDA, document_encoder: Encoder | None = None, passage_encoder: Encoder | None = None,
         bm25: BM25Index | None = None, device: str = "cpu", name: str = "dhr", document: str = "summary",
-        combine: str = "add", length_prior: float = 0.0) -> Stage:
+        combine: str = "add", length_prior: float = 0.0, length_prior_below: float | None = None) -> Stage:
     """The DHR pipeline: serial ``DocumentRetrieve(k1) >> PassageInDocuments(lam, k2)`` or :class:`ParallelDHR`;
-    ``length_prior`` adds ``beta * log(passages of the document)`` to each passage's score in both modes."""
+    ``length_prior`` adds ``beta * log(passages of the document)`` to each passage's score in both modes, for every
+    query or, with ``length_prior_below``, for the queries whose best passage score is below it."""
     if mode not in MODES:
         raise ConfigError(f"dhr: unknown mode '{mode}' (known: {', '.join(MODES)})")
     if mode == "parallel":
         if bm25 is not None:
             raise ConfigError("dhr: the parallel mode scores documents densely; BM25 documents need mode serial")
         return ParallelDHR(index, document_encoder, passage_encoder, lam=lam, k=k2, name=name, device=device,
-                           document=document, combine=combine, length_prior=length_prior)
+                           document=document, combine=combine, length_prior=length_prior,
+                           length_prior_below=length_prior_below)
     documents = DocumentRetrieve(index, passage_encoder if document != "summary" else document_encoder, k=k1,
                                  device=device, bm25=bm25, document=document)
     stage = documents >> PassageInDocuments(index, passage_encoder, lam=lam, k=k2, device=device, combine=combine,
-                                            length_prior=length_prior)
+                                            length_prior=length_prior, length_prior_below=length_prior_below)
     stage.name = name
     return stage
