@@ -22,11 +22,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check sleuth tests bench
 	$(BIN)/mypy
 
+# The suite runs on TEST_WORKERS pytest-xdist workers (0: in one process), one torch/BLAS thread each, a test file
+# per worker (--dist loadfile: module fixtures such as loaded models or a local Ray are made once).
+TEST_WORKERS ?= 2
+PYTEST := OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+
 test: lint
-	$(BIN)/python -m pytest -q
+	$(PYTEST)
 
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(PYTEST) -m "not slow"
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run_all

@@ -73,8 +73,8 @@ def index(
                 built = BM25Index.build(source.passages(), target, params, analyzer, source.info(),
                                         ws.show_progress)
             else:
-                built = DenseIndex.build(source.passages(), ws.encoder(encoder), target, factory, source.info(),
-                                         ws.show_progress)
+                built = DenseIndex.build(source.checked_passages(), ws.encoder(encoder), target, factory,
+                                         source.info(), ws.show_progress)
         else:
             if what == "bm25":
                 built, target = ws.bm25(params, analyzer), ws.index_dir(ws.bm25_key(params, analyzer))

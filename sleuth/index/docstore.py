@@ -5,9 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from sleuth.corpus.model import Passage
 
 DOCSTORE = "docstore.parquet"
@@ -56,10 +53,15 @@ class DocStore:
         return [f"{t} {x}" if t else x for t, x in zip(self.titles, self.texts)]
 
     def save(self, directory: Path) -> None:
+        import pyarrow as pa  # imported on use: pyarrow costs half a second of every CLI start
+        import pyarrow.parquet as pq
+
         table = pa.table({"id": self.ids, "doc_id": self.doc_ids, "title": self.titles, "text": self.texts})
         pq.write_table(table, directory / DOCSTORE)
 
     @classmethod
     def load(cls, directory: Path) -> DocStore:
+        import pyarrow.parquet as pq
+
         table = pq.read_table(directory / DOCSTORE)
         return cls(*(table.column(name).to_pylist() for name in ("id", "doc_id", "title", "text")))

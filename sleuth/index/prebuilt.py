@@ -14,7 +14,6 @@ turns the lookup off (every passage encoded on this machine).
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -25,13 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from sleuth.models.encoder import Encoder
+from sleuth.models.passage_memo import content_key
 
 PREBUILT_DIR = Path(__file__).resolve().parents[1] / "data" / "vectors"
-
-
-def content_key(text: str) -> bytes:
-    """The 20-byte key of a passage's content."""
-    return hashlib.sha1(text.encode("utf-8")).digest()
 
 
 class PrebuiltVectors:

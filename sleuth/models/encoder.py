@@ -9,12 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from sleuth.models.passage_memo import DEFAULT_MEMO_BYTES, PassageMemo
+
 
 class Encoder(ABC):
     """A bi-encoder. Backends implement :meth:`_encode`; prefixes let asymmetric models (e5, bge) mark sides.
 
     The last query batch is remembered per thread, so stages that share one encoder (DHR's document and passage
     stages with a shared model) encode a batch of queries once, and concurrent searches never see each other's.
+    After :meth:`remember_passages` (a workspace's encoders), passage vectors are remembered by text too.
     """
 
     name: str = "encoder"
@@ -26,6 +29,7 @@ class Encoder(ABC):
         self.query_prefix, self.passage_prefix = query_prefix, passage_prefix
         self.batch_size, self.normalize = batch_size, normalize
         self._local = threading.local()  # .last: (key, vectors) of this thread's last query batch
+        self.passage_memo: PassageMemo | None = None
 
     @abstractmethod
     def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
@@ -37,17 +41,32 @@ class Encoder(ABC):
         texts = [prefix + t for t in texts] if prefix else list(texts)
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        if side != "query":
+            memo = getattr(self, "passage_memo", None)
+            if memo is not None:
+                return memo.encode(texts, lambda fresh: self._vectors(fresh, show_progress))
+            return self._vectors(texts, show_progress)
         key = (side, tuple(texts))
         last = getattr(self._local, "last", None)
         if last is not None and last[0] == key:
             return last[1].copy()  # the same batch again (e.g. two stages sharing one encoder)
+        vectors = self._vectors(texts, show_progress)
+        self._local.last = (key, vectors.copy())
+        return vectors
+
+    def _vectors(self, texts: list[str], show_progress: bool) -> np.ndarray:
+        """Encoded ``texts`` (prefixes already added) as contiguous float32, unit length if the encoder normalises."""
         vectors = np.ascontiguousarray(self._encode(texts, show_progress), dtype=np.float32)
         if self.normalize:
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors /= np.maximum(norms, 1e-12)
-        if side == "query":
-            self._local.last = (key, vectors.copy())
         return vectors
+
+    def remember_passages(self, max_bytes: int = DEFAULT_MEMO_BYTES) -> None:
+        """Remember passage vectors by text from now on (up to ``max_bytes``; 0 forgets and stops): an encoder
+        loaded once for several indexes over one corpus encodes each passage once. Only for an encoder whose
+        weights no longer change."""
+        self.passage_memo = PassageMemo(max_bytes) if max_bytes > 0 else None
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.encode(texts, side="query")

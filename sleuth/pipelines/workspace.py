@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sleuth.corpus.model import Document, Passage
-from sleuth.index.bm25 import BM25Index, BM25Params
+from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
 from sleuth.index.dense import DenseIndex
 from sleuth.index.tokenize import Analyzer
+from sleuth.models.passage_memo import DEFAULT_MEMO_BYTES
 from sleuth.paths import home_dir
 
 T = TypeVar("T")
@@ -40,6 +41,12 @@ class CorpusSource:
             else:
                 yield from self.splitter(doc)
 
+    def checked_passages(self) -> list[Passage]:
+        """All passages, read before an encoder is loaded: an empty corpus or a repeated id fails at once."""
+        passages = list(self.passages())
+        check_unique([p.id for p in passages])
+        return passages
+
     def fingerprint(self) -> str:
         """A key that changes when the files, their reading or their splitting change."""
         files = [self.path] if self.path.is_file() else sorted(p for p in self.path.rglob("*") if p.is_file())
@@ -59,12 +66,16 @@ def params_key(kind: str, params: dict[str, Any]) -> str:
 
 @dataclass
 class Workspace:
-    """Indexes of one corpus, built on first use under ``home/indexes/<corpus>/`` and reused afterwards."""
+    """Indexes of one corpus, built on first use under ``home/indexes/<corpus>/`` and reused afterwards.
+
+    Its encoders remember passage vectors by text (up to ``passage_memo_bytes`` each; 0: off), so indexes that read
+    the same passages with the same encoder (``dense`` and ``dhr``) encode them once."""
 
     corpus: CorpusSource | None = None
     home: Path = field(default_factory=home_dir)
     device: str = "cpu"
     show_progress: bool = True
+    passage_memo_bytes: int = DEFAULT_MEMO_BYTES
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def index_dir(self, key: str) -> Path:
@@ -115,10 +126,15 @@ class Workspace:
         """The corpus's dense index for this encoder and FAISS factory string."""
         corpus = self.source()
         return self.cached_index(self.dense_key(encoder, factory), DenseIndex.load, lambda path: DenseIndex.build(
-            corpus.passages(), self.encoder(encoder), path, factory, corpus.info(), self.show_progress))
+            corpus.checked_passages(), self.encoder(encoder), path, factory, corpus.info(), self.show_progress))
 
     def encoder(self, name: str):
-        """A loaded encoder, shared by every stage of this workspace."""
+        """A loaded encoder, shared by every stage of this workspace, remembering the passages it encodes."""
         from sleuth.models.registry import load_encoder
 
-        return self.memo(f"encoder:{name}", lambda: load_encoder(name, device=self.device))
+        def load() -> Any:
+            encoder = load_encoder(name, device=self.device)
+            encoder.remember_passages(self.passage_memo_bytes)
+            return encoder
+
+        return self.memo(f"encoder:{name}", load)

@@ -1,7 +1,8 @@
 """The default ``dhr`` pipeline where DHR is meant to help: two SQuAD 2.0 dev articles (their paragraphs without
 context) mixed with 600 NQ passages as short distractor documents, all the articles' questions and the NQ
 questions whose gold passage is in the slice, against the default flat ``dense`` pipeline over the same corpus.
-Real MiniLM, real data (slow: encodes ~700 passages twice and ~1,100 questions twice)."""
+Real MiniLM, real data (slow: encodes ~700 passages and ~1,100 questions; the workspace's encoder remembers them
+for the second pipeline)."""
 
 from __future__ import annotations
 
