@@ -11,7 +11,10 @@ themselves (``oracle``, an upper bound that is not a fair result). The default `
 beta log n``, the prior only below the gate; beta, gate and passage text as shipped in the ``dhr`` pipeline, chosen
 zero-shot by ``bench.dhr_squad_prior``) is scored with the fine-tuned passage encoder too, with its curve over the
 gates. Passages are encoded as the shipped pipeline writes them (``--separator`` for another), so flat dense is the
-``dense`` pipeline's text. The NQ questions search the same corpus (column NQ), as in ``bench.dhr_squad``. Vectors are
+``dense`` pipeline's text. The shipped gate is on the zero-shot encoder's cosine scale; ``matched gate`` carries it
+to the fine-tuned encoder without its training questions: the gate that gates the same share of the NQ guard
+questions (even positions, as in ``bench.dhr_squad_prior``) as the shipped gate does zero-shot, reported on the
+evaluation articles and the other NQ half. The NQ questions search the same corpus (column NQ), as in ``bench.dhr_squad``. Vectors are
 cached under $SLEUTH_HOME/dhr-squad/<run name>.
 
     SLEUTH_HOME=/work/cache-dhr python -m bench.dhr_squad_finetuned --run RUN_DIR [--round 1]
@@ -59,6 +62,23 @@ def encoded(folder: Path, run: Path, index, questions, nq_questions, separator: 
     }
 
 
+def matched_gate(setting: SquadSetting, tuned: Scores, beta: float, below: float) -> dict:
+    """The shipped gate carried to ``tuned`` (the fine-tuned encoder's scores): the quantile of its NQ guard
+    questions' best passage scores at the share of them the shipped gate leaves below it zero-shot."""
+    squad, nq, titles = setting.minilm_vectors()
+    zero_shot = Scores(setting, np.vstack([squad, nq]), titles)  # setting's index: the zero-shot passage vectors
+    guard, reported = setting.nq_rows[0::2], setting.nq_rows[1::2]
+    share = float(np.mean(zero_shot.passage(guard).max(axis=1) < below))
+    gate = float(np.quantile(tuned.passage(guard).max(axis=1), share))
+    sets = {"eval": setting.rows(setting.eval_qs), "NQ guard": guard, "NQ reported": reported}
+    return {"zero-shot share of guard questions gated": share, "gate": round(gate, 4),
+            "flat R@1": {name: float(np.mean(gold_ranks(tuned.passage(rows), setting.gold[rows]) <= 1))
+                         for name, rows in sets.items()},
+            "gated share": {name: float(np.mean(tuned.passage(rows).max(axis=1) < gate)) for name, rows in sets.items()},
+            "measures": {name: recall_measures(gold_ranks(prior_scores(tuned, rows, beta, True, gate),
+                                                          setting.gold[rows])) for name, rows in sets.items()}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", type=Path, required=True, help="The --out folder of sleuth dhr train.")
@@ -70,7 +90,7 @@ def main() -> None:
     started = time.perf_counter()
     shipped = shipped_dhr_stage()
     separator = args.separator if args.separator is not None else shipped.get("separator", ", ")
-    setting = SquadSetting.load()
+    setting = SquadSetting.load(separator)  # its zero-shot vectors read the passages as the fine-tuned ones do
     index = setting.index
     run = args.run / f"round{args.round}"
     vectors = encoded(setting.ws.home / "dhr-squad" / args.run.name, run, index, setting.questions,
@@ -93,6 +113,7 @@ def main() -> None:
                                                              setting.gold[rows]) <= 1))
                               for name, rows in (("eval R@1", eval_rows), ("NQ R@1", nq_rows))}
                   for gate in GATES}
+    matched = matched_gate(setting, scores, beta, below) if below is not None else None
     report = json.loads((args.run / "report.json").read_text())
     options = "".join([f" --name {args.name}" if args.name != "dhr_squad_finetuned" else "",
                        f" --separator '{args.separator}'" if args.separator is not None else ""])
@@ -104,6 +125,7 @@ def main() -> None:
               "passage text separator": separator,
               f"default dhr score (length prior {beta}, gate {below})": default_dhr,
               f"gate curve at length prior {beta} (oracle: on the evaluation articles)": gate_curve,
+              "matched gate (the shipped gate's share of NQ guard questions)": matched,
               "curve": measured["curve"], "seconds": round(time.perf_counter() - started, 1)}
     path = RESULTS_DIR / f"{args.name}.json"
     text = json.dumps(result, indent=1).replace(str(args.run.resolve()), args.run.name)  # the run by its name
@@ -118,6 +140,12 @@ def main() -> None:
     print(f"default dhr score (max add, lam 1, length prior {beta}, gate {below}): R@1 {default_dhr['eval']['R@1']:.3f} "
           f"({default_dhr['eval']['R@1'] - flat:+.3f}) R@20 {default_dhr['eval']['R@20']:.3f} "
           f"NQ R@1 {default_dhr['NQ']['R@1']:.3f}")
+    if matched is not None:
+        print(f"matched gate {matched['gate']} (gates {matched['zero-shot share of guard questions gated']:.3f} of "
+              f"the NQ guard zero-shot): eval R@1 {matched['measures']['eval']['R@1']:.3f} "
+              f"({matched['measures']['eval']['R@1'] - flat:+.3f}), NQ reported half R@1 "
+              f"{matched['measures']['NQ reported']['R@1']:.3f} (flat {matched['flat R@1']['NQ reported']:.3f}), "
+              f"guard {matched['measures']['NQ guard']['R@1']:.3f} (flat {matched['flat R@1']['NQ guard']:.3f})")
     print(f"wrote {path}")
 
 
