@@ -36,7 +36,7 @@ from bench.dhr_squad_heads import identity_setup
 from bench.dhr_squad_prior import GATES, Scores, prior_scores
 from bench.dhr_squad_scores import gold_ranks, recall_measures
 from sleuth.models.registry import load_encoder
-from sleuth.systems.dhr.index import passage_texts
+from sleuth.systems.dhr.index import passage_texts, prior_applies
 
 ROWS = ("flat", "max add", "summary add", "summary gate", "summary z", "centroid add", "centroid gate", "title add",
         "title gate", "context add", "context gate", "context bonus", "lse T=0.2", "length prior")
@@ -68,13 +68,14 @@ def matched_gate(setting: SquadSetting, tuned: Scores, beta: float, below: float
     squad, nq, titles = setting.minilm_vectors()
     zero_shot = Scores(setting, np.vstack([squad, nq]), titles)  # setting's index: the zero-shot passage vectors
     guard, reported = setting.nq_rows[0::2], setting.nq_rows[1::2]
-    share = float(np.mean(zero_shot.passage(guard).max(axis=1) < below))
+    share = float(np.mean(prior_applies(zero_shot.passage(guard).max(axis=1), below)))
     gate = float(np.quantile(tuned.passage(guard).max(axis=1), share))
     sets = {"eval": setting.rows(setting.eval_qs), "NQ guard": guard, "NQ reported": reported}
     return {"zero-shot share of guard questions gated": share, "gate": round(gate, 4),
             "flat R@1": {name: float(np.mean(gold_ranks(tuned.passage(rows), setting.gold[rows]) <= 1))
                          for name, rows in sets.items()},
-            "gated share": {name: float(np.mean(tuned.passage(rows).max(axis=1) < gate)) for name, rows in sets.items()},
+            "gated share": {name: float(np.mean(prior_applies(tuned.passage(rows).max(axis=1), gate)))
+                            for name, rows in sets.items()},
             "measures": {name: recall_measures(gold_ranks(prior_scores(tuned, rows, beta, True, gate),
                                                           setting.gold[rows])) for name, rows in sets.items()}}
 

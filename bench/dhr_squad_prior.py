@@ -34,7 +34,7 @@ import numpy as np
 from bench.common import RESULTS_DIR
 from bench.dhr_squad import SquadSetting
 from bench.dhr_squad_scores import gold_ranks, lse_bonus, recall_measures
-from sleuth.systems.dhr.index import document_length_prior, unit_centroids
+from sleuth.systems.dhr.index import document_length_prior, prior_applies, unit_centroids
 
 BETAS = (0.0, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05)
 GUARD_WEIGHTS = (1.0, 3.0, 10.0, 20.0, 30.0, 60.0, 100.0)
@@ -126,8 +126,7 @@ def prior_scores(scores: Scores, rows: np.ndarray, beta: float, with_max: bool,
 def gated_prior(base: np.ndarray, best: np.ndarray, logn: np.ndarray, beta: float,
                 below: float | None) -> np.ndarray:
     """``base + beta log n`` for the questions whose best passage score is below ``below`` (all when None)."""
-    applies = np.ones(len(best), dtype=bool) if below is None else best < below
-    return base + np.float32(beta) * applies[:, None] * logn
+    return base + np.float32(beta) * prior_applies(best, below)[:, None] * logn
 
 
 def prior_family(scores: Scores, sets: dict[str, np.ndarray], with_max: bool) -> dict:
@@ -177,7 +176,7 @@ def gated_family(scores: Scores, sets: dict[str, np.ndarray]) -> dict:
     curve = {str(g): {f"{name} R@1": r1(name, beta, g) for name in names} for g in GATES}
     return {"flat R@1": flat, "grid": grid, "chosen beta": beta, "chosen gate": chosen["gate"],
             "chosen": report, "max add without prior": flat_report, "gate curve at the chosen beta": curve,
-            "gated share": {name: float(np.mean(best[name] < (chosen["gate"] or np.inf))) for name in names}}
+            "gated share": {name: float(np.mean(prior_applies(best[name], chosen["gate"]))) for name in names}}
 
 
 def plot_gates(gated: dict, path: Path) -> None:

@@ -42,9 +42,8 @@ class Encoder(ABC):
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         if side != "query":
-            memo = getattr(self, "passage_memo", None)
-            if memo is not None:
-                return memo.encode(texts, lambda fresh: self._vectors(fresh, show_progress))
+            if self.passage_memo is not None:
+                return self.passage_memo.encode(texts, lambda fresh: self._vectors(fresh, show_progress))
             return self._vectors(texts, show_progress)
         key = (side, tuple(texts))
         last = getattr(self._local, "last", None)

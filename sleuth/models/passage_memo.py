@@ -40,13 +40,12 @@ class PassageMemo:
         with self.lock:
             known = {key: self.vectors[key] for key in set(keys) if key in self.vectors}
         missing = {key: text for key, text in zip(keys, texts) if key not in known}
-        if not missing:
-            return np.stack([known[key] for key in keys]).astype(np.float32, copy=False)
-        fresh = encode(list(missing.values()))
-        self.remember(dict(zip(missing, fresh)))
-        if len(missing) == len(keys):  # a first build: every text new and distinct, the encoded array as it is
-            return fresh
-        known.update(zip(missing, fresh))
+        if missing:
+            fresh = encode(list(missing.values()))
+            self.remember(dict(zip(missing, fresh)))
+            if len(missing) == len(keys):  # a first build: every text new and distinct, the encoded array as it is
+                return fresh
+            known.update(zip(missing, fresh))
         return np.stack([known[key] for key in keys]).astype(np.float32, copy=False)
 
     def remember(self, vectors: dict[bytes, np.ndarray]) -> None:

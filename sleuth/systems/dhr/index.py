@@ -314,6 +314,13 @@ def document_length_prior(counts: np.ndarray, beta: float) -> np.ndarray:
     return (np.float32(beta) * np.log(np.maximum(counts, 1)).astype(np.float32)).astype(np.float32)
 
 
+def prior_applies(best_passage_scores: np.ndarray | float, below: float | None) -> np.ndarray:
+    """Whether the length prior is added, per query with these best passage scores: always without a gate (``below``
+    None), else only below it (compared in float64, so a float32 score equal to the gate's float32 is below it)."""
+    best = np.asarray(best_passage_scores, dtype=np.float64)
+    return np.ones(best.shape, dtype=bool) if below is None else best < below
+
+
 def combine_scores(passage_scores: np.ndarray, document_scores: np.ndarray, lam: float,
                    combine: str = "add") -> np.ndarray:
     """Final passage scores, element-wise. ``add`` is Eq. 3 of the paper, ``p + lam * d``. ``gate`` adds the

@@ -18,6 +18,7 @@ import numpy as np
 
 from sleuth.errors import ConfigError
 from sleuth.stages.run import Hit, Run
+from sleuth.systems.dhr.index import prior_applies
 
 COARSE = (0.0, 2.0, 0.1)  # range and step of the first grid
 FINE_STEP, FINE_RADIUS = 0.01, 0.05  # second grid: this step within this distance of the best coarse value
@@ -116,8 +117,7 @@ class PriorCandidates:
     def accuracy(self, beta: float, below: float | None, k: int) -> float:
         """Top-``k`` answer accuracy with the prior ``beta * log n`` added for the questions whose best passage
         score is below ``below`` (every question when None); ties: by passage id."""
-        applies = np.ones(len(self.best), dtype=bool) if below is None else self.best < below
-        final = self.scores + np.float32(beta) * applies[:, None] * self.log_lengths
+        final = self.scores + np.float32(beta) * prior_applies(self.best, below)[:, None] * self.log_lengths
         top = np.argsort(-final, axis=1, kind="stable")[:, :k]
         return float(np.take_along_axis(self.answered, top, axis=1).any(axis=1).mean()) if len(final) else 0.0
 

@@ -35,6 +35,7 @@ from sleuth.systems.dhr.index import (
     DOCUMENT_SCORES,
     HierarchicalIndex,
     combine_scores,
+    prior_applies,
     top_k,
 )
 
@@ -91,12 +92,6 @@ def check_prior_gate(below: float | None, name: str) -> float | None:
 def document_priors(index: HierarchicalIndex, beta: float) -> np.ndarray | None:
     """The index's per-document length prior for ``beta`` (None when ``beta`` is 0: no prior)."""
     return index.length_prior(beta) if beta else None
-
-
-def prior_applies(best_passage_score: float, below: float | None) -> bool:
-    """Whether the length prior is added for a query whose best passage scores ``best_passage_score``: always
-    without a gate (``below`` None), else only below it."""
-    return below is None or best_passage_score < below
 
 
 def prior_extras(index: HierarchicalIndex, row: int, prior: np.ndarray | None) -> dict[str, float]:
@@ -236,7 +231,7 @@ def rank_passages_in_documents(index: HierarchicalIndex, query_vector: np.ndarra
     per_passage = np.repeat(np.asarray(document_scores, dtype=np.float32), counts)
     final = combine_scores(passage_scores, per_passage, lam, combine)
     added = np.zeros_like(final)
-    if document_prior is not None and passage_scores.size and prior_applies(float(passage_scores.max()), prior_below):
+    if document_prior is not None and passage_scores.size and prior_applies(passage_scores.max(), prior_below):
         added = np.repeat(document_prior[document_rows], counts)
     final = final + added
     best = top_k(final, k)
@@ -290,8 +285,8 @@ class ParallelDHR(Stage):
         if self.length_prior_below is None:
             return np.broadcast_to(prior, document_scores.shape)
         best = document_scores if self.document == "max" else self.index.max_passage_scores(passage_vectors)
-        applies = [prior_applies(float(score), self.length_prior_below) for score in best.max(axis=1)]
-        return np.asarray(applies, dtype=np.float32)[:, None] * prior[None, :]
+        applies = prior_applies(best.max(axis=1), self.length_prior_below)
+        return applies.astype(np.float32)[:, None] * prior[None, :]
 
 
 class PassageRetrieve(Stage):
