@@ -13,7 +13,8 @@ with their descriptions, and ``/`` is the web page (:mod:`sleuth.service.page`).
 Searches run concurrently on a bounded pool: a 503 when it is full, a 504 past the time limit (and a batch stops
 between queries). Bad requests get a 4xx status with ``{"error": one line}`` (413 for large bodies, 401/403 for
 admin, checked before the body is read; 400 for a ``Host`` not on the allow-list). Every search is written to the
-query log when one is given.
+query log when one is given; a log that cannot be written (a full disk) never fails a search: the entry is
+dropped whole and counted (``sleuth_query_log_failures_total`` in ``/metrics``).
 
 Modules: routers in :mod:`sleuth.service.routes` (search, ops, admin) and :mod:`~sleuth.service.page`; the logic in
 :mod:`~sleuth.service.service` (served pipelines, searcher, document updates) without FastAPI.
@@ -64,6 +65,8 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
     service = SearchService(pipelines, QueryLog(query_log), max_k, limits, loader, index_dirs)
     app = FastAPI(title="sleuth", description="Search service of sleuth.", docs_url=None, redoc_url=None)
     app.state.service, app.state.metrics, app.state.api_key = service, Metrics(), api_key
+    app.state.metrics.counter("sleuth_query_log_failures_total", "Query log entries that could not be written.",
+                              lambda: service.query_log.failures)
     add_error_handlers(app)
     for router in (search.router, ops.router, admin.router):
         app.include_router(router)

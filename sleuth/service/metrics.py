@@ -5,20 +5,27 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 #: upper bounds (seconds) of the latency histogram's buckets
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class Metrics:
-    """Request counts by endpoint and status, and a latency histogram by endpoint (thread-safe)."""
+    """Request counts by endpoint and status, a latency histogram by endpoint (thread-safe), and counters kept
+    elsewhere (:meth:`counter`)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self.counters: dict[str, tuple[str, Callable[[], int]]] = {}
         self.requests: dict[tuple[str, int], int] = defaultdict(int)
         self.buckets: dict[str, list[int]] = defaultdict(lambda: [0] * len(BUCKETS))
         self.sums: dict[str, float] = defaultdict(float)
         self.counts: dict[str, int] = defaultdict(int)
+
+    def counter(self, name: str, description: str, read: Callable[[], int]) -> None:
+        """Also render the counter ``name``, whose value ``read()`` gives."""
+        self.counters[name] = (description, read)
 
     def observe(self, endpoint: str, status: int, seconds: float) -> None:
         """Record one finished request."""
@@ -47,6 +54,8 @@ class Metrics:
                 lines.append(f'sleuth_request_duration_seconds_bucket{{{label},le="+Inf"}} {self.counts[endpoint]}')
                 lines.append(f"sleuth_request_duration_seconds_sum{{{label}}} {self.sums[endpoint]:.6f}")
                 lines.append(f"sleuth_request_duration_seconds_count{{{label}}} {self.counts[endpoint]}")
+        for name, (description, read) in sorted(self.counters.items()):
+            lines += [f"# HELP {name} {description}", f"# TYPE {name} counter", f"{name} {read()}"]
         return "\n".join(lines) + "\n"
 
 

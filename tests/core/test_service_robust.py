@@ -1,0 +1,53 @@
+"""The service where its surroundings fail or misbehave, with a real BM25 index of SciFact rows: a full disk under
+the query log (searches still answer; the log holds only whole lines), bounded metrics labels, admin writes past
+the time limit, cancelled timed-out searches, and slow clients dropped."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from fastapi.testclient import TestClient
+
+from sleuth.index.bm25 import BM25Index
+from sleuth.service.app import create_app
+from sleuth.stages.retrieve import BM25Retrieve
+
+
+@pytest.fixture(scope="module")
+def bm25(scifact_passages):
+    return BM25Retrieve(BM25Index.build(scifact_passages[:200], show_progress=False), k=100)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    """A 16 KiB tmpfs mounted for the test (needs root; skipped where mounting is not allowed)."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(mount)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode(errors='replace').strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], check=False)
+
+
+def test_a_full_disk_under_the_query_log_fails_no_search(bm25, scifact_rows, tiny_disk, capfd):
+    """Before: once the disk was full every search answered 500 and the log ended in a torn line."""
+    log = tiny_disk / "queries.jsonl"
+    queries = [row["title"] for row in scifact_rows[:120]]  # about 25 KB of log lines for 16 KiB
+    with TestClient(create_app({"bm25": bm25}, query_log=log, extensions=[]), raise_server_exceptions=False) as client:
+        statuses = [client.post("/search", json={"query": query, "k": 3}).status_code for query in queries]
+        metrics = client.get("/metrics").text
+    assert statuses == [200] * len(queries)
+    text = log.read_bytes().decode("utf-8")
+    assert text.endswith("\n")
+    logged = [json.loads(line) for line in text.splitlines()]  # every line whole JSON
+    assert 20 < len(logged) < len(queries)
+    assert [entry["query"] for entry in logged] == queries[:len(logged)]
+    failures = len(queries) - len(logged)
+    assert f"sleuth_query_log_failures_total {failures}" in metrics
+    warned = capfd.readouterr().err
+    assert warned.count("warning: query log") == 1 and f"{log}: cannot write to it (No space left on device" in warned
