@@ -41,7 +41,7 @@ def read_api_key(path: Path | None = None) -> str | None:
 
 class AdminKeyGuard:
     """ASGI middleware answering 401/403 to ``/admin/*`` requests with a missing or wrong key before anything of
-    the body is received (the endpoint label for metrics is the request path)."""
+    the body is received."""
 
     def __init__(self, app, api_key: str | None):
         self.app, self.api_key = app, api_key
@@ -52,7 +52,6 @@ class AdminKeyGuard:
             try:
                 check_api_key(self.api_key, given)
             except RequestError as exc:
-                scope["sleuth.endpoint"] = scope["path"]
                 await send_error(send, exc.status, str(exc))
                 return
         await self.app(scope, receive, send)

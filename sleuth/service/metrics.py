@@ -61,7 +61,7 @@ class Metrics:
 
 class MeasureRequests:
     """ASGI middleware observing every HTTP request's status and latency into ``metrics``, labelled by the route
-    that answered it (``scope["sleuth.endpoint"]`` when a middleware answered, else "unmatched")."""
+    template (:func:`route_template`), never the raw path: the labels are bounded by the routes."""
 
     def __init__(self, app, metrics: Metrics):
         self.app, self.metrics = app, metrics
@@ -80,9 +80,38 @@ class MeasureRequests:
         try:
             await self.app(scope, receive, observed)
         finally:
-            route = scope.get("route")
-            endpoint = getattr(route, "path", None) or scope.get("sleuth.endpoint") or "unmatched"
-            self.metrics.observe(endpoint, status[0], time.perf_counter() - started)
+            self.metrics.observe(route_template(scope), status[0], time.perf_counter() - started)
+
+
+def route_template(scope) -> str:
+    """The path template of the route a request went to, or would have gone to when a middleware answered it
+    first (e.g. "/admin/documents" for a 401); "unmatched" for any other path, so that requests to made-up paths
+    add no labels."""
+    from starlette.routing import Match
+
+    route = scope.get("route")
+    if getattr(route, "path", None):
+        return route.path
+    partial = None
+    for prefix, route in _routes(getattr(scope.get("app"), "routes", ()), ""):
+        if not scope["path"].startswith(prefix):
+            continue
+        match, _ = route.matches({**scope, "path": scope["path"][len(prefix):]})
+        if match == Match.FULL:
+            return prefix + route.path
+        if match == Match.PARTIAL and partial is None:
+            partial = prefix + route.path
+    return partial or "unmatched"
+
+
+def _routes(routes, prefix: str):
+    """``(prefix, route)`` of every route, included routers opened (FastAPI keeps them as one entry)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _routes(inner.routes, prefix + getattr(getattr(route, "include_context", None), "prefix", ""))
+        elif getattr(route, "path", None) is not None:
+            yield prefix, route
 
 
 def _label(value: str) -> str:
