@@ -1,5 +1,8 @@
 """What a search response holds and how large it may get: the hit ``fields`` asked for, passage title and text cut
-to ``max_chars`` (such hits get ``"truncated": true``; strings in extras are cut alike), and a response size cap."""
+to ``max_chars`` (such hits get ``"truncated": true``; strings in extras are cut alike), and a response size cap.
+Every endpoint that answers passages, a system's included (QUEST's ``/quest/predict``), shapes them with
+:class:`Shape` and writes its answer with :func:`encode` or :func:`json_response`, so one cut and one bound hold for
+all."""
 
 from __future__ import annotations
 
@@ -38,13 +41,20 @@ class Shape:
 
     def record(self, record: dict[str, Any]) -> dict[str, Any]:
         shaped = {name: record[name] for name in self.fields}
-        cut = False
+        if "extras" in record:
+            shaped["extras"] = record["extras"]
+        return self.cut(shaped)
+
+    def cut(self, record: dict[str, Any]) -> dict[str, Any]:
+        """``record`` with its title and text (and strings in its ``extras``) cut to ``max_chars``, and
+        ``"truncated": true`` when one was; every endpoint answering passages (a system's too) cuts them here."""
+        shaped, cut = dict(record), False
         for name in CUT:
             value = shaped.get(name)
             if isinstance(value, str) and len(value) > self.max_chars:
                 shaped[name], cut = value[:self.max_chars], True
-        if "extras" in record:
-            shaped["extras"], cut_extras = cut_strings(record["extras"], self.max_chars)
+        if "extras" in shaped:
+            shaped["extras"], cut_extras = cut_strings(shaped["extras"], self.max_chars)
             cut = cut or cut_extras
         if cut:
             shaped["truncated"] = True
@@ -89,6 +99,13 @@ def encode(body: dict[str, Any], max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise too_large(len(data), max_bytes)
     return data
+
+
+def json_response(body: dict[str, Any], max_bytes: int):
+    """``body`` as a FastAPI JSON response, or a 400 when larger than ``max_bytes`` (see :func:`encode`)."""
+    from fastapi.responses import Response
+
+    return Response(content=encode(body, max_bytes), media_type="application/json")
 
 
 def too_large(size: int, max_bytes: int) -> RequestError:

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from sleuth.index.bm25 import BM25Index
 from sleuth.service.app import create_app
+from sleuth.service.limits import Limits
 from sleuth.stages.retrieve import BM25Retrieve
 
 
@@ -68,3 +69,25 @@ def test_rejected_requests_to_made_up_paths_add_no_metrics_labels(bm25):
     assert 'sleuth_requests_total{endpoint="unmatched",status="401"} 200' in metrics
     assert 'sleuth_requests_total{endpoint="unmatched",status="404"} 400' in metrics
     assert len(metrics) < 10_000
+
+
+def test_quest_predict_is_cut_and_bounded_as_search_is(scifact_passages):
+    """Before: /quest/predict answered every member's whole text, however large the response (31 MB seen)."""
+    from sleuth.corpus.model import Passage
+    from sleuth.systems.quest.service import QuestEndpoint
+
+    long_text = " ".join(p.text for p in scifact_passages[100:160])  # about 90,000 characters
+    passages = [*scifact_passages[:50], Passage("long", "long", long_text, ("A very long document",))]
+    stage = BM25Retrieve(BM25Index.build(passages, show_progress=False), k=100)
+    limits = Limits(max_text_chars=200_000, max_response_bytes=120_000)
+    query = " ".join(scifact_passages[120].text.split()[:12])
+    with TestClient(create_app({"quest-bm25": stage}, limits=limits, extensions=[QuestEndpoint()])) as client:
+        cut = client.post("/quest/predict", json={"query": query})
+        assert cut.status_code == 200
+        first = cut.json()["members"][0]
+        assert first["id"] == "long" and first["truncated"] is True and first["text"] == long_text[:1000]
+        assert client.post("/quest/predict", json={"query": query, "max_chars": 50}).json()["members"][0]["text"] \
+            == long_text[:50]
+        refused = client.post("/quest/predict", json={"query": query, "max_chars": 200_000})
+        assert refused.status_code == 400 and "larger than 120,000 bytes" in refused.json()["error"]
+        assert client.post("/quest/predict", json={"query": query, "max_chars": 0}).status_code == 400

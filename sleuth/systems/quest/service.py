@@ -1,11 +1,13 @@
 """QUEST's part of the search service: ``POST /quest/predict`` answers a set-seeking query with a served QUEST
 pipeline (e.g. ``sleuth serve --pipeline quest-bm25-classify`` over a QUEST corpus) and ``GET /quest`` is its page.
 
-Request ``{"query", "pipeline"?}`` (default: the first served pipeline whose name starts with ``quest``); response
+Request ``{"query", "pipeline"?, "max_chars"?}`` (default: the first served pipeline whose name starts with ``quest``); response
 ``{"query", "pipeline", "template", "symbol", "constraints": [{"text", "negated"}], "members": [{"rank", "id",
 "title", "text", "score", "constraint_scores"?, "whole_score"?}]}``: the predicted set, each member with its
 classifier score (the probability, or for a set-operation pipeline the fuzzy combination, one probability per
-constraint and, when anchored, the whole query's), and the query's parsed template and constraints.
+constraint and, when anchored, the whole query's), and the query's parsed template and constraints. Members' titles
+and texts are cut, and the response bounded, as ``/search``'s are (:mod:`sleuth.service.shape`: ``--text-chars``
+unless ``max_chars`` asks for more, ``"truncated": true``; a 400 above ``--max-response-bytes``).
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.service.limits import RequestError, safe_name
+from sleuth.service.shape import Shape, json_response
 
 STATIC = Path(__file__).parent / "static"
-FIELDS = {"query", "pipeline"}
+FIELDS = {"query", "pipeline", "max_chars"}
 PREFIX = "quest"
 
 
@@ -28,13 +31,15 @@ def quest_pipelines(service) -> list[str]:
 class QuestEndpoint:
     """Adds ``POST /quest/predict``, ``GET /quest`` (the page) and ``/quest/static/*`` to a service app."""
 
-    def predict(self, service, query: Any, pipeline: Any = None) -> dict[str, Any]:
-        """The predicted set of ``query`` by a served QUEST pipeline, with scores and the parsed query."""
+    def predict(self, service, query: Any, pipeline: Any = None, max_chars: Any = None) -> dict[str, Any]:
+        """The predicted set of ``query`` by a served QUEST pipeline, with scores and the parsed query (members'
+        title and text cut to ``max_chars``, default the service's ``text_chars``)."""
         from sleuth.corpus.model import Query
         from sleuth.systems.quest.query_parser import parse_query
         from sleuth.systems.quest.templates import SYMBOLS
 
         query = service.limits.query(query)
+        shape = Shape.of(service.limits, max_chars)
         served = quest_pipelines(service)
         if not served:
             raise RequestError("no QUEST pipeline is served (serve e.g. quest-bm25-classify)", 404)
@@ -51,7 +56,7 @@ class QuestEndpoint:
                 member["constraint_scores"] = [float(s) for s in hit.extras["constraint_scores"]]
             if "whole_score" in hit.extras:
                 member["whole_score"] = float(hit.extras["whole_score"])
-            members.append(member)
+            members.append(shape.cut(member))
         return {"query": query, "pipeline": name, "template": parsed.template,
                 "symbol": SYMBOLS.get(parsed.template, parsed.template),
                 "constraints": [{"text": text, "negated": negated}
@@ -60,7 +65,7 @@ class QuestEndpoint:
 
     def __call__(self, app, service) -> None:
         from fastapi import Body
-        from fastapi.responses import FileResponse
+        from fastapi.responses import FileResponse, Response
         from fastapi.staticfiles import StaticFiles
 
         from sleuth.service.app import check_fields
@@ -79,11 +84,12 @@ class QuestEndpoint:
             """The served QUEST pipelines."""
             return {"pipelines": quest_pipelines(service)}
 
-        @app.post("/quest/predict")
-        def quest_predict(body: Any = Body(...)) -> dict[str, Any]:
-            """The predicted set of a QUEST query: ``{"query", "pipeline"?}``."""
+        @app.post("/quest/predict", response_class=Response)
+        def quest_predict(body: Any = Body(...)) -> Response:
+            """The predicted set of a QUEST query: ``{"query", "pipeline"?, "max_chars"?}``."""
             body = check_fields(body, FIELDS)
-            return self.predict(service, body.get("query"), body.get("pipeline"))
+            answer = self.predict(service, body.get("query"), body.get("pipeline"), body.get("max_chars"))
+            return json_response(answer, service.limits.max_response_bytes)
 
 
 def endpoints() -> list[QuestEndpoint]:
