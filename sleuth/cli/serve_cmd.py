@@ -29,7 +29,8 @@ def serve(
     max_query_chars: int = typer.Option(2000, help="Longest query, in characters."),
     max_batch: int = typer.Option(64, help="Most queries in one /search/batch request."),
     max_body_bytes: int = typer.Option(1_000_000, help="Largest request body, in bytes (413 above)."),
-    max_obfuscations: int = typer.Option(50, help="Largest n a /obfuscate request may ask for."),
+    max_obfuscations: int = typer.Option(
+        50, help="Largest n a /obfuscate request may ask for (at most 50, the cap shared with sleuth privacy)."),
     timeout: float = typer.Option(30.0, help="Time limit of one request, in seconds (504 above)."),
     text_chars: int = typer.Option(1000, help="Passage title and text cut to this many characters by default."),
     max_text_chars: int = typer.Option(100_000, help="Largest max_chars a request may ask for."),

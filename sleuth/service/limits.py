@@ -9,6 +9,11 @@ from typing import Any
 
 from sleuth.errors import SleuthError
 
+#: the most obfuscated versions of one query made at once, one cap for ``sleuth privacy`` (``-n``) and
+#: ``POST /obfuscate`` (``sleuth serve --max-obfuscations`` may only lower it): n of them cost memory and time in
+#: proportion (``-n 1000000000`` was killed at 21.5 GB)
+MAX_OBFUSCATIONS = 50
+
 
 class RequestError(SleuthError):
     """A request the service refuses; ``status`` is the HTTP status it is answered with (4xx, or 504 on timeout)."""
@@ -26,7 +31,7 @@ class Limits:
     max_k: int = 1000
     max_batch: int = 64
     max_body_bytes: int = 1_000_000
-    max_obfuscations: int = 50
+    max_obfuscations: int = MAX_OBFUSCATIONS
     timeout_seconds: float = 30.0
     #: passage title and text are cut to this many characters unless a request asks for more (``max_chars``)
     text_chars: int = 1000
@@ -42,6 +47,9 @@ class Limits:
         for name, value in vars(self).items():
             if not value > 0:
                 raise SleuthError(f"limit '{name}' must be positive, got {value!r}")
+        if self.max_obfuscations > MAX_OBFUSCATIONS:
+            raise SleuthError(f"limit 'max_obfuscations' must be at most {MAX_OBFUSCATIONS} (the cap shared with "
+                              f"sleuth privacy), got {self.max_obfuscations}")
 
     def query(self, query: Any, field: str = "query") -> str:
         """``query`` checked: a non-empty string of at most ``max_query_chars`` characters."""

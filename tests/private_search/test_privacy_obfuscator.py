@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from sleuth.errors import ConfigError, InputError, QueryError
+from sleuth.errors import ConfigError, InputError, QueryError, SleuthError
 from sleuth.systems.private_search.embedding_readers import (
     load_embeddings,
     read_glove_text,
@@ -194,3 +194,22 @@ def test_obfuscate_errors_are_one_line(args, fragment, capsys):
     assert exit_.value.code == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], lines
+
+
+def test_the_number_of_obfuscations_has_one_cap_shared_with_the_service(capsys):
+    """Before: ``privacy obfuscate -n 1000000000`` ran until it was killed at 21.5 GB, where HTTP caps n at 50."""
+    from sleuth.cli.main import main
+    from sleuth.service.limits import MAX_OBFUSCATIONS, Limits
+    from sleuth.systems.private_search.obfuscator import check_count
+
+    for command in (["obfuscate", "do goldfish grow"], ["search", "do goldfish grow", "--engine", "http://127.0.0.1:9"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(["privacy", *command, "--mechanism", "aed", "-n", "1000000000"])
+        assert exit_.value.code == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert lines == [f"error: -n must be a positive integer of at most {MAX_OBFUSCATIONS}, got 1000000000"]
+    assert Limits().max_obfuscations == MAX_OBFUSCATIONS
+    with pytest.raises(SleuthError, match="at most 50"):
+        Limits(max_obfuscations=MAX_OBFUSCATIONS + 1)
+    with pytest.raises(SleuthError, match="at most 50 obfuscated queries per query"):
+        check_count(MAX_OBFUSCATIONS + 1)  # what every obfuscator checks its n with

@@ -10,6 +10,7 @@ import typer
 
 from sleuth.cli.common import console, out
 from sleuth.errors import ConfigError, QueryError
+from sleuth.service.limits import MAX_OBFUSCATIONS
 from sleuth.systems.private_search.mechanisms import check_epsilon
 from sleuth.systems.private_search.obfuscator import OOV_POLICIES
 from sleuth.systems.private_search.registry import BASELINES, MECHANISMS, OBFUSCATORS
@@ -23,6 +24,13 @@ SAMPLE_PREFIX = "sample:"
 DEFAULT_EPSILON = 6.25
 EPSILON_HELP = (f"Privacy budget of the DP mechanisms (default {DEFAULT_EPSILON:g}: the 50-d GloVe equivalent of "
                 "the paper's 12.5 with 300-d vectors; smaller hides more).")
+
+
+def check_obfuscation_count(n: int) -> int:
+    """``-n`` checked before anything loads: 1 to :data:`MAX_OBFUSCATIONS` (the cap ``POST /obfuscate`` shares)."""
+    if not 1 <= n <= MAX_OBFUSCATIONS:
+        raise ConfigError(f"-n must be a positive integer of at most {MAX_OBFUSCATIONS}, got {n}")
+    return n
 
 
 def corpus_words(path: Path, fmt: str | None = None) -> set[str]:
@@ -93,8 +101,7 @@ def obfuscate(
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(OBFUSCATORS)})")
     if mechanism in BASELINES and epsilon is not None:
         raise ConfigError(f"{mechanism} is not a DP mechanism and takes no --epsilon")
-    if n < 1:
-        raise ConfigError(f"-n must be a positive integer, got {n}")
+    check_obfuscation_count(n)
     if mechanism in MECHANISMS:
         epsilon = check_epsilon(DEFAULT_EPSILON if epsilon is None else epsilon)
     if oov not in OOV_POLICIES:
@@ -140,6 +147,7 @@ def private_search(
 
     if mechanism not in MECHANISMS + ("aed",):
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(MECHANISMS)}, aed)")
+    check_obfuscation_count(n)
     if mechanism in MECHANISMS:
         epsilon = check_epsilon(DEFAULT_EPSILON if epsilon is None else epsilon)
     elif epsilon is not None:

@@ -54,7 +54,7 @@ class PrivateSearch(Stage):
                  epsilon: float | None = None, depth: int = POOL_DEPTH, seed: Seed = None,
                  withhold_original: bool = True, name: str = "private"):
         self.obfuscator, self.engine, self.reranker = obfuscator, engine, reranker
-        self.n, self.epsilon, self.depth = check_count(n), epsilon, check_count(depth)
+        self.n, self.epsilon, self.depth = check_count(n), epsilon, check_count(depth, maximum=None)
         self.seed, self.withhold_original, self.name = seed, withhold_original, name
 
     def obfuscations(self, queries: Sequence[Query]) -> list[list[str]]:

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from sleuth.errors import ConfigError, QueryError
+from sleuth.service.limits import MAX_OBFUSCATIONS
 from sleuth.systems.private_search.mechanisms import Mechanism, check_epsilon
 
 OOV_POLICIES = ("drop", "random", "error", "keep")
@@ -51,10 +52,13 @@ def make_rng(seed: Seed = None) -> np.random.Generator:
     return np.random.Generator(np.random.PCG64DXSM(np.random.SeedSequence(seed)))
 
 
-def check_count(n: int) -> int:
-    """The number of obfuscated queries per query: a positive integer."""
+def check_count(n: int, maximum: int | None = MAX_OBFUSCATIONS) -> int:
+    """The number of obfuscated queries per query: a positive integer, at most ``maximum`` (by default the cap
+    shared by ``sleuth privacy`` and ``POST /obfuscate``)."""
     if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
         raise ConfigError(f"the number of obfuscated queries must be a positive integer, got {n!r}")
+    if maximum is not None and n > maximum:
+        raise ConfigError(f"at most {maximum} obfuscated queries per query, got {n}")
     return int(n)
 
 
