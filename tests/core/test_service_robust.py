@@ -91,3 +91,28 @@ def test_quest_predict_is_cut_and_bounded_as_search_is(scifact_passages):
         refused = client.post("/quest/predict", json={"query": query, "max_chars": 200_000})
         assert refused.status_code == 400 and "larger than 120,000 bytes" in refused.json()["error"]
         assert client.post("/quest/predict", json={"query": query, "max_chars": 0}).status_code == 400
+
+
+def test_admin_updates_past_the_time_limit_are_answered_as_committed(tmp_path, scifact_passages):
+    """Before: an update that outlasted ``--timeout`` was committed but answered 504, and its retry then failed on
+    duplicate ids."""
+    from sleuth.pipelines.index_stage import stage_for_index
+
+    folder = tmp_path / "scifact"
+    BM25Index.build(scifact_passages[:100], folder, show_progress=False)
+
+    def load():
+        return {"scifact": stage_for_index(folder, 100, "cpu")}
+
+    app = create_app(load(), limits=Limits(timeout_seconds=0.001), api_key="k3y", loader=load,
+                     index_dirs={"scifact": folder}, extensions=[])
+    added = [{"id": f"new{i}", "title": "Zebrafish fin regrowth", "text": f"zebrafish fin regrowth study {i}"}
+             for i in range(5)]
+    with TestClient(app) as client:
+        response = client.post("/admin/documents", json={"documents": added}, headers={"X-API-Key": "k3y"})
+        assert response.status_code == 200, response.text
+        assert response.json() == {"index": "scifact", "added": 5, "count": 105}
+        retry = client.post("/admin/documents", json={"documents": added}, headers={"X-API-Key": "k3y"})
+        assert retry.status_code == 400 and "new0" in retry.json()["error"]  # the first was committed
+        deleted = client.request("DELETE", "/admin/documents", json={"ids": ["new0"]}, headers={"X-API-Key": "k3y"})
+        assert deleted.status_code == 200 and deleted.json()["count"] == 104

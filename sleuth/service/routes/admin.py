@@ -1,5 +1,10 @@
 """Admin endpoints behind the API key: ``POST /admin/reload`` and ``POST``/``DELETE /admin/documents``. The key is
-checked by :class:`~sleuth.service.admin.AdminKeyGuard` before the body is read, and again here."""
+checked by :class:`~sleuth.service.admin.AdminKeyGuard` before the body is read, and again here.
+
+Document updates are not bound by the request time limit (``--timeout``): an update is committed (a new index
+generation) and then answered, however long it takes, so that a 504 never reports a write that was in fact made
+(a retry would then fail on duplicate ids). Updates run one at a time, in the request's own thread, so they take no
+search slot either."""
 
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ def add_documents(request: Request, body: Any = Body(...),
     """Add documents to a served index folder: ``{"documents": [{id, title?, text}], "index"?}`` (API key)."""
     service = checked(request, x_api_key)
     body = check_fields(body, {"documents", "index"})
-    return service.timed(lambda: service.documents.update(body.get("index"), documents=body.get("documents")))
+    return service.documents.update(body.get("index"), documents=body.get("documents"))
 
 
 @router.delete("/documents")
@@ -42,4 +47,4 @@ def delete_documents(request: Request, body: Any = Body(...),
     body = check_fields(body, {"ids", "index"})
     if body.get("ids") is None:
         raise RequestError("'ids' is required")
-    return service.timed(lambda: service.documents.update(body.get("index"), ids=body["ids"]))
+    return service.documents.update(body.get("index"), ids=body["ids"])
