@@ -31,7 +31,10 @@ def serve(
     max_body_bytes: int = typer.Option(1_000_000, help="Largest request body, in bytes (413 above)."),
     max_obfuscations: int = typer.Option(
         50, help="Largest n a /obfuscate request may ask for (at most 50, the cap shared with sleuth privacy)."),
-    timeout: float = typer.Option(30.0, help="Time limit of one request, in seconds (504 above)."),
+    timeout: float = typer.Option(30.0, help="Time limit of one request, in seconds (504 above; admin updates are "
+                                             "answered once committed, whatever the time)."),
+    read_timeout: float = typer.Option(10.0, help="Seconds a request may take to arrive whole (headers and body); "
+                                                  "a slower client is disconnected."),
     text_chars: int = typer.Option(1000, help="Passage title and text cut to this many characters by default."),
     max_text_chars: int = typer.Option(100_000, help="Largest max_chars a request may ask for."),
     max_response_bytes: int = typer.Option(16_000_000, help="Largest search response, in bytes."),
@@ -66,6 +69,8 @@ def serve(
         api_key = read_api_key(api_key_file)
     if not 0 <= port <= 65535:
         raise ConfigError(f"--port must be between 0 and 65535, got {port}")
+    if not read_timeout > 0:
+        raise ConfigError(f"--read-timeout must be positive, got {read_timeout}")
     check_index_names(index or [])
     QueryLog(query_log)  # a query log that cannot be written fails now, before the (slow) load
     if host not in LOOPBACK_ADDRESSES:
@@ -100,9 +105,11 @@ def serve(
         import uvicorn
     except ImportError:
         raise MissingExtraError("uvicorn", "service", "the HTTP service") from None
+    from sleuth.service.server import server_config
+
     admin = "admin enabled" if api_key else "admin disabled"
     console.print(f"serving {', '.join(stages)} on http://{host}:{port} ({admin})")
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
+    uvicorn.Server(server_config(app, host, port, read_timeout)).run()
 
 
 def check_index_names(folders: list[Path]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import time
 
 import pytest
 from fastapi.testclient import TestClient
@@ -116,3 +117,45 @@ def test_admin_updates_past_the_time_limit_are_answered_as_committed(tmp_path, s
         assert retry.status_code == 400 and "new0" in retry.json()["error"]  # the first was committed
         deleted = client.request("DELETE", "/admin/documents", json={"ids": ["new0"]}, headers={"X-API-Key": "k3y"})
         assert deleted.status_code == 200 and deleted.json()["count"] == 104
+
+
+def test_a_client_sending_its_headers_byte_by_byte_is_dropped(bm25):
+    """Before: uvicorn reset its only timer on each byte, so a slowloris client held its connection forever."""
+    import socket
+    import threading
+
+    import httpx
+    import uvicorn
+
+    from sleuth.service.server import server_config
+    from tests.server_process import free_port
+
+    port = free_port()
+    server = uvicorn.Server(server_config(create_app({"bm25": bm25}, extensions=[]), "127.0.0.1", port,
+                                          read_timeout=1.0))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            time.sleep(0.05)
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200
+        head = f"GET /health HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nX-Slow: {'a' * 200}\r\n".encode()
+        started, closed = time.monotonic(), None
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            for byte in head:  # 0.02 s a byte: the head would take 5 s, never finished
+                try:
+                    sock.sendall(bytes([byte]))
+                    sock.settimeout(0.02)
+                    if sock.recv(1) == b"":
+                        closed = time.monotonic() - started
+                        break
+                except TimeoutError:
+                    continue
+                except (ConnectionResetError, BrokenPipeError):
+                    closed = time.monotonic() - started
+                    break
+        assert closed is not None and 0.9 < closed < 2.0, closed
+        assert httpx.get(f"http://127.0.0.1:{port}/health").status_code == 200  # others are still served
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
