@@ -1,6 +1,7 @@
 """Bounded request work with deadlines: a fixed pool of threads, a bounded wait list (503 when full) and a time
 limit per request (504) after which the work is told to stop (work still waiting never starts; batch work stops
-between queries)."""
+between queries, and stages that call :func:`sleuth.stages.cancel.check_cancelled` stop between hops and model
+batches)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import TypeVar
 
 from sleuth.service.limits import RequestError
+from sleuth.stages.cancel import cancellable
 
 T = TypeVar("T")
 
@@ -57,7 +59,8 @@ class BoundedExecutor:
         def task() -> T:
             try:
                 deadline.check()  # waited in the queue past the time limit: skip the work
-                return work(deadline)
+                with cancellable(deadline.check):
+                    return work(deadline)
             finally:
                 self._slots.release()
 

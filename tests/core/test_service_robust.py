@@ -159,3 +159,35 @@ def test_a_client_sending_its_headers_byte_by_byte_is_dropped(bm25):
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+class Hops:
+    """A real BM25 stage searched in ``hops`` rounds of ``seconds`` each, checking for cancellation between
+    rounds as Chain-of-Skills does between hops and model batches; counts the rounds run."""
+
+    name = "hops"
+
+    def __init__(self, stage, hops: int, seconds: float):
+        self.stage, self.hops, self.seconds, self.rounds = stage, hops, seconds, 0
+
+    def search(self, query, k=10):
+        from sleuth.stages.cancel import check_cancelled
+
+        for _ in range(self.hops):
+            check_cancelled()
+            self.rounds += 1
+            time.sleep(self.seconds)
+        return self.stage.search(query, k=k)
+
+
+def test_a_timed_out_search_is_cancelled_and_does_not_block_the_next(bm25):
+    """Before: a timed-out multi-hop search ran on to its end, holding the worker, so the next request timed out
+    too."""
+    hops = Hops(bm25, hops=12, seconds=0.1)
+    app = create_app({"hops": hops, "bm25": bm25}, limits=Limits(timeout_seconds=0.5, workers=1), extensions=[])
+    with TestClient(app) as client:
+        assert client.post("/search", json={"query": "cells", "pipeline": "hops"}).status_code == 504
+        after = client.post("/search", json={"query": "cells", "pipeline": "bm25"})
+        assert after.status_code == 200, after.text
+        time.sleep(0.3)
+    assert hops.rounds <= 7  # stopped at the first check past the time limit, not after all 12 rounds

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sleuth.errors import SleuthError
+from sleuth.stages.cancel import check_cancelled
 
 #: padded tokens per forward batch (rows x longest row); 8,192 = 32 triples of 256 tokens
 MAX_BATCH_TOKENS = 8192
@@ -96,6 +97,7 @@ def forward_batches(model: Any, texts: Sequence[Text], skill: str, side: str = "
     pad = model.tokenizer.pad_token_id or 0
     expert = model.expert_for(skill, side)
     for rows in token_batches([len(i) for i in ids], max_tokens, max_rows, min_fill):
+        check_cancelled()  # a search given up (past the service's time limit) stops between batches
         width = len(ids[rows[0]])
         input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
+from sleuth.stages.cancel import check_cancelled
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.chain_of_skills.chain_scores import (
     HOP1_RERANK_WEIGHT,
@@ -107,6 +108,7 @@ class CosChain(Stage):
         linked = self.link.link(texts, self.limits.k_link)
         run = Run()
         for query, retrieved, links in zip(queries, found, linked):
+            check_cancelled()  # a search given up stops between queries (and hops: model batches check too)
             hop1 = merged_hits([retrieved, links], self.alpha)
             if self.chain == "retrieval":
                 run[query.id] = hop1[:self.limits.k]
@@ -162,6 +164,7 @@ class CosChain(Stage):
                     if self.rerank.expanded_vectors_reusable(self.expanded)
                     else self.expanded.retrieve(query.text, kept, self.limits.k_expanded))
         linked = self.link.link([h.text or "" for h in kept], self.limits.k_hop2_link, exclude=[h.id for h in kept])
+        check_cancelled()
         candidates: list[tuple[Hit, Hit]] = []
         for first, found, links in zip(kept, expanded, linked):
             candidates.extend((first, second) for second in merged_hits([found, links], self.alpha))
