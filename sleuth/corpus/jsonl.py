@@ -66,8 +66,8 @@ def read_jsonl_documents(path: str | Path, fields: Mapping[str, str] | None = No
                              "name it with --field id=KEY", path=path, line=number)
         if mapping["text"] not in obj:
             found = ", ".join(sorted(obj)[:8]) or "none"
-            raise InputError(f"no '{mapping['text']}' key in the record (its keys: {found}); name the text key "
-                             "with --field text=KEY", path=path, line=number)
+            raise InputError(f"missing (the record's keys: {found}); name the text key with --field text=KEY",
+                             path=path, line=number, field=mapping["text"])
         used = {id_key, mapping["title"], mapping["text"]}
         doc_id = require(obj, id_key, path, number)
         text = require(obj, mapping["text"], path, number)
