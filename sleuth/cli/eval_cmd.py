@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from sleuth.cli import corpus_options
 from sleuth.cli.common import console, corpus_source, out, workspace
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
@@ -41,9 +42,13 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
         what = "--corpus, --queries and --qrels" if need_corpus else "--queries and --qrels"
         raise ConfigError(f"give a BEIR folder, or all of {what} (or --questions)")
     from sleuth.corpus.qrels import read_qrels
+    from sleuth.corpus.smart import align_query_ids
 
     judged = read_qrels(qrels)
-    return corpus, [q for q in read_queries(queries) if q.id in judged], judged
+    topics, note = align_query_ids(read_queries(queries), judged)
+    if note:
+        console.print(f"note: {note}")
+    return corpus, topics, judged  # the experiment counts and leaves out the topics without judgements
 
 
 def squad_task(corpus: Path | None, fmt: str | None) -> tuple[list[Query], Qrels] | None:
@@ -62,16 +67,16 @@ def squad_task(corpus: Path | None, fmt: str | None) -> tuple[list[Query], Qrels
 def eval_command(
     dataset: Path | None = typer.Argument(None, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
                                                         "default: the bundled SciFact."),
-    split: str = typer.Option("train", help="Qrels split of the BEIR folder."),
+    split: corpus_options.Split = "train",
     corpus: Path | None = typer.Option(None, help="Corpus file or folder (instead of a BEIR folder)."),
     queries: Path | None = typer.Option(None, help="Queries: BEIR queries.jsonl or TREC topics."),
     qrels: Path | None = typer.Option(None, help="Relevance judgements: TREC qrels or BEIR TSV."),
     questions: Path | None = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
                                                         "answer accuracy."),
-    fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    fmt: corpus_options.Format = None,
     distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus (repeatable, format "
                                                   "detected) indexed with --corpus as distractor documents."),
-    field: list[str] | None = typer.Option(None, "--field", help="Field mapping for jsonl corpora, e.g. text=body."),
+    field: corpus_options.Fields = None,
     pipeline: list[str] | None = typer.Option(None, help="Pipeline (repeatable): built-in name or YAML file; "
                                                             "the first is the baseline."),
     metric: list[str] | None = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP."),
@@ -86,6 +91,10 @@ def eval_command(
     ray_address: str | None = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
                                                          "local Ray), auto or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
     ray_workers: int = typer.Option(2, min=1, help="Workers per pipeline with --ray-address (each loads it once)."),
+    exclude_self: bool | None = typer.Option(
+        None, "--exclude-self/--no-exclude-self",
+        help="Ignore a hit whose id is the query's id (BEIR's convention). Default: on when most query ids are "
+             "corpus document ids (ArguAna, Quora), said in the table's caption."),
 ) -> None:
     """Evaluate pipelines on the same queries: one table, paired t-tests against the first pipeline."""
     names = pipeline or ([] if index else ["bm25"])
@@ -99,6 +108,8 @@ def eval_command(
         corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
                                                     need_corpus=bool(names))
     with_answers = questions is not None or squad is not None
+    if exclude_self is None and corpus_path is not None and names:
+        exclude_self = query_ids_in_corpus(query_list, corpus_source(corpus_path, fmt, field))
     if max_queries is not None:
         query_list = query_list[:max_queries]
     if not query_list:
@@ -111,7 +122,7 @@ def eval_command(
     ws = workspace(source, device, progress=not as_json)
     if ray_address is not None:
         run_on_ray(ray_address, ray_workers, names, index or [], depth, source, ws, device, query_list, judged,
-                   with_answers, metric, top_k, runs_dir, as_json)
+                   with_answers, metric, top_k, runs_dir, as_json, bool(exclude_self))
         return
     stages = {}
     for name in names:
@@ -121,7 +132,16 @@ def eval_command(
         from sleuth.pipelines.index_stage import stage_for_index
 
         stages[index_stage_name(path, stages)] = stage_for_index(path, depth, device)
-    report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json)
+    report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json, bool(exclude_self))
+
+
+def query_ids_in_corpus(query_list: list[Query], source) -> bool:
+    """Whether most queries are documents of the corpus (one pass over its documents)."""
+    from sleuth.eval.self_hits import queries_are_documents
+
+    wanted = {query.id for query in query_list}
+    texts = {doc.id: f"{doc.title} {doc.full_text()}" for doc in source.documents() if doc.id in wanted}
+    return queries_are_documents(query_list, texts)
 
 
 def index_stage_name(path: Path, taken: dict) -> str:
@@ -130,14 +150,19 @@ def index_stage_name(path: Path, taken: dict) -> str:
 
 
 def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_answers: bool,
-           metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None, as_json: bool) -> None:
-    """Run the experiment and print its table (or JSON), writing the run files when asked."""
+           metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None, as_json: bool,
+           exclude_self: bool = False) -> None:
+    """Run the experiment and print its table (or JSON), writing the run files when asked; topics left out
+    (without judgements) and judgements without a topic are warned about on stderr, loudly when most are."""
     answers = ({q.id: q.metadata["answers"] for q in query_list if q.metadata.get("answers")}  # unanswerable: none
                if with_answers else None)
     experiment = Experiment(stages, query_list, qrels=judged, answers=answers,
-                            measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS)
+                            measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS, exclude_self=exclude_self)
+    style = "bold red" if experiment.coverage.poor else "yellow"
+    for line in experiment.coverage.warnings():
+        console.print(f"[{style}]warning: {line}[/{style}]")
     if not as_json:
-        console.print(f"evaluating {len(stages)} pipeline(s) on {len(query_list)} queries ...")
+        console.print(f"evaluating {len(stages)} pipeline(s) on {len(experiment.queries)} queries ...")
     result = experiment.run()
     if runs_dir is not None:
         result.save_runs(runs_dir)
@@ -150,7 +175,7 @@ def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_ans
 def run_on_ray(address: str, workers: int, names: list[str], indexes: list[Path], depth: int, source, ws,
                device: str, query_list: list[Query], judged: Qrels | None, with_answers: bool,
                metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None,
-               as_json: bool) -> None:
+               as_json: bool, exclude_self: bool = False) -> None:
     """The experiment with every pipeline run by Ray workers (the queries split across them, runs merged)."""
     from functools import partial
 
@@ -166,7 +191,7 @@ def run_on_ray(address: str, workers: int, names: list[str], indexes: list[Path]
         builders[index_stage_name(path, builders)] = partial(stage_for_index, path.resolve(), depth, device)
     with ray_session(address):
         stages = ray_pipelines(builders, workers)
-        report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json)
+        report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json, exclude_self)
 
 
 def load_pipeline_name(name: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from sleuth.cli import corpus_options
 from sleuth.cli.common import console, corpus_source, workspace
 from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index, BM25Params
@@ -21,9 +22,8 @@ KINDS = ("bm25", "dense", "all")
 
 def index(
     corpus: Path | None = typer.Argument(None, help="Corpus file or folder (default: the bundled SciFact)."),
-    fmt: str | None = typer.Option(None, "--format", help="Reader: beir, jsonl, trec, mediawiki, hotpotqa, "
-                                                             "musique, quest, ottqa (default: detected)."),
-    field: list[str] | None = typer.Option(None, "--field", help="Field mapping for jsonl, e.g. text=body."),
+    fmt: corpus_options.Format = None,
+    field: corpus_options.Fields = None,
     splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR), window."),
     window_words: int = typer.Option(100, min=1, help="Words per passage for --splitter window."),
     kind: str = typer.Option("all", help="bm25, dense or all."),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from sleuth.cli import corpus_options
 from sleuth.cli.common import corpus_source, out, workspace
 from sleuth.cli.render import hits_json, hits_table
 from sleuth.pipelines.config import load_pipeline
@@ -15,7 +16,8 @@ from sleuth.pipelines.index_stage import stage_for_index
 def search(
     query: str = typer.Argument(..., help="The query text."),
     corpus: Path | None = typer.Option(None, help="Corpus to search (default: the bundled SciFact)."),
-    fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    fmt: corpus_options.Format = None,
+    field: corpus_options.Fields = None,
     pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
     index: Path | None = typer.Option(None, help="Search this index folder directly (overrides --pipeline)."),
     k: int = typer.Option(10, "-k", min=1, help="How many results to show."),
@@ -26,7 +28,7 @@ def search(
     if index is not None:
         stage = stage_for_index(index, k, device)
     else:
-        stage = load_pipeline(pipeline, workspace(corpus_source(corpus, fmt), device, progress=not as_json))
+        stage = load_pipeline(pipeline, workspace(corpus_source(corpus, fmt, field), device, progress=not as_json))
     hits = stage.search(query, k=k)
     if as_json:
         print(hits_json(query, hits))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from sleuth.cli import corpus_options
 from sleuth.cli.common import console, corpus_source, workspace
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.service.admin import ENV_VAR
@@ -20,7 +21,8 @@ from sleuth.service.hosts import LOOPBACK_ADDRESSES
 def serve(
     index: list[Path] | None = typer.Option(None, help="Index folder to serve (repeatable; named by folder)."),
     corpus: Path | None = typer.Option(None, help="Corpus for --pipeline (default: the bundled SciFact)."),
-    fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    fmt: corpus_options.Format = None,
+    field: corpus_options.Fields = None,
     pipeline: list[str] | None = typer.Option(None, help="Pipeline to serve (repeatable): built-in or YAML."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
@@ -87,7 +89,7 @@ def serve(
             stage.description = f"{manifest.kind} index {path.name} ({manifest.count:,} passages)"
             stages[path.name] = stage
         if not index:
-            ws = workspace(corpus_source(corpus, fmt), device)
+            ws = workspace(corpus_source(corpus, fmt, field), device)
             for name in pipeline or ["bm25"]:
                 stage = load_pipeline(name, ws)
                 stage.description = str(read_config(name).get("description") or "")

@@ -56,7 +56,7 @@ def load_beir(directory: str | Path, split: str = "train") -> BeirDataset:
     directory = Path(directory)
     if not directory.is_dir():
         raise InputError("not a BEIR folder (expected corpus.jsonl, queries.jsonl, qrels/)", path=directory)
-    qrels_path = find_file(directory / "qrels", f"{split}.tsv")
+    qrels_path = find_split(directory, split)
     qrels = read_qrels(qrels_path)
     queries = [q for q in read_beir_queries(find_file(directory, "queries.jsonl")) if q.id in qrels]
     missing = set(qrels) - {q.id for q in queries}
@@ -64,6 +64,20 @@ def load_beir(directory: str | Path, split: str = "train") -> BeirDataset:
         raise InputError(f"{len(missing)} judged query id(s) not in queries.jsonl, e.g. {sorted(missing)[:3]}",
                          path=qrels_path)
     return BeirDataset(corpus_path=find_file(directory, "corpus.jsonl"), queries=queries, qrels=qrels)
+
+
+def find_split(directory: Path, split: str) -> Path:
+    """``qrels/<split>.tsv`` of a BEIR folder; InputError listing the splits present (and suggesting ``test``,
+    the split most BEIR datasets ship alone) when it is missing."""
+    try:
+        return find_file(directory / "qrels", f"{split}.tsv")
+    except InputError:
+        present = sorted({p.name.split(".")[0] for p in (directory / "qrels").glob("*.tsv*")})
+        if not present:
+            raise InputError("no qrels/<split>.tsv file (expected a BEIR folder)", path=directory / "qrels") from None
+        hint = "test" if "test" in present else present[0]
+        raise InputError(f"no '{split}' split; the splits present are {', '.join(present)}: pass --split {hint}",
+                         path=directory / "qrels" / f"{split}.tsv") from None
 
 
 def find_file(directory: Path, name: str) -> Path:

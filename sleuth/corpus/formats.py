@@ -7,20 +7,24 @@ from pathlib import Path
 
 from sleuth.corpus.beir import COMPRESSION_SUFFIXES, read_beir_corpus
 from sleuth.corpus.hotpotqa import read_hotpotqa_corpus
-from sleuth.corpus.jsonl import read_jsonl_documents
+from sleuth.corpus.jsonl import ID_KEYS, read_jsonl_documents
 from sleuth.corpus.mediawiki import read_mediawiki
 from sleuth.corpus.model import Document, Query
 from sleuth.corpus.musique import read_musique_corpus
 from sleuth.corpus.ottqa import read_ottqa_tables
 from sleuth.corpus.quest import read_quest_documents
+from sleuth.corpus.smart import is_smart, read_smart_documents
 from sleuth.corpus.squad import read_squad_documents
 from sleuth.corpus.trec import read_trec_documents
+from sleuth.corpus.tsv import read_tsv_documents, tsv_columns
 from sleuth.errors import ConfigError, InputError
 from sleuth.io import open_text
 
 _READERS: dict[str, Callable[[Path], Iterator[Document]]] = {
     "beir": read_beir_corpus,  # a BEIR folder or its corpus.jsonl
-    "jsonl": read_jsonl_documents,  # generic JSONL with a field mapping
+    "jsonl": read_jsonl_documents,  # generic JSONL: id key _id, id, docid, doc_id or pid, or a field mapping
+    "tsv": read_tsv_documents,  # id<TAB>text or id<TAB>title<TAB>text (MS MARCO collection.tsv, NFCorpus)
+    "smart": read_smart_documents,  # SMART .I/.T/.A/.B/.W collections (Cranfield, CISI, MED, CACM, NPL)
     "trec": read_trec_documents,  # TREC SGML <DOC> files
     "mediawiki": read_mediawiki,  # MediaWiki XML export dumps
     "hotpotqa": read_hotpotqa_corpus,  # title -> sentences JSON
@@ -57,7 +61,8 @@ def detect_format(path: str | Path) -> str:
     """The format of a corpus path: a folder with corpus.jsonl -> beir, with tables/ -> ottqa; *.xml(.bz2/.gz) or
     a file starting with <mediawiki -> mediawiki; *.trec or a file starting with <DOC -> trec; *.jsonl(.gz/.bz2) ->
     quest when its first record is ``{"title", "text"}`` without an id (QUEST documents), else jsonl; a JSON object
-    whose articles have "paragraphs" -> squad. Anything else raises InputError listing the format names."""
+    whose articles have "paragraphs" -> squad; a first line ``.I <id>`` -> smart; a first line of 2 or 3
+    tab-separated columns -> tsv. Anything else raises InputError naming ``--format`` and the format names."""
     path = Path(path)
     if path.is_dir():
         if any((path / f"corpus.jsonl{suffix}").is_file() for suffix in COMPRESSION_SUFFIXES):
@@ -81,7 +86,11 @@ def detect_format(path: str | Path) -> str:
             return "trec"
         if head.startswith("{") and '"paragraphs"' in head and '"data"' in head:
             return "squad"
-    raise InputError(f"cannot tell the corpus format; pass format= one of: {', '.join(FORMATS)}", path=path)
+        if is_smart(head):
+            return "smart"
+        if tsv_columns(head):
+            return "tsv"
+    raise InputError(f"cannot tell the corpus format; pass --format with one of: {', '.join(FORMATS)}", path=path)
 
 
 def _quest_documents(path: Path) -> bool:
@@ -95,7 +104,7 @@ def _quest_documents(path: Path) -> bool:
         record = json.loads(line)
     except (OSError, EOFError, ValueError, InputError):
         return False
-    return isinstance(record, dict) and {"title", "text"} <= set(record) and not {"_id", "id"} & set(record)
+    return isinstance(record, dict) and {"title", "text"} <= set(record) and not set(ID_KEYS) & set(record)
 
 
 def _head(path: Path, chars: int = 2048) -> str:
@@ -108,11 +117,15 @@ def _head(path: Path, chars: int = 2048) -> str:
 
 
 def read_queries(path: Path) -> list[Query]:
-    """Queries from a BEIR queries.jsonl or TREC topics (TSV or SGML)."""
+    """Queries from a BEIR queries.jsonl, a SMART query file (cran.qry, CISI.QRY) or TREC topics (TSV or SGML)."""
     if ".jsonl" in path.name:
         from sleuth.corpus.beir import read_beir_queries
 
         return list(read_beir_queries(path))
+    if is_smart(_head(path)):
+        from sleuth.corpus.smart import read_smart_queries
+
+        return list(read_smart_queries(path))
     from sleuth.corpus.trec import read_trec_topics
 
     return list(read_trec_topics(path))

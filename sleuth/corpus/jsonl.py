@@ -42,20 +42,34 @@ def require(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None
 
 
 DEFAULT_FIELDS = {"id": "_id", "title": "title", "text": "text"}
+#: the id keys recognised without a mapping, in order of preference (BEIR, generic, MS MARCO / Pyserini ...)
+ID_KEYS = ("_id", "id", "docid", "doc_id", "pid")
 
 
 def read_jsonl_documents(path: str | Path, fields: Mapping[str, str] | None = None) -> Iterator[Document]:
     """Stream Documents from any JSONL file; ``fields`` maps sleuth's id/title/text to the file's keys.
 
-    Unmapped keys go to ``metadata``. Title may be absent (empty); id and text are required.
+    Without an id mapping the id is the first of :data:`ID_KEYS` present in each record. Unmapped keys go to
+    ``metadata``. Title may be absent (empty); id and text are required (a missing one is an InputError naming
+    file, line and the ``--field`` option that maps it).
     """
     mapping = {**DEFAULT_FIELDS, **(fields or {})}
     unknown = set(mapping) - set(DEFAULT_FIELDS)
     if unknown:
         raise InputError(f"unknown field mapping key(s) {sorted(unknown)}; use id, title, text", path=path)
-    used = set(mapping.values())
+    id_keys = (mapping["id"],) if fields and "id" in fields else ID_KEYS
     for number, obj in iter_jsonl(path):
-        doc_id = require(obj, mapping["id"], path, number)
+        id_key = next((key for key in id_keys if key in obj), None)
+        if id_key is None:
+            found = ", ".join(sorted(obj)[:8]) or "none"
+            raise InputError(f"no id key ({', '.join(id_keys)}) in the record (its keys: {found}); "
+                             "name it with --field id=KEY", path=path, line=number)
+        if mapping["text"] not in obj:
+            found = ", ".join(sorted(obj)[:8]) or "none"
+            raise InputError(f"missing (the record's keys: {found}); name the text key with --field text=KEY",
+                             path=path, line=number, field=mapping["text"])
+        used = {id_key, mapping["title"], mapping["text"]}
+        doc_id = require(obj, id_key, path, number)
         text = require(obj, mapping["text"], path, number)
         title = obj.get(mapping["title"]) or ""
         if not isinstance(title, str):

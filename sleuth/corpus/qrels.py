@@ -1,4 +1,6 @@
-"""Relevance judgements: BEIR TSV (``query-id corpus-id score`` with a header) and TREC qrels (``qid 0 docid rel``)."""
+"""Relevance judgements: BEIR TSV (``query-id corpus-id score`` with a header), TREC qrels (``qid 0 docid rel``)
+and the SMART collections' relevance files: Cranfield's ``cranqrel`` (``qid docid rel``, whitespace-separated)
+and CISI.REL / CACM's qrels.text (``qid docid 0 0.000000``: every listed pair is relevant, relevance 1)."""
 
 from __future__ import annotations
 
@@ -18,11 +20,15 @@ class _Flavour:
     description: str
     separator: str | None  # None: any run of whitespace
     width: int
-    columns: tuple[int, int, int]
+    columns: tuple[int, int, int | None]  # qid, docid, relevance (None: every listed pair has relevance 1)
+    numeric_ids: bool = False  # SMART files: "01" and "1" are the same query, as the query files' .I ids
 
 
 BEIR = _Flavour("3 tab-separated columns 'query-id corpus-id score' (BEIR)", "\t", 3, (0, 1, 2))
 TREC = _Flavour("4 columns 'qid 0 docid relevance' (TREC)", None, 4, (0, 2, 3))
+CRANFIELD = _Flavour("3 columns 'qid docid relevance' (Cranfield cranqrel)", None, 3, (0, 1, 2), numeric_ids=True)
+SMART = _Flavour("4 columns 'qid docid 0 score' (CISI.REL, CACM qrels.text)", None, 4, (0, 1, None),
+                 numeric_ids=True)
 
 
 def read_qrels(path: str | Path) -> Qrels:
@@ -53,15 +59,26 @@ def iter_judgements(path: str | Path) -> Iterator[tuple[str, str, int]]:
             fields = [f.strip() for f in line.split(flavour.separator)]
             if len(fields) != flavour.width:
                 raise InputError(f"expected {flavour.description}, found {len(fields)} columns", path=path, line=number)
-            qid, docid, relevance = (fields[i] for i in flavour.columns)
+            qid, docid = fields[flavour.columns[0]], fields[flavour.columns[1]]
+            relevance = "1" if flavour.columns[2] is None else fields[flavour.columns[2]]
+            if flavour.numeric_ids:
+                qid, docid = (str(int(x)) if x.isdigit() else x for x in (qid, docid))
             if not _is_int(relevance):
                 raise InputError(f"relevance must be an integer, found {relevance!r}", path=path, line=number)
             yield qid, docid, int(relevance)
 
 
 def _detect(line: str) -> _Flavour:
-    """BEIR when the line has exactly three tab-separated fields, TREC otherwise."""
-    return BEIR if len(line.split("\t")) == 3 else TREC
+    """BEIR when the line has exactly three tab-separated fields; else, split on whitespace, Cranfield for three
+    fields, SMART for four whose second is not a TREC iteration ("0", "Q0") but whose third is "0", TREC otherwise."""
+    if len(line.split("\t")) == 3:
+        return BEIR
+    fields = line.split()
+    if len(fields) == 3:
+        return CRANFIELD
+    if len(fields) == 4 and fields[1] not in ("0", "Q0") and fields[2] == "0":
+        return SMART
+    return TREC
 
 
 def _is_int(text: str) -> bool:

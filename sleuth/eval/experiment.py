@@ -1,15 +1,20 @@
 """Side-by-side evaluation of pipelines, like PyTerrier's ``pt.Experiment``.
 
-Every pipeline runs once on all queries (``stage.transform(queries, None)``, timed). Each is scored with IR measures
-(when qrels are given) and/or top-k answer accuracy (when answers are given), per query and on average, and compared
-with a baseline by a paired test over the same queries, corrected for multiple comparisons per measure.
+Every pipeline runs once on the judged queries (``stage.transform(queries, None)``, timed). Each is scored with IR
+measures (when qrels are given) and/or top-k answer accuracy (when answers are given), per query and on average,
+and compared with a baseline by a paired test over the same queries, corrected for multiple comparisons per measure.
+
+Nothing that changes the figures passes silently; each is a note of the result (the table's caption):
+topics without judgements and judgements without a topic are counted (:mod:`sleuth.eval.coverage`); a query's own
+document is dropped from its hits where the queries are corpus documents (:mod:`sleuth.eval.self_hits`); runs of
+different depths are cut to their common depth before measuring and testing (:mod:`sleuth.eval.depth`).
 """
 
 from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,7 +25,10 @@ from rich.table import Table
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS, Texts, answer_hits, check_ks, check_mode, top_k_per_query
+from sleuth.eval.coverage import Coverage
+from sleuth.eval.depth import common_depth, differing_depths
 from sleuth.eval.measures import MeasureLike, mean, parse_measures, per_query
+from sleuth.eval.self_hits import drop_self_hits, queries_are_documents
 from sleuth.eval.significance import CORRECTIONS, TESTS
 from sleuth.stages.base import Stage, as_queries
 from sleuth.stages.run import Run
@@ -33,7 +41,10 @@ class ExperimentResult:
     """Runs, scores, p-values against the baseline and timings of the pipelines of one experiment.
 
     ``per_query[name][metric][qid]`` holds per-query values, ``aggregate[name][metric]`` their means and
-    ``pvalues[name][metric]`` the (corrected) p-value of each non-baseline pipeline.
+    ``pvalues[name][metric]`` the (corrected) p-value of each non-baseline pipeline. ``runs`` are as measured
+    (own documents dropped, cut to the common depth). ``notes`` say what was done to the runs or left out;
+    ``coverage`` counts the topics evaluated and left out; ``excluded_self`` is how many hits were dropped as
+    the query's own document (None: self-exclusion off).
     """
 
     names: list[str]
@@ -47,6 +58,9 @@ class ExperimentResult:
     test: str = "ttest"
     correction: str | None = "holm"
     alpha: float = 0.05
+    notes: list[str] = field(default_factory=list)
+    coverage: Coverage | None = None
+    excluded_self: int | None = None
 
     @cached_property
     def aggregate(self) -> dict[str, dict[str, float]]:
@@ -83,7 +97,8 @@ class ExperimentResult:
     def to_table(self, title: str | None = None) -> Table:
         """A rich Table: one row per pipeline, a column per metric (4 decimals) and, with a baseline, its p-values."""
         how = f"{self.test}, {self.correction}-corrected" if self.correction else self.test
-        caption = f"p: paired {how} vs '{self.baseline}'; * p < {self.alpha}" if self.baseline is not None else None
+        lines = [f"p: paired {how} vs '{self.baseline}'; * p < {self.alpha}"] if self.baseline is not None else []
+        caption = "\n".join(lines + self.notes) or None
         table = Table(title=title or f"Experiment ({self.num_queries} queries)", caption=caption)
         table.add_column("pipeline")
         for metric in self.metrics:
@@ -115,7 +130,11 @@ class ExperimentResult:
                      for name in self.names]
         result: dict[str, Any] = {"queries": self.num_queries, "metrics": list(self.metrics), "baseline": self.baseline,
                                   "test": self.test, "correction": self.correction, "alpha": self.alpha,
-                                  "pipelines": pipelines}
+                                  "pipelines": pipelines, "notes": list(self.notes),
+                                  "excluded_self_hits": self.excluded_self}
+        if self.coverage is not None:
+            result["coverage"] = {"topics": self.coverage.topics, "evaluated": self.coverage.evaluated,
+                                  "unjudged": self.coverage.unjudged, "judged_without_topic": self.coverage.orphans}
         if include_per_query:
             result["per_query"] = self.per_query
         return result
@@ -138,26 +157,42 @@ class Experiment:
 
     ``pipelines``: ``{name: stage}``, or a list of ``(name, stage)`` pairs or stages (named by ``stage.name``).
     IR ``measures`` need ``qrels``; top-``ks`` answer accuracy needs ``answers`` (and ``texts`` unless hits carry
-    text). Only the experiment's queries are evaluated; a query without judgements (or answers) is left out.
+    text). Only the experiment's queries with judgements (or answers) are run and evaluated; the others and the
+    judgements without a query are counted in ``coverage`` (and the notes).
     ``baseline`` is a pipeline index or name (None: no tests); ``test`` is "ttest" or "randomisation";
     ``correction`` is "holm" or None.
+    ``exclude_self``: drop a hit whose id is its query's id (BEIR's convention); None (default) turns it on when
+    ``corpus_texts`` (document id -> text) are given and most queries are documents of the corpus (the document
+    with the query's id holds the query's text, as in ArguAna and Quora). ``same_depth``: cut every run to the depth all
+    share before measuring and testing (default); False leaves the runs whole and withholds the test of any
+    pipeline whose depth differs from the baseline's.
     """
 
     def __init__(self, pipelines: Pipelines, queries: Iterable[Query | str], qrels: Qrels | None = None,
                  measures: Iterable[MeasureLike] = ("nDCG@10", "R@100"),
                  answers: Mapping[str, Sequence[str]] | None = None, texts: Texts = None,
                  ks: Iterable[int] = DEFAULT_KS, mode: str = "string", baseline: int | str | None = 0,
-                 correction: str | None = "holm", test: str = "ttest", alpha: float = 0.05):
+                 correction: str | None = "holm", test: str = "ttest", alpha: float = 0.05,
+                 exclude_self: bool | None = None, corpus_texts: Mapping[str, str] | None = None,
+                 same_depth: bool = True):
         self.pipelines = named_pipelines(pipelines)
-        self.queries = as_queries(queries)
+        topics = as_queries(queries)
         if qrels is None and answers is None:
             raise ConfigError("an experiment needs qrels (for IR measures) or answers (for answer accuracy)")
+        judged = set(qrels or ()) | set(answers or ())
+        self.coverage = Coverage.of(topics, judged)
+        self.queries = [query for query in topics if query.id in judged]
         qids = {query.id for query in self.queries}
         self.qrels = None if qrels is None else {qid: docs for qid, docs in qrels.items() if qid in qids}
         self.answers = None if answers is None else {qid: a for qid, a in answers.items() if qid in qids}
         for what, given in (("qrels", self.qrels), ("answers", self.answers)):
             if given is not None and not given:
-                raise ConfigError(f"no query of the experiment has {what}")
+                raise ConfigError(f"no query of the experiment has {what} ({len(topics)} topics, "
+                                  f"{self.coverage.orphans} judged query ids without a topic): do the topic ids "
+                                  f"match the {what}?")
+        if exclude_self is None:
+            exclude_self = corpus_texts is not None and queries_are_documents(self.queries, corpus_texts)
+        self.exclude_self, self.same_depth = exclude_self, same_depth
         self.measures = parse_measures(measures) if qrels is not None else []
         self.ks = check_ks(ks) if answers is not None else []
         self.texts, self.mode = texts, check_mode(mode)
@@ -179,27 +214,48 @@ class Experiment:
         return values
 
     def run(self) -> ExperimentResult:
-        """Run every pipeline once on all queries, score it and test it against the baseline."""
-        runs, seconds, scores = {}, {}, {}
+        """Run every pipeline once on the judged queries, score it and test it against the baseline."""
+        runs, seconds = {}, {}
         for name, stage in self.pipelines.items():
             start = time.perf_counter()
             run = stage.transform(self.queries, None)
             seconds[name] = time.perf_counter() - start
             if not isinstance(run, Run):
                 raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a Run")
-            runs[name], scores[name] = run, self.score(run)
+            runs[name] = run
+        notes = self.coverage.warnings()
+        excluded = None
+        if self.exclude_self:
+            excluded = 0
+            for name, run in runs.items():
+                runs[name], removed = drop_self_hits(run)
+                excluded += removed
+            notes.append(f"a query's own document is excluded from its hits (BEIR convention, the queries are "
+                         f"corpus documents): {excluded:,} hit(s) removed; --no-exclude-self (exclude_self=False) keeps them")
+        untested: list[str] = []
+        if self.same_depth:
+            runs, note = common_depth(runs)
+            notes += [note] if note else []
+        elif self.baseline is not None:
+            untested = differing_depths(runs, self.baseline)
+            notes += [f"no significance test for {name}: its result depth differs from the baseline's"
+                      for name in untested]
+        scores = {name: self.score(run) for name, run in runs.items()}
         metrics = list(next(iter(scores.values())))
         return ExperimentResult(names=list(self.pipelines), metrics=metrics, runs=runs, per_query=scores,
-                                seconds=seconds, num_queries=len(self.queries), pvalues=self.compare(scores, metrics),
-                                baseline=self.baseline, test=self.test, correction=self.correction, alpha=self.alpha)
+                                seconds=seconds, num_queries=len(self.queries),
+                                pvalues=self.compare(scores, metrics, untested), baseline=self.baseline,
+                                test=self.test, correction=self.correction, alpha=self.alpha, notes=notes,
+                                coverage=self.coverage, excluded_self=excluded)
 
-    def compare(self, scores: dict[str, dict[str, dict[str, float]]],
-                metrics: list[str]) -> dict[str, dict[str, float]]:
-        """``{pipeline: {metric: p-value vs the baseline}}`` over the same queries, corrected per metric."""
+    def compare(self, scores: dict[str, dict[str, dict[str, float]]], metrics: list[str],
+                untested: Collection[str] = ()) -> dict[str, dict[str, float]]:
+        """``{pipeline: {metric: p-value vs the baseline}}`` over the same queries, corrected per metric; the
+        ``untested`` pipelines get no p-value."""
         if self.baseline is None:
             return {}
-        others = [name for name in scores if name != self.baseline]
-        pvalues: dict[str, dict[str, float]] = {name: {} for name in others}
+        others = [name for name in scores if name != self.baseline and name not in untested]
+        pvalues: dict[str, dict[str, float]] = {name: {} for name in scores if name != self.baseline}
         for metric in metrics:
             base = scores[self.baseline][metric]
             test = TESTS[self.test]

@@ -1,0 +1,23 @@
+"""The corpus options, declared once and taken alike by every command that reads a corpus (index, eval, search,
+serve): ``--format`` (the reader; its help lists exactly :data:`sleuth.corpus.formats.FORMATS`), ``--field``
+(the JSONL field mapping) and ``--split`` (the qrels split of a BEIR folder), shown together under one heading."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sleuth.corpus.formats import FORMATS
+
+PANEL = "Corpus options"
+
+Format = Annotated[str | None, typer.Option(
+    "--format", rich_help_panel=PANEL,
+    help=f"Corpus reader: {', '.join(FORMATS)} (default: detected from the content).")]
+Fields = Annotated[list[str] | None, typer.Option(
+    "--field", rich_help_panel=PANEL,
+    help="Field mapping for jsonl corpora (repeatable), e.g. id=docid, text=body; without one the id is the first "
+         "of _id, id, docid, doc_id, pid.")]
+Split = Annotated[str, typer.Option(
+    "--split", rich_help_panel=PANEL, help="Qrels split of a BEIR folder (qrels/<split>.tsv).")]
