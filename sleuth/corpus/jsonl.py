@@ -41,6 +41,14 @@ def require(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None
     return value
 
 
+def require_id(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None) -> str:
+    """An id field: present, a string or a number, and not empty."""
+    value = require(obj, key, path, line)
+    if not value.strip():
+        raise InputError("empty id; every record needs one", path=path, line=line, field=key)
+    return value
+
+
 DEFAULT_FIELDS = {"id": "_id", "title": "title", "text": "text"}
 
 
@@ -55,7 +63,7 @@ def read_jsonl_documents(path: str | Path, fields: Mapping[str, str] | None = No
         raise InputError(f"unknown field mapping key(s) {sorted(unknown)}; use id, title, text", path=path)
     used = set(mapping.values())
     for number, obj in iter_jsonl(path):
-        doc_id = require(obj, mapping["id"], path, number)
+        doc_id = require_id(obj, mapping["id"], path, number)
         text = require(obj, mapping["text"], path, number)
         title = obj.get(mapping["title"]) or ""
         if not isinstance(title, str):
