@@ -121,6 +121,10 @@ class RemoteEngine:
         where = f"remote engine {self.url}: hit {rank}"
         if not isinstance(record, Mapping):
             raise SleuthError(f"{where} is not an object: {str(record)[:80]!r}")
+        if self.id_field not in record and "." not in self.id_field:
+            raise SleuthError(f"{where} has no field '{self.id_field}'")
+        if self.score_field and self.score_field not in record and "." not in self.score_field:
+            raise SleuthError(f"{where} has no field '{self.score_field}'")
         doc_id = dig(record, self.id_field)
         if not isinstance(doc_id, str | int) or isinstance(doc_id, bool) or str(doc_id) == "":
             raise SleuthError(f"{where}: field '{self.id_field}' must be a non-empty string or integer, "
