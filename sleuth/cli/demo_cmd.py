@@ -26,6 +26,7 @@ from sleuth.cli.render import hits_table
 from sleuth.corpus.beir import load_beir
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.eval.experiment import Experiment
+from sleuth.models.device import check_device
 from sleuth.pipelines.config import build_stages
 
 DEMO_QUERIES = (
@@ -67,7 +68,7 @@ def demo_pipelines(ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> 
 def demo(
     k: int = typer.Option(3, "-k", help="Results shown per query."),
     max_queries: int = typer.Option(0, help="Evaluate on the first N train queries only (0: all 809)."),
-    device: str = typer.Option("cpu", help="Encoder device."),
+    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
     encoder: str = typer.Option(DEMO_ENCODER, help="Dense encoder (minilm: torch at 256 tokens, slower to index)."),
 ) -> None:
     """Build BM25 and MiniLM indexes of the bundled SciFact, search, and evaluate bm25 / dense / hybrid."""

@@ -15,6 +15,7 @@ from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
 from sleuth.eval.experiment import Experiment
+from sleuth.models.device import check_device
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
@@ -84,7 +85,7 @@ def eval_command(
     max_queries: int | None = typer.Option(None, min=1, help="Evaluate only the first N queries."),
     runs_dir: Path | None = typer.Option(None, help="Write each pipeline's TREC run file here."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    device: str = typer.Option("cpu", help="Encoder device."),
+    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
     index: list[Path] | None = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
                                                           "or not), as well as any --pipeline."),
     depth: int = typer.Option(1000, min=1, help="Results per query retrieved from an --index folder."),

@@ -11,10 +11,12 @@ import typer
 from sleuth.cli import corpus_options
 from sleuth.cli.common import console, corpus_source, workspace
 from sleuth.errors import ConfigError
+from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params
 from sleuth.index.dense import DenseIndex
 from sleuth.index.manifest import check_build_target
 from sleuth.index.tokenize import Analyzer
+from sleuth.models.device import check_device
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 
 KINDS = ("bm25", "dense", "all")
@@ -40,7 +42,7 @@ def index(
     stopwords: str = typer.Option("en", help="Stopword list: en, or 'none'."),
     token_pattern: str = typer.Option(Analyzer.pattern, help="BM25 token regex; the default drops one-letter "
                                       "words ('vitamin d' -> vitamin); '(?u)\\b\\w+\\b' keeps them."),
-    device: str = typer.Option("cpu", help="Encoder device: cpu, cuda, cuda:1, mps."),
+    device: str = typer.Option("cpu", callback=check_device, help="Encoder device: cpu, cuda, cuda:1, mps."),
     shards: int | None = typer.Option(None, min=1, help="Build a sharded index of N shards (global BM25 statistics, "
                                                     "exact merging); search/eval take its folder with --index."),
     ray_address: str | None = typer.Option(None, help="Build the shards on Ray: local (a bounded local Ray), "
@@ -69,12 +71,13 @@ def index(
         start = time.perf_counter()
         built: BM25Index | DenseIndex
         if target is not None:
-            if what == "bm25":
-                built = BM25Index.build(source.passages(), target, params, analyzer, source.info(),
-                                        ws.show_progress)
-            else:
-                built = DenseIndex.build(source.checked_passages(), ws.encoder(encoder), target, factory,
-                                         source.info(), ws.show_progress)
+            with removed_if_failed(target):
+                if what == "bm25":
+                    built = BM25Index.build(source.passages(), target, params, analyzer, source.info(),
+                                            ws.show_progress)
+                else:
+                    built = DenseIndex.build(source.checked_passages(), ws.encoder(encoder), target, factory,
+                                             source.info(), ws.show_progress)
         else:
             if what == "bm25":
                 built, target = ws.bm25(params, analyzer), ws.index_dir(ws.bm25_key(params, analyzer))

@@ -1,12 +1,15 @@
 """`sleuth serve`: serve pipelines or index folders over HTTP (search, batch search, obfuscate, health, readiness,
 metrics, OpenAPI docs, and admin reload and document add/delete behind an API key).
 
-Checked before serving (one line, exit 2): the port, index folders with the same name, a writable query log, the
+Checked before serving (one line, exit 2): the port (bound before anything is loaded, so a port in use is named at
+once, never after "serving ..."), index folders with the same name, a writable query log, the
 API key file. On a loopback address only loopback ``Host`` values are answered unless ``--allowed-host`` adds some.
 """
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 
 import typer
@@ -14,6 +17,7 @@ import typer
 from sleuth.cli import corpus_options
 from sleuth.cli.common import console, corpus_source, workspace
 from sleuth.errors import ConfigError, MissingExtraError
+from sleuth.models.device import check_device
 from sleuth.service.admin import ENV_VAR
 from sleuth.service.hosts import LOOPBACK_ADDRESSES
 
@@ -48,7 +52,7 @@ def serve(
     api_key_file: Path | None = typer.Option(
         None, help=f"File holding the API key of the admin endpoints (default: ${ENV_VAR}; none: admin disabled)."),
     api_key: str | None = typer.Option(None, hidden=True, help="Admin API key (visible in the process list)."),
-    device: str = typer.Option("cpu", help="Encoder device."),
+    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
 ) -> None:
     """Serve search over HTTP; the first pipeline or index is the default."""
     from sleuth.index.manifest import current_generation, read_manifest
@@ -74,6 +78,8 @@ def serve(
     if not read_timeout > 0:
         raise ConfigError(f"--read-timeout must be positive, got {read_timeout}")
     check_index_names(index or [])
+    listener = bind_port(host, port)  # held from now on: nothing can take the port while the stages load
+    port = listener.getsockname()[1]  # --port 0: the port the system chose
     QueryLog(query_log)  # a query log that cannot be written fails now, before the (slow) load
     if host not in LOOPBACK_ADDRESSES:
         console.print(f"[yellow]warning: listening on {host}, not a loopback address[/yellow]")
@@ -111,7 +117,29 @@ def serve(
 
     admin = "admin enabled" if api_key else "admin disabled"
     console.print(f"serving {', '.join(stages)} on http://{host}:{port} ({admin})")
-    uvicorn.Server(server_config(app, host, port, read_timeout)).run()
+    uvicorn.Server(server_config(app, host, port, read_timeout)).run(sockets=[listener])
+
+
+def bind_port(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port``; a port in use or an address this machine does not have is a one-line
+    error naming them (uvicorn would print "serving" first and exit 3)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except socket.gaierror as exc:
+        raise ConfigError(f"--host {host}: cannot resolve it ({exc.strerror})") from None
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn: a port in TIME_WAIT is reusable
+    try:
+        listener.bind(address)
+        listener.listen(2048)
+    except OSError as exc:
+        listener.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise ConfigError(f"port {port} on {host} is in use by another program: stop it, or choose another "
+                              "--port") from None
+        raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    listener.set_inheritable(True)
+    return listener
 
 
 def check_index_names(folders: list[Path]) -> None:

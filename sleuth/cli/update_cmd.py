@@ -12,6 +12,7 @@ import typer
 from sleuth.cli.common import console
 from sleuth.errors import ConfigError, InputError
 from sleuth.io import open_text
+from sleuth.models.device import check_device
 
 
 def read_records(path: Path) -> list[dict]:
@@ -33,7 +34,7 @@ def update(
     add: Path | None = typer.Option(None, "--add", help="JSONL file of documents to add: id, title, text."),
     delete: str | None = typer.Option(None, "--delete", help="Comma-separated passage ids to delete."),
     encoder: str | None = typer.Option(None, help="Encoder of new dense documents (default: the index's)."),
-    device: str = typer.Option("cpu", help="Encoder device."),
+    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
 ) -> None:
     """Add (--add) or delete (--delete) documents; searches see the old or the new index, never half."""
     from sleuth.index.updates import add_documents, delete_documents, passages_from_records

@@ -41,6 +41,14 @@ def require(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None
     return value
 
 
+def require_id(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None) -> str:
+    """An id field: present, a string or a number, and not empty."""
+    value = require(obj, key, path, line)
+    if not value.strip():
+        raise InputError("empty id; every record needs one", path=path, line=line, field=key)
+    return value
+
+
 DEFAULT_FIELDS = {"id": "_id", "title": "title", "text": "text"}
 #: the id keys recognised without a mapping, in order of preference (BEIR, generic, MS MARCO / Pyserini ...)
 ID_KEYS = ("_id", "id", "docid", "doc_id", "pid")
@@ -69,7 +77,7 @@ def read_jsonl_documents(path: str | Path, fields: Mapping[str, str] | None = No
             raise InputError(f"missing (the record's keys: {found}); name the text key with --field text=KEY",
                              path=path, line=number, field=mapping["text"])
         used = {id_key, mapping["title"], mapping["text"]}
-        doc_id = require(obj, id_key, path, number)
+        doc_id = require_id(obj, id_key, path, number)
         text = require(obj, mapping["text"], path, number)
         title = obj.get(mapping["title"]) or ""
         if not isinstance(title, str):

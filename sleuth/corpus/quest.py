@@ -13,12 +13,31 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require
+from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require, require_id
 from sleuth.corpus.model import Document, Query
 from sleuth.errors import InputError
 from sleuth.io import atomic_write_text
 
 TOP_LEVEL_FIELDS = ("docs", "original_query", "scores")  # the example format's fields besides query and metadata
+
+
+def check_docs_and_scores(docs: list, scores: Any, path: str | Path, line: int) -> None:
+    """``docs`` is a list of titles (strings); ``scores``, when given, one number per doc."""
+    for position, doc in enumerate(docs, start=1):
+        if not isinstance(doc, str):
+            raise InputError(f"doc {position} is {doc!r}, not a document title (a string)", path=path, line=line,
+                             field="docs")
+    if scores is None:
+        return
+    if not isinstance(scores, list):
+        raise InputError(f"expected a list of numbers, found {type(scores).__name__}", path=path, line=line,
+                         field="scores")
+    if len(scores) != len(docs):
+        raise InputError(f"{len(scores)} scores for {len(docs)} docs (one score per doc)", path=path, line=line,
+                         field="scores")
+    for position, score in enumerate(scores, start=1):
+        if not isinstance(score, int | float) or isinstance(score, bool):
+            raise InputError(f"score {position} is {score!r}, not a number", path=path, line=line, field="scores")
 
 
 def read_quest_examples(path: str | Path, id_prefix: str | None = None) -> Iterator[Query]:
@@ -28,11 +47,12 @@ def read_quest_examples(path: str | Path, id_prefix: str | None = None) -> Itera
     for number, obj in iter_jsonl(path):
         query = require(obj, "query", path, number)
         docs = require(obj, "docs", path, number, list)
+        check_docs_and_scores(docs, obj.get("scores"), path, number)
         nested = obj.get("metadata") or {}
         if not isinstance(nested, dict):
             raise InputError(f"expected object, found {type(nested).__name__}", path=path, line=number,
                              field="metadata")
-        query_id = require(obj, "id", path, number) if "id" in obj else f"{prefix}-{number:04d}"
+        query_id = require_id(obj, "id", path, number) if "id" in obj else f"{prefix}-{number:04d}"
         metadata = {"docs": docs, "original_query": obj.get("original_query"), "scores": obj.get("scores"), **nested}
         yield Query(id=query_id, text=query, metadata=metadata)
 

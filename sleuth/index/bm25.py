@@ -10,7 +10,7 @@ import bm25s
 import numpy as np
 
 from sleuth.corpus.model import Passage
-from sleuth.errors import ConfigError, InputError
+from sleuth.errors import ConfigError, IndexError_, InputError
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import (
     Manifest,
@@ -96,7 +96,10 @@ class BM25Index:
     def _load(cls, path: Path, mmap: bool) -> BM25Index:
         manifest = read_manifest(path, kind=cls.kind)
         model = bm25s.BM25.load(str(path / "bm25s"), mmap=mmap, show_progress=False)
-        analyzer = Analyzer(**manifest.params["analyzer"])
+        try:
+            analyzer = Analyzer(**manifest.params["analyzer"])
+        except (ConfigError, TypeError) as exc:  # an edited or foreign manifest: name the index, not a config
+            raise IndexError_(f"{path}: manifest.json: analyzer: {exc}") from None
         return cls(model, analyzer, DocStore.load(path), manifest)
 
     def __len__(self) -> int:
@@ -119,11 +122,14 @@ class BM25Index:
 
 
 def check_unique(ids: list[str]) -> None:
-    """Raise a ConfigError naming the first duplicated id, an InputError when there are no ids at all."""
+    """Raise a ConfigError naming the first duplicated id, an InputError when there are no ids at all or one is
+    empty."""
     if not ids:
         raise InputError("the corpus has no passages; nothing to index")
     seen: set[str] = set()
-    for item_id in ids:
+    for position, item_id in enumerate(ids, start=1):
+        if not str(item_id).strip():
+            raise InputError(f"passage {position:,} of the corpus has an empty id; every passage needs an id")
         if item_id in seen:
             raise ConfigError(f"duplicate passage id '{item_id}' in the corpus")
         seen.add(item_id)

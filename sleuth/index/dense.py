@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import faiss
 import numpy as np
 
+from sleuth.constraints import Check, Count
 from sleuth.corpus.model import Passage
-from sleuth.errors import ConfigError, IndexError_
+from sleuth.errors import ConfigError, IndexError_, InputError
 from sleuth.index.bm25 import check_unique
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import (
@@ -28,14 +31,51 @@ from sleuth.models.encoder import Encoder
 VECTORS = "vectors.faiss"
 
 
+#: dimensions a factory string is tried on before any vector exists (PQ's M must divide the dimension)
+PROBE_DIMENSIONS = (384, 768, 3840)
+
+
+def faiss_reason(exc: RuntimeError) -> str:
+    """The readable part of a FAISS error ("Error in <C++ signature> at file:line: Error: 'x' failed: reason")."""
+    first = str(exc).splitlines()[0] if str(exc) else repr(exc)
+    return re.sub(r"^Error in .*? at \S+:\d+: ", "", first).rsplit("Error: ", 1)[-1].strip()
+
+
+def factory_problem(factory: object) -> str | None:
+    """What is wrong with a FAISS factory string, found by FAISS's own parser on empty indexes of a few dimensions
+    (no vectors, milliseconds), or None: used to check configs before any index is built."""
+    if not isinstance(factory, str) or not factory.strip():
+        return "must be a FAISS factory string (Flat, HNSW32, IVF1024,Flat, IVF1024,PQ48 ...)"
+    reason = ""
+    for dim in PROBE_DIMENSIONS:
+        try:
+            faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
+            return None
+        except RuntimeError as exc:
+            reason = faiss_reason(exc)
+    return f"not a FAISS factory string FAISS can build ({reason}); e.g. Flat, HNSW32, IVF1024,Flat, IVF1024,PQ48"
+
+
 def make_faiss_index(factory: str, dim: int) -> faiss.Index:
     """A FAISS index with inner-product metric from a factory string ("Flat", "HNSW32", "IVF1024,Flat", ...)."""
     try:
         index = faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
     except RuntimeError as exc:
-        raise ConfigError(f"dense: invalid FAISS factory string '{factory}': {str(exc).splitlines()[0]}") from None
+        raise ConfigError(f"dense: invalid FAISS factory string '{factory}': {faiss_reason(exc)}") from None
     skip_polysemous_training(index)
     return index
+
+
+def check_trainable(index: faiss.Index, factory: str, count: int) -> None:
+    """Refuse, before any passage is encoded, an IVF index with more lists than passages to train them on."""
+    try:
+        lists = faiss.extract_index_ivf(index).nlist
+    except RuntimeError:  # not an IVF index
+        return
+    if count < lists:
+        raise ConfigError(f"dense: FAISS factory '{factory}' needs at least {lists:,} passages to train its {lists:,} "
+                          f"lists, the corpus has {count:,}; choose fewer lists (e.g. IVF{max(1, count // 39)},Flat) "
+                          "or Flat")
 
 
 def skip_polysemous_training(index: faiss.Index) -> None:
@@ -54,7 +94,11 @@ def skip_polysemous_training(index: faiss.Index) -> None:
 def add_vectors(index: faiss.Index, vectors: np.ndarray) -> None:
     """Train the index when it needs it (IVF, PQ) and add the vectors."""
     if not index.is_trained:
-        index.train(vectors)
+        try:
+            index.train(vectors)
+        except RuntimeError as exc:  # e.g. PQ or IVF with fewer vectors than centroids
+            raise ConfigError(f"dense: the FAISS index cannot be trained on {len(vectors):,} vectors: "
+                              f"{faiss_reason(exc)}") from None
     index.add(vectors)
 
 
@@ -76,9 +120,9 @@ class VectorSearch:
     Declared once here; every stage builder that takes a ``VectorSearch`` accepts these fields as flat config keys
     (``factory``, ``ef_search``, ``nprobe``; see :mod:`sleuth.pipelines.registry`)."""
 
-    factory: str = "Flat"
-    ef_search: int | None = None
-    nprobe: int | None = None
+    factory: Annotated[str, Check(factory_problem)] = "Flat"
+    ef_search: Count | None = None
+    nprobe: Count | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.factory, str) or not self.factory:
@@ -126,8 +170,12 @@ class DenseIndex:
         with build_directory(path) as tmp:
             docstore = DocStore.from_passages(passages)
             check_unique(docstore.ids)
-            vectors = encode_passages(encoder, docstore.contents(), show_progress=show_progress)
+            if not any(content.strip() for content in docstore.contents()):
+                raise InputError(f"all {len(docstore):,} passages of the corpus are empty (no title, no text): "
+                                 "a dense index of them would rank every query the same; nothing to index")
             index = make_faiss_index(factory, encoder.dim)
+            check_trainable(index, factory, len(docstore))
+            vectors = encode_passages(encoder, docstore.contents(), show_progress=show_progress)
             add_vectors(index, vectors)
             manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory},
                                 encoder=encoder.spec(), dimensions=encoder.dim, corpus=corpus_info or {})

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from sleuth import __version__
 from sleuth.errors import IndexError_
 from sleuth.io import atomic_directory, atomic_write_text
+from sleuth.overwrite import refuse_overwriting_inputs
 
 FORMAT = "sleuth-index"
 FORMAT_VERSION = 1
@@ -184,12 +185,7 @@ def check_build_target(target: str | Path, force: bool = False, keep: Sequence[s
     Without ``force``, an index with ``sleuth update`` generations is refused as well: a rebuild from the corpus
     drops the updates."""
     target = Path(target).absolute()
-    resolved = target.resolve()
-    for path in (Path.cwd(), *map(Path, keep)):
-        if path.resolve() == resolved or resolved in path.resolve().parents:
-            what = "the current folder" if path == Path.cwd() else str(path)
-            raise IndexError_(f"{target}: refusing to build an index over {what} (or a folder holding it); "
-                              "choose another --out")
+    refuse_overwriting_inputs(target, [Path.cwd(), *keep], action="build an index")
     if not target.exists() and not target.is_symlink():
         return
     empty = target.is_dir() and not any(target.iterdir())

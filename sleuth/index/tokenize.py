@@ -14,6 +14,20 @@ import bm25s
 from sleuth.errors import ConfigError
 
 
+def stopwords_problem(stopwords: Any) -> str | None:
+    """What is wrong with a stopwords setting (a language bm25s does not know, a list of non-words), or None."""
+    if stopwords is None or (isinstance(stopwords, list | tuple) and all(isinstance(w, str) for w in stopwords)):
+        return None
+    if not isinstance(stopwords, str):
+        return f"stopwords must be a language, a list of words or none, got {stopwords!r}"
+    try:
+        bm25s.tokenization._infer_stopwords(stopwords)  # bm25s' own table of languages
+    except ValueError:
+        return (f"unknown stopword language '{stopwords}' (known: en, de, nl, fr, es, pt, it, ru, sv, no, zh, tr, ko, "
+                "da, their English names, or none)")
+    return None
+
+
 @dataclass(frozen=True)
 class Analyzer:
     r"""Token settings recorded in the index manifest so queries are analysed exactly like documents.
@@ -33,9 +47,15 @@ class Analyzer:
         if isinstance(self.stopwords, list):
             object.__setattr__(self, "stopwords", tuple(self.stopwords))
         try:
-            re.compile(self.pattern)
+            compiled = re.compile(self.pattern)
         except (re.error, TypeError) as exc:
             raise ConfigError(f"bm25: invalid token pattern {self.pattern!r} ({exc})") from None
+        if any(not m.group() for m in compiled.finditer("A word, 42 x.")):  # '', 'a*', '\\b': empty tokens
+            raise ConfigError(f"bm25: token pattern {self.pattern!r} matches the empty string; a token pattern "
+                              "must match at least one character (e.g. '(?u)\\b\\w+\\b')")
+        problem = stopwords_problem(self.stopwords)
+        if problem is not None:
+            raise ConfigError(f"bm25: {problem}")
 
     @cached_property
     def _stem(self) -> Callable[[list[str]], list[str]] | None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.errors import ConfigError, SleuthError
+from sleuth.models.device import check_device
 from sleuth.models.encoder import Encoder
 
 DEFAULT_ENCODER = "minilm"
@@ -30,6 +31,7 @@ def minilm_path() -> Path:
 
 def load_encoder(name: str = DEFAULT_ENCODER, device: str = "cpu", **options: Any) -> Encoder:
     """Load an encoder by built-in name, ONNX model directory/file, or sentence-transformers model path."""
+    check_device(device)
     if name == "minilm":
         from sleuth.models.st_encoder import SentenceTransformerEncoder
 

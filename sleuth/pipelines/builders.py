@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
+from sleuth.constraints import Check, Count, NonNegative, OneOf
+from sleuth.index.bm25 import METHODS as BM25_METHODS
 from sleuth.index.bm25 import BM25Params
 from sleuth.index.dense import VectorSearch
-from sleuth.index.tokenize import Analyzer
+from sleuth.index.tokenize import Analyzer, stopwords_problem
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.base import Cutoff
-from sleuth.stages.fusion import Fuse
+from sleuth.stages.fusion import METHODS as FUSION_METHODS
+from sleuth.stages.fusion import NORMALISERS, Fuse
 from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
 
 
 @register_stage("bm25")
-def bm25_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, method: str = "lucene", k1: float = 0.9,
-               b: float = 0.4, stopwords: Any = "en", stemmer: str | None = "english", name: str = "bm25") -> BM25Retrieve:
+def bm25_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None,
+               method: Annotated[str, OneOf(BM25_METHODS)] = "lucene", k1: NonNegative = 0.9, b: NonNegative = 0.4,
+               stopwords: Annotated[Any, Check(stopwords_problem)] = "en", stemmer: str | None = "english",
+               name: str = "bm25") -> BM25Retrieve:
     """BM25 over ``index`` (a path, sharded or not) or over the workspace corpus, built with these parameters."""
     if index is not None:
         from sleuth.index.sharded import load_bm25
@@ -27,7 +32,7 @@ def bm25_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, method
 
 
 @register_stage("dense")
-def dense_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, encoder: str = "minilm",
+def dense_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None, encoder: str = "minilm",
                 search: VectorSearch = VectorSearch(), name: str = "dense") -> DenseRetrieve:
     """Dense retrieval over ``index`` (a path, sharded or not) or over the workspace corpus encoded with ``encoder``."""
     from sleuth.index.sharded import load_dense, set_search_params
@@ -42,9 +47,20 @@ def dense_stage(ws: Workspace, *, k: int = 1000, index: str | None = None, encod
     return stage
 
 
-@register_stage("fuse")
-def fuse_stage(ws: Workspace, *, branches: list, method: str = "rrf", weights: list[float] | None = None,
-               normalise: str = "minmax", rrf_k: int = 60, depth: int = 1000, name: str | None = None) -> Fuse:
+def fusion_problem(params: dict[str, Any]) -> str | None:
+    """Fusion keys together: at least two branches, and as many weights as branches."""
+    branches, weights = params.get("branches", []), params.get("weights")
+    if len(branches) < 2:
+        return f"needs at least two branches, got {len(branches)}"
+    if weights is not None and len(weights) != len(branches):
+        return f"{len(weights)} weights for {len(branches)} branches (give one weight per branch)"
+    return None
+
+
+@register_stage("fuse", check=fusion_problem)
+def fuse_stage(ws: Workspace, *, branches: list, method: Annotated[str, OneOf(FUSION_METHODS)] = "rrf",
+               weights: list[float] | None = None, normalise: Annotated[str, OneOf(tuple(NORMALISERS))] = "minmax",
+               rrf_k: Count = 60, depth: Count = 1000, name: str | None = None) -> Fuse:
     """Fusion of branch pipelines (each a stage entry or a list of stage entries)."""
     from sleuth.pipelines.config import build_stages
 
@@ -54,6 +70,6 @@ def fuse_stage(ws: Workspace, *, branches: list, method: str = "rrf", weights: l
 
 
 @register_stage("cutoff")
-def cutoff_stage(ws: Workspace, *, k: int) -> Cutoff:
+def cutoff_stage(ws: Workspace, *, k: Count) -> Cutoff:
     """Keep the top ``k`` candidates."""
     return Cutoff(k)

@@ -96,22 +96,25 @@ def build_stages(entries: list[Any], workspace: Workspace, where: str) -> Stage:
 
 
 def load_pipeline(source: str | Path, workspace: Workspace | None = None) -> Stage:
-    """Build a pipeline from a built-in name or a YAML file, bound to ``workspace`` (for corpus indexes)."""
-    config = read_config(source)
+    """Build a pipeline from a built-in name or a YAML file, bound to ``workspace`` (for corpus indexes); the whole
+    config is checked first, so a wrong key in a later stage or branch is reported before any index is built."""
+    config = validate_pipeline(source)
     stage = build_stages(config["stages"], workspace or Workspace(), where=config["_source"])
     stage.name = config["name"]
     return stage
 
 
+def check_entries(entries: list[Any], where: str) -> None:
+    """Check stage entries, and the branches of every ``fuse`` among them, without building anything: names, keys,
+    each value against its builder's annotation and each stage's check of its keys together."""
+    for i, entry in enumerate(entries, start=1):
+        name, params = parse_entry(entry, f"{where}, stage {i}")
+        for j, branch in enumerate(params.get("branches", []) if name == "fuse" else [], start=1):
+            check_entries(branch if isinstance(branch, list) else [branch], f"{where}, stage {i}, branch {j}")
+
+
 def validate_pipeline(source: str | Path) -> dict[str, Any]:
-    """Check a config's keys and stage names without building any index."""
+    """Read a config and check all of it (see :func:`check_entries`) without building any index."""
     config = read_config(source)
-
-    def walk(entries: list[Any], where: str) -> None:
-        for i, entry in enumerate(entries, start=1):
-            name, params = parse_entry(entry, f"{where}, stage {i}")
-            for j, branch in enumerate(params.get("branches", []) if name == "fuse" else [], start=1):
-                walk(branch if isinstance(branch, list) else [branch], f"{where}, stage {i}, branch {j}")
-
-    walk(config["stages"], config["_source"])
+    check_entries(config["stages"], config["_source"])
     return config

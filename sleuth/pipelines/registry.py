@@ -4,20 +4,28 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from collections.abc import Callable
 from typing import Any
 
+from sleuth.constraints import value_problem
 from sleuth.errors import ConfigError
 
 Builder = Callable[..., Any]
+#: a check of a stage's keys together (e.g. as many fusion weights as branches): the problem, or None
+StageCheck = Callable[[dict[str, Any]], str | None]
 STAGES: dict[str, Builder] = {}
+STAGE_CHECKS: dict[str, StageCheck] = {}
 
 
-def register_stage(name: str) -> Callable[[Builder], Builder]:
-    """Decorator: make ``builder(workspace, **params)`` available as stage ``name`` in pipeline configs."""
+def register_stage(name: str, check: StageCheck | None = None) -> Callable[[Builder], Builder]:
+    """Decorator: make ``builder(workspace, **params)`` available as stage ``name`` in pipeline configs; ``check``
+    tests the keys together, before anything is built (each key alone is checked against its annotation)."""
 
     def decorate(builder: Builder) -> Builder:
         STAGES[name] = builder
+        if check is not None:
+            STAGE_CHECKS[name] = check
         return builder
 
     return decorate
@@ -53,8 +61,31 @@ def stage_keys(name: str) -> list[str]:
     return keys
 
 
+def resolved_hints(target: Any) -> dict[str, Any]:
+    """A builder's or a parameter group's annotations, resolved (``Annotated`` extras kept); empty when they cannot
+    be resolved (such a builder's values are then not checked)."""
+    try:
+        return typing.get_type_hints(target, include_extras=True)
+    except (NameError, TypeError):
+        return {}
+
+
+def key_annotations(name: str) -> dict[str, Any]:
+    """Each config key of a stage with its annotation (a parameter group's fields with theirs)."""
+    hints = resolved_hints(STAGES[name])
+    keys: dict[str, Any] = {}
+    for p in config_parameters(name):
+        if is_group(p):
+            keys.update(resolved_hints(type(p.default)))
+        else:
+            keys[p.name] = hints.get(p.name, Any)
+    return keys
+
+
 def check_params(name: str, params: dict[str, Any], where: str) -> None:
-    """Raise a ConfigError naming the first unknown or missing key of a stage."""
+    """Raise a ConfigError naming the first unknown, missing or wrong key of a stage: every value is checked against
+    the builder's annotation (type and declared constraint, :mod:`sleuth.constraints`), then the stage's
+    own check of its keys together."""
     known = stage_keys(name)
     for key in params:
         if key not in known:
@@ -62,6 +93,14 @@ def check_params(name: str, params: dict[str, Any], where: str) -> None:
     for p in config_parameters(name):
         if p.default is inspect.Parameter.empty and p.kind == p.KEYWORD_ONLY and p.name not in params:
             raise ConfigError(f"{where}: stage '{name}': missing key '{p.name}'")
+    hints = key_annotations(name)
+    for key, value in params.items():
+        problem = value_problem(value, hints.get(key, Any))
+        if problem is not None:
+            raise ConfigError(f"{where}: stage '{name}': key '{key}': {problem}")
+    problem = STAGE_CHECKS[name](params) if name in STAGE_CHECKS else None
+    if problem is not None:
+        raise ConfigError(f"{where}: stage '{name}': {problem}")
 
 
 def builder_arguments(name: str, params: dict[str, Any]) -> dict[str, Any]:

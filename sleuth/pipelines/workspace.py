@@ -10,9 +10,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from sleuth.corpus.model import Document, Passage
+from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
 from sleuth.index.dense import DenseIndex
 from sleuth.index.tokenize import Analyzer
+from sleuth.models.device import check_device
 from sleuth.models.passage_memo import DEFAULT_MEMO_BYTES
 from sleuth.paths import home_dir
 
@@ -78,6 +80,9 @@ class Workspace:
     passage_memo_bytes: int = DEFAULT_MEMO_BYTES
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
 
+    def __post_init__(self) -> None:
+        check_device(self.device)
+
     def index_dir(self, key: str) -> Path:
         """Where the index cached under ``key`` lives for this corpus."""
         return self.home / "indexes" / self.source().fingerprint() / key
@@ -94,7 +99,10 @@ class Workspace:
 
         def load_or_build() -> Any:
             path = self.index_dir(key)
-            return load(path) if (path / "manifest.json").is_file() else build(path)
+            if (path / "manifest.json").is_file():
+                return load(path)
+            with removed_if_failed(path):  # a failed build leaves no empty cache folders behind
+                return build(path)
 
         return self.memo(key, load_or_build)
 

@@ -100,6 +100,6 @@ def test_vector_search_keys_are_declared_once_and_accepted_alike(tmp_path, scifa
     assert faiss.downcast_index(stage.index.index).hnsw.efSearch == 7
     assert len(stage.search("vitamin d deficiency", k=5)) == 5
     config.write_text(f"stages:\n  - dense: {{index: {index_dir}, nprobe: 0}}\n", encoding="utf-8")
-    with pytest.raises(ConfigError, match="stage 1 'dense': nprobe must be a positive integer"):
+    with pytest.raises(ConfigError, match="stage 1: stage 'dense': key 'nprobe': must be at least 1"):
         load_pipeline(config, Workspace())
     assert VectorSearch().factory == "Flat"

@@ -12,6 +12,9 @@ The span head is the one saved in the model directory (``sleuth cos train``), el
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from sleuth.constraints import Count, OneOf
 from sleuth.errors import ConfigError
 from sleuth.index.dense import VectorSearch
 from sleuth.pipelines.registry import register_stage
@@ -67,25 +70,11 @@ def span_head(ws: Workspace, model: str | None, seed: int):
     return ws.memo(f"cos-span:{path}:{seed}", lambda: model_span_head(path, cos_model(ws, path).dim, ws.device, seed))
 
 
-def positive(name: str, value: object) -> int:
-    """An integer >= 1, else a ConfigError naming the key."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"cos_chain: key '{name}' must be an integer >= 1, got {value!r}")
-    return value
-
-
-def number(name: str, value: object) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise ConfigError(f"cos_chain: key '{name}' must be a number, got {value!r}")
-    return float(value)
-
-
 @register_stage("cos_retrieve")
-def cos_retrieve_stage(ws: Workspace, *, model: str | None = None, k: int = 1000,
+def cos_retrieve_stage(ws: Workspace, *, model: str | None = None, k: Count = 1000,
                        search: VectorSearch = VectorSearch(), name: str = "cos_retrieve") -> SingleRetrieve:
     """Single retrieval (skill "retrieval") over the workspace corpus."""
-    return SingleRetrieve(cos_model(ws, model), skill_index(ws, model, "retrieval", search), k=positive("k", k),
-                          name=name)
+    return SingleRetrieve(cos_model(ws, model), skill_index(ws, model, "retrieval", search), k=k, name=name)
 
 
 @register_stage("cos_rerank")
@@ -95,22 +84,16 @@ def cos_rerank_stage(ws: Workspace, *, model: str | None = None, name: str = "co
 
 
 @register_stage("cos_chain")
-def cos_chain_stage(ws: Workspace, *, chain: str, model: str | None = None, k_retrieval: int = 200, k_link: int = 5,
-                    k_hop1: int = 30, k_expanded: int = 50, k_hop2_link: int = 2, k: int = 100,
+def cos_chain_stage(ws: Workspace, *, chain: Annotated[str, OneOf(CHAINS)], model: str | None = None,
+                    k_retrieval: Count = 200, k_link: Count = 5, k_hop1: Count = 30, k_expanded: Count = 50,
+                    k_hop2_link: Count = 2, k: Count = 100,
                     alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
                     beta: float = NQ_RERANK_BETA, search: VectorSearch = VectorSearch(), span_seed: int = 0,
-                    k_hop2_rerank: int | None = None, int8: bool = False, name: str | None = None) -> CosChain:
+                    k_hop2_rerank: Count | None = None, int8: bool = False, name: str | None = None) -> CosChain:
     """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval | retrieval-2hop); see
     ``sleuth.systems.chain_of_skills.chain``."""
-    if chain not in CHAINS:
-        raise ConfigError(f"cos_chain: key 'chain' must be one of {', '.join(CHAINS)}, got {chain!r}")
-    limits = ChainLimits(**{key: positive(key, value) for key, value in (
-        ("k_retrieval", k_retrieval), ("k_link", k_link), ("k_hop1", k_hop1), ("k_expanded", k_expanded),
-        ("k_hop2_link", k_hop2_link), ("k", k))},
-                         k_hop2_rerank=None if k_hop2_rerank is None else positive("k_hop2_rerank", k_hop2_rerank))
-    if not isinstance(int8, bool):
-        raise ConfigError(f"cos_chain: key 'int8' must be true or false, got {int8!r}")
-    alpha, rerank_weight, beta = number("alpha", alpha), number("rerank_weight", rerank_weight), number("beta", beta)
+    limits = ChainLimits(k_retrieval=k_retrieval, k_link=k_link, k_hop1=k_hop1, k_expanded=k_expanded,
+                         k_hop2_link=k_hop2_link, k=k, k_hop2_rerank=k_hop2_rerank)
     encoder = chain_model(ws, model, int8)
     passages = skill_index(ws, model, "retrieval", search)
     link = EntityLink(encoder, span_head(ws, model, span_seed), skill_index(ws, model, "linking", search))

@@ -8,6 +8,9 @@ corpus becomes documents and passages, see :func:`sleuth.systems.dhr.structure.d
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from sleuth.constraints import Count, OneOf
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index
@@ -15,10 +18,11 @@ from sleuth.index.dense import VectorSearch
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace, params_key
 from sleuth.stages.base import Stage
-from sleuth.systems.dhr.index import HierarchicalIndex
+from sleuth.systems.dhr.index import COMBINATIONS, DOCUMENT_SCORES, HierarchicalIndex
 from sleuth.systems.dhr.stages import (
     DEFAULT_K1,
     DEFAULT_LAMBDA,
+    MODES,
     DocumentRetrieve,
     PassageInDocuments,
     PassageRetrieve,
@@ -27,6 +31,13 @@ from sleuth.systems.dhr.stages import (
 from sleuth.systems.dhr.structure import DEFAULT_SEPARATOR, documents_to_groups
 
 DOCUMENT_BACKENDS = ("dense", "bm25")
+GROUPINGS = ("auto", "title", "document")
+#: the enumerated keys of the DHR stages, checked by the registry before anything is built
+Mode = Annotated[str, OneOf(MODES)]
+Backend = Annotated[str, OneOf(DOCUMENT_BACKENDS)]
+Grouping = Annotated[str, OneOf(GROUPINGS)]
+DocumentScore = Annotated[str, OneOf(DOCUMENT_SCORES)]
+Combine = Annotated[str, OneOf(COMBINATIONS)]
 
 
 def corpus_groups(ws: Workspace, grouping: str):
@@ -69,11 +80,11 @@ def encoders_for(ws: Workspace, index: str | None, document_encoder: str, passag
 
 
 @register_stage("dhr")
-def dhr_stage(ws: Workspace, *, mode: str = "serial", k1: int = DEFAULT_K1, k: int = 100, lam: float = DEFAULT_LAMBDA,
-              documents: str = "dense", index: str | None = None, document_encoder: str = "minilm",
+def dhr_stage(ws: Workspace, *, mode: Mode = "serial", k1: Count = DEFAULT_K1, k: Count = 100, lam: float = DEFAULT_LAMBDA,
+              documents: Backend = "dense", index: str | None = None, document_encoder: str = "minilm",
               passage_encoder: str = "minilm", search: VectorSearch = VectorSearch(),
-              separator: str = DEFAULT_SEPARATOR, grouping: str = "auto", name: str = "dhr", document: str = "summary",
-              combine: str = "add", length_prior: float = 0.0, length_prior_below: float | None = None) -> Stage:
+              separator: str = DEFAULT_SEPARATOR, grouping: Grouping = "auto", name: str = "dhr", document: DocumentScore = "summary",
+              combine: Combine = "add", length_prior: float = 0.0, length_prior_below: float | None = None) -> Stage:
     """Dense hierarchical retrieval: top ``k1`` documents, their passages ranked by passage + lam * document score
     (mode serial), or every passage and document scored and combined (mode parallel); ``k`` passages returned.
     ``document``: summary (encoded title + lead + table of contents), centroid (unit mean of the document's passage
@@ -91,11 +102,11 @@ def dhr_stage(ws: Workspace, *, mode: str = "serial", k1: int = DEFAULT_K1, k: i
 
 
 @register_stage("dhr_documents")
-def dhr_documents_stage(ws: Workspace, *, k: int = DEFAULT_K1, documents: str = "dense", index: str | None = None,
+def dhr_documents_stage(ws: Workspace, *, k: Count = DEFAULT_K1, documents: Backend = "dense", index: str | None = None,
                         document_encoder: str = "minilm", passage_encoder: str = "minilm",
                         search: VectorSearch = VectorSearch(), separator: str = DEFAULT_SEPARATOR,
-                        grouping: str = "auto", name: str = "dhr_documents",
-                        document: str = "summary") -> DocumentRetrieve:
+                        grouping: Grouping = "auto", name: str = "dhr_documents",
+                        document: DocumentScore = "summary") -> DocumentRetrieve:
     """DHR stage 1 alone: the top ``k`` documents (dense, or BM25 over document representations)."""
     if documents not in DOCUMENT_BACKENDS:
         raise ConfigError(f"dhr_documents: unknown documents backend '{documents}'")
@@ -109,10 +120,10 @@ def dhr_documents_stage(ws: Workspace, *, k: int = DEFAULT_K1, documents: str = 
 
 
 @register_stage("dhr_passages")
-def dhr_passages_stage(ws: Workspace, *, k: int = 100, lam: float = DEFAULT_LAMBDA, index: str | None = None,
+def dhr_passages_stage(ws: Workspace, *, k: Count = 100, lam: float = DEFAULT_LAMBDA, index: str | None = None,
                        document_encoder: str = "minilm", passage_encoder: str = "minilm",
                        search: VectorSearch = VectorSearch(), separator: str = DEFAULT_SEPARATOR,
-                       grouping: str = "auto", name: str = "dhr_passages", combine: str = "add",
+                       grouping: Grouping = "auto", name: str = "dhr_passages", combine: Combine = "add",
                        length_prior: float = 0.0, length_prior_below: float | None = None) -> PassageInDocuments:
     """DHR stage 2 alone: passages of the candidate documents ranked by passage + lam * document score (+ the length
     prior ``length_prior * log(passage count)``, with ``length_prior_below`` only for queries whose best passage
@@ -124,9 +135,9 @@ def dhr_passages_stage(ws: Workspace, *, k: int = 100, lam: float = DEFAULT_LAMB
 
 
 @register_stage("dhr_p")
-def dhr_p_stage(ws: Workspace, *, k: int = 100, index: str | None = None, document_encoder: str = "minilm",
+def dhr_p_stage(ws: Workspace, *, k: Count = 100, index: str | None = None, document_encoder: str = "minilm",
                 passage_encoder: str = "minilm", search: VectorSearch = VectorSearch(),
-                separator: str = DEFAULT_SEPARATOR, grouping: str = "auto", name: str = "dhr_p") -> PassageRetrieve:
+                separator: str = DEFAULT_SEPARATOR, grouping: Grouping = "auto", name: str = "dhr_p") -> PassageRetrieve:
     """DHR-P alone: flat search over every passage, each encoded with its hierarchical title."""
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     _, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)

@@ -9,15 +9,21 @@ pool by local BM25, see ``sleuth.systems.private_search.rescore``); ``rerank_dep
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from sleuth.constraints import AtLeast, Count
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
+from sleuth.systems.private_search.mechanisms import MIN_EPSILON
 
 
 @register_stage("private")
-def private_stage(ws: Workspace, *, engine: str, mechanism: str = "vickrey-mahalanobis", epsilon: float = 12.5,
-                  n: int = 20, depth: int = 100, pipeline: str | None = None, encoder: str = "minilm-onnx-128",
-                  rerank_depth: int | None = 50, embeddings: str = "glove-6b-50d", oov: str = "drop",
-                  seed: int | None = None, withhold_original: bool = True, name: str = "private"):
+def private_stage(ws: Workspace, *, engine: str, mechanism: str = "vickrey-mahalanobis",
+                  epsilon: Annotated[float, AtLeast(MIN_EPSILON)] = 12.5,
+                  n: Count = 20, depth: Count = 100, pipeline: str | None = None, encoder: str = "minilm-onnx-128",
+                  rerank_depth: Count | None = 50, embeddings: str = "glove-6b-50d", oov: str = "drop",
+                  seed: Annotated[int, AtLeast(0)] | None = None, withhold_original: bool = True,
+                  name: str = "private"):
     """Private search against the sleuth service at ``engine`` (its ``pipeline``), reranked locally by ``encoder``
     (the top ``rerank_depth`` of the pool by local BM25; null: the whole pool)."""
     from sleuth.systems.private_search.client import PrivateSearch

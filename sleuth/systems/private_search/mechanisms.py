@@ -23,14 +23,25 @@ from sleuth.systems.private_search.embeddings import WordEmbeddings
 DEFAULT_LAMBDA = 1.0
 
 
+#: the smallest privacy budget accepted. At 0.001 the noise radius (mean dim / epsilon: 50,000 for 50-d GloVe) is
+#: already ten thousand times a word vector's length, so each obfuscated word is a random word unrelated to the
+#: query: a smaller budget adds no privacy, and far below it (about 1e-17) the radius overflows float arithmetic and
+#: every word becomes one constant word.
+MIN_EPSILON = 1e-3
+
+
 def check_epsilon(epsilon: float) -> float:
-    """The privacy budget as a float; it must be a finite positive number."""
+    """The privacy budget as a float; it must be a finite number of at least :data:`MIN_EPSILON`."""
     try:
         value = float(epsilon)
     except (TypeError, ValueError):
         raise ConfigError(f"epsilon must be a number, got {epsilon!r}") from None
     if not np.isfinite(value) or value <= 0:
         raise ConfigError(f"epsilon must be a positive number, got {epsilon!r}")
+    if value < MIN_EPSILON:
+        raise ConfigError(f"epsilon must be at least {MIN_EPSILON:g}, got {epsilon!r}: below it the noise already "
+                          "replaces every word by a random one (no more privacy), and far below it every word "
+                          "becomes one constant word")
     return value
 
 

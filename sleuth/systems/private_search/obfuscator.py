@@ -47,8 +47,8 @@ def make_rng(seed: Seed = None) -> np.random.Generator:
     """A Generator: the one given, one seeded with the given int, or (None) a new one seeded from OS entropy."""
     if isinstance(seed, np.random.Generator):
         return seed
-    if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool)):
-        raise ConfigError(f"seed must be an integer, got {seed!r}")
+    if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0):
+        raise ConfigError(f"seed must be an integer >= 0, got {seed!r}")
     return np.random.Generator(np.random.PCG64DXSM(np.random.SeedSequence(seed)))
 
 

@@ -51,6 +51,14 @@ def fill(template: Any, query: str, k: int) -> Any:
     return template
 
 
+def text_field(record: Mapping[str, Any], field: str | None, where: str) -> str | None:
+    """An optional text field of a hit (title, text): a string or absent."""
+    value = record.get(field) if field else None
+    if value is not None and not isinstance(value, str):
+        raise SleuthError(f"{where}: field '{field}' must be a string, got {str(value)[:80]!r}")
+    return value
+
+
 class RemoteEngine:
     """An HTTP search engine: ``GET url_template`` or ``POST url`` with ``body_template``, hits at ``hits_path``."""
 
@@ -107,12 +115,25 @@ class RemoteEngine:
             raise SleuthError(f"remote engine: '{self.hits_path}' is not a list")
         return [self._hit(record, rank) for rank, record in enumerate(records[:k], start=1)]
 
-    def _hit(self, record: Mapping[str, Any], rank: int) -> Hit:
-        doc_id = str(dig(record, self.id_field))
-        score = float(dig(record, self.score_field)) if self.score_field else 1.0 / rank
-        title = record.get(self.title_field) if self.title_field else None
-        text = record.get(self.text_field) if self.text_field else None
-        return Hit(doc_id, score, doc_id, title, text)
+    def _hit(self, record: Any, rank: int) -> Hit:
+        """One hit of the response, its fields checked: a hostile or broken engine gets a one-line error naming the
+        engine, the hit and the field, never a traceback or a wrong-typed hit."""
+        where = f"remote engine {self.url}: hit {rank}"
+        if not isinstance(record, Mapping):
+            raise SleuthError(f"{where} is not an object: {str(record)[:80]!r}")
+        if self.id_field not in record and "." not in self.id_field:
+            raise SleuthError(f"{where} has no field '{self.id_field}'")
+        if self.score_field and self.score_field not in record and "." not in self.score_field:
+            raise SleuthError(f"{where} has no field '{self.score_field}'")
+        doc_id = dig(record, self.id_field)
+        if not isinstance(doc_id, str | int) or isinstance(doc_id, bool) or str(doc_id) == "":
+            raise SleuthError(f"{where}: field '{self.id_field}' must be a non-empty string or integer, "
+                              f"got {str(doc_id)[:80]!r}")
+        score = dig(record, self.score_field) if self.score_field else 1.0 / rank
+        if not isinstance(score, int | float) or isinstance(score, bool) or score != score or abs(score) == float("inf"):
+            raise SleuthError(f"{where}: field '{self.score_field}' must be a finite number, got {str(score)[:80]!r}")
+        title, text = text_field(record, self.title_field, where), text_field(record, self.text_field, where)
+        return Hit(str(doc_id), float(score), str(doc_id), title, text)
 
     def search_many(self, queries: Sequence[str], k: int) -> list[list[Hit]]:
         """The top ``k`` hits of each query, in order; up to ``workers`` requests in flight at once."""

@@ -9,13 +9,15 @@ quest train`` chose for ``system`` (e.g. "bm25", "bm25+setops") and wrote to the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from sleuth.constraints import Count, OneOf
 from sleuth.errors import ConfigError
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
 from sleuth.systems.quest.classify import Classify
 from sleuth.systems.quest.cut import SetCut
+from sleuth.systems.quest.fuzzy import T_NORMS
 from sleuth.systems.quest.set_ops import SetOperations
 
 
@@ -70,8 +72,9 @@ def classify_stage(ws: Workspace, *, model: str | None = None, threshold: Any = 
 
 @register_stage("setops")
 def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "tuned", system: str = "bm25+setops",
-                 t_norm: str = "min", int8: bool = False, split_and: bool = True, split_modifiers: bool = True,
-                 expand: str | None = None, expand_depth: int = 10, anchor: bool = False, not_weight: Any = 1.0,
+                 t_norm: Annotated[str, OneOf(T_NORMS)] = "min", int8: bool = False, split_and: bool = True,
+                 split_modifiers: bool = True, expand: Annotated[str, OneOf(("bm25", "dense"))] | None = None,
+                 expand_depth: Count = 10, anchor: bool = False, not_weight: Any = 1.0,
                  name: str = "setops") -> SetOperations:
     """Parse the query, classify every candidate against every constraint, combine with fuzzy set operations;
     with ``expand`` ("bm25" or "dense") each positive constraint's own top ``expand_depth`` join the candidates;

@@ -17,6 +17,8 @@ from rich.table import Table
 
 from sleuth.cli.common import console, out
 from sleuth.errors import ConfigError
+from sleuth.models.device import check_device
+from sleuth.overwrite import refuse_overwriting_inputs
 
 quest_app = typer.Typer(help="Set-seeking retrieval on QUEST: train, predict, eval, parse, build, proxy corpus.",
                         no_args_is_help=True)
@@ -31,6 +33,7 @@ def corpus_command(
     QUEST's 325k Wikipedia documents, which are not distributed with the examples)."""
     from sleuth.corpus.quest import quest_attribution_documents, write_quest_documents
 
+    refuse_overwriting_inputs(out_path, examples)
     count = write_quest_documents(out_path, quest_attribution_documents(examples))
     console.print(f"wrote {count:,} proxy documents to {out_path}")
 
@@ -45,7 +48,7 @@ def predict_command(
     ranking_depth: int = typer.Option(1000, help="How much of the ranking to keep in metadata.ranking."),
     domain: list[str] | None = typer.Option(None, help="Only these domains (repeatable)."),
     max_queries: int | None = typer.Option(None, help="Only the first N queries."),
-    device: str = typer.Option("cpu", help="Torch device for encoders and the classifier."),
+    device: str = typer.Option("cpu", callback=check_device, help="Torch device for encoders and the classifier."),
 ) -> None:
     """Run a pipeline on QUEST queries and write the predicted sets (docs, scores) and rankings."""
     from sleuth.corpus.model import Query
@@ -54,6 +57,7 @@ def predict_command(
     from sleuth.systems.quest.methods import quest_workspace
     from sleuth.systems.quest.task import load_task
 
+    refuse_overwriting_inputs(out_path, [examples, documents, pipeline if Path(pipeline).is_file() else None])
     validate_pipeline(pipeline)
     task = load_task(examples, domain)
     queries = task.queries[:max_queries] if max_queries is not None else task.queries
@@ -171,6 +175,7 @@ def build_command(
     from sleuth.systems.quest.build import PAPER, RELAXED, build_queries
     from sleuth.systems.quest.templates import SYMBOLS, TEMPLATES
 
+    refuse_overwriting_inputs(out_path, dumps)
     presets = {"paper": PAPER, "relaxed": RELAXED}
     if limits not in presets:
         raise ConfigError(f"--limits must be one of {', '.join(presets)}, got '{limits}'")

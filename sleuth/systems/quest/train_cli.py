@@ -10,6 +10,8 @@ import typer
 
 from sleuth.cli.common import console, out
 from sleuth.errors import ConfigError
+from sleuth.models.device import check_device
+from sleuth.overwrite import refuse_overwriting_inputs
 
 
 def train_classifier_command(
@@ -49,7 +51,7 @@ def train_classifier_command(
     seed: int = typer.Option(0, help="Seed of negative sampling and shuffling."),
     int8: bool = typer.Option(False, "--int8", help="Classify the tuning candidates with int8 dynamic quantisation "
                                                     "(CPU only, about 2x faster; the saved model stays fp32)."),
-    device: str = typer.Option("cpu", help="Torch device (cpu, cuda, cuda:1 ...)."),
+    device: str = typer.Option("cpu", callback=check_device, help="Torch device (cpu, cuda, cuda:1 ...)."),
 ) -> None:
     """Train the QUEST relevance classifier and tune its thresholds; writes a model directory with training.json."""
     from sleuth.systems.quest.classifier_training import ExampleBudget, TrainingConfig
@@ -59,6 +61,10 @@ def train_classifier_command(
 
     if tune_queries < 1:
         raise ConfigError("--tune-queries must be at least 1")
+    if out_dir is not None:
+        refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples])
+    if save_runs is not None:
+        refuse_overwriting_inputs(save_runs, [examples, documents, tune_examples], option="--save-runs")
     budget = ExampleBudget(positive_repeats, retriever_negatives, random_negatives, retriever_depth, max_queries,
                            seed)
     config = TrainingConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps,

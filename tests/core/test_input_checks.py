@@ -1,0 +1,157 @@
+"""Bad input is refused in one line (exit 2 from the CLI) and before any work: config values checked from the
+stage builders' annotations, the whole config before any index is built, device names, stopword languages, token
+patterns, FAISS factories, empty ids and texts, a port in use; and a failed run leaves no empty cache folders."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from sleuth.corpus.model import Passage
+from sleuth.errors import ConfigError, IndexError_, InputError
+from sleuth.index.bm25 import BM25Index
+from sleuth.index.tokenize import Analyzer
+from sleuth.pipelines.config import load_pipeline, validate_pipeline
+from sleuth.pipelines.sources import corpus_source
+from sleuth.pipelines.workspace import Workspace
+from tests.core.test_cli import assert_one_line_error
+
+BAD_VALUES = [
+    ("- bm25: {k: 'ten'}", "key 'k': must be an integer, got 'ten'"),
+    ("- bm25: {k: -5}", "key 'k': must be at least 1, got -5"),
+    ("- bm25: {k: 2.5}", "key 'k': must be an integer, got 2.5"),
+    ("- bm25: {k: true}", "key 'k': must be an integer, got True"),
+    ("- bm25: {k1: fast}", "key 'k1': must be a number"),
+    ("- bm25: {stopwords: xx}", "unknown stopword language 'xx'"),
+    ("- bm25: {method: okapi}", "key 'method': must be one of lucene"),
+    ("- dense: {k: -3, encoder: minilm-onnx}", "stage 'dense': key 'k': must be at least 1, got -3"),
+    ("- dense: {factory: NOPE99}", "key 'factory': not a FAISS factory string"),
+    ("- dense: {nprobe: 0}", "key 'nprobe': must be at least 1"),
+    ("- fuse: {rrf_k: -60, branches: [bm25, dense]}", "key 'rrf_k': must be at least 1, got -60"),
+    ("- fuse: {weights: [1], branches: [bm25, dense]}", "1 weights for 2 branches"),
+    ("- fuse: {method: mean, branches: [bm25, dense]}", "key 'method': must be one of rrf, weighted"),
+    ("- fuse: {branches: [bm25, {dense: {factory: NOPE99}}]}", "branch 2, stage 1: stage 'dense': key 'factory'"),
+    ("- bm25\n- cutoff: {k: 0}", "stage 2: stage 'cutoff': key 'k': must be at least 1"),
+    ("- dhr: {combine: nonsense}", "key 'combine': must be one of add, gate"),
+    ("- private: {engine: 'http://x', epsilon: 1.0e-300}", "key 'epsilon': must be at least 0.001"),
+    ("- private: {engine: 'http://x', seed: -1}", "key 'seed': must be at least 0, got -1"),
+]
+
+
+def write_config(tmp_path, stages: str):
+    path = tmp_path / "pipeline.yaml"
+    path.write_text("stages:\n" + "\n".join("  " + line for line in stages.splitlines()) + "\n")
+    return path
+
+
+@pytest.mark.parametrize(("stages", "message"), BAD_VALUES)
+def test_config_values_are_checked_against_the_builders_annotations(tmp_path, stages, message):
+    with pytest.raises(ConfigError) as caught:
+        validate_pipeline(write_config(tmp_path, stages))
+    assert message in str(caught.value) and "pipeline.yaml" in str(caught.value)
+
+
+def test_good_values_pass_and_every_builtin_pipeline_is_valid(tmp_path):
+    from sleuth.pipelines.config import builtin_pipelines
+
+    for name in builtin_pipelines():
+        validate_pipeline(name)
+    validate_pipeline(write_config(tmp_path, "- fuse: {weights: [1, 0.5], rrf_k: 10, branches: [bm25, dense]}\n"
+                                             "- dense: {factory: 'IVF1024,PQ48', nprobe: 8, k: 5}\n"
+                                             "- bm25: {stopwords: [the, a], k1: 1, stemmer: null}"))
+
+
+def test_a_bad_later_stage_is_reported_before_any_index_is_built(tmp_path, scifact_jsonl):
+    """A wrong factory in the second branch fails before the first branch's BM25 index is built (on SciFact this
+    was reported after the indexes were built, past 10 minutes)."""
+    home = tmp_path / "home"
+    workspace = Workspace(corpus=corpus_source(scifact_jsonl), home=home)
+    config = write_config(tmp_path, "- fuse: {branches: [bm25, {dense: {factory: NOPE99}}]}")
+    with pytest.raises(ConfigError, match="key 'factory'"):
+        load_pipeline(config, workspace)
+    assert not home.exists()
+
+
+def test_cli_reports_a_config_value_in_one_line(sleuth, tmp_path, scifact_jsonl):
+    config = write_config(tmp_path, "- bm25: {k: 'ten'}")
+    assert_one_line_error(sleuth("search", "vitamin d", "--corpus", scifact_jsonl, "--pipeline", config),
+                          "key 'k': must be an integer, got 'ten'")
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--kind", "bm25", "--stopwords", "xx"), "unknown stopword language 'xx'"),
+    (("--kind", "bm25", "--token-pattern", ""), "matches the empty string"),
+    (("--kind", "bm25", "--token-pattern", "x*"), "matches the empty string"),
+    (("--kind", "dense", "--encoder", "minilm-onnx", "--factory", "IVF4096,Flat"), "needs at least 4,096 passages"),
+    (("--kind", "dense", "--encoder", "minilm-onnx", "--factory", "NOPE99"), "could not parse index string"),
+    (("--kind", "dense", "--encoder", "minilm-onnx", "--device", "bogus"), "unknown device 'bogus'"),
+])
+def test_index_options_are_refused_in_one_line(sleuth, tmp_path, scifact_jsonl, args, message):
+    out = tmp_path / "out" / "ix"
+    assert_one_line_error(sleuth("index", scifact_jsonl, "--out", out, *args), message)
+    assert not (tmp_path / "out").exists()  # nor an empty parent folder left behind
+
+
+def test_device_names_are_checked_in_one_place():
+    from sleuth.models.device import check_device
+
+    assert check_device("cpu") == "cpu"
+    for bad in ("bogus", "cuda:x", "CPU", "", "cpu:0:1"):
+        with pytest.raises(ConfigError, match="unknown device"):
+            check_device(bad)
+    with pytest.raises(ConfigError, match="unknown device"):
+        Workspace(device="gpu")
+
+
+def test_a_corpus_with_an_empty_id_or_only_empty_texts_is_refused(sleuth, tmp_path):
+    empty_id = tmp_path / "empty-id.jsonl"
+    empty_id.write_text(json.dumps({"_id": "", "text": "vitamin d and bone health"}) + "\n"
+                        + json.dumps({"_id": "b", "text": "other words"}) + "\n")
+    assert_one_line_error(sleuth("index", empty_id, "--kind", "bm25", "--out", tmp_path / "a"),
+                          "empty-id.jsonl:1", "'_id'", "empty id")
+    with pytest.raises(InputError, match="empty id"):
+        BM25Index.build([Passage(" ", " ", "text")])
+    empty_texts = tmp_path / "empty-texts.jsonl"
+    empty_texts.write_text("".join(json.dumps({"_id": str(i), "title": "", "text": " " * i}) + "\n"
+                                   for i in range(3)))
+    assert_one_line_error(sleuth("index", empty_texts, "--kind", "dense", "--encoder", "minilm-onnx",
+                                 "--out", tmp_path / "b"), "all 3 passages of the corpus are empty")
+
+
+def test_a_manifest_with_an_unknown_stopword_language_names_the_index(tmp_path, scifact_passages):
+    built = BM25Index.build(scifact_passages[:20], analyzer=Analyzer(stopwords=None), show_progress=False)
+    assert built.manifest is not None
+    built.manifest.params["analyzer"]["stopwords"] = "xx"  # as a hand-edited or foreign manifest says
+    (tmp_path / "ix").mkdir()
+    built.save(tmp_path / "ix")
+    with pytest.raises(IndexError_, match=r"ix.*manifest.json: analyzer: .*unknown stopword language 'xx'"):
+        BM25Index.load(tmp_path / "ix")
+
+
+def test_a_port_in_use_is_named_before_serving(sleuth, scifact_jsonl):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = sleuth("serve", "--corpus", scifact_jsonl, "--host", "127.0.0.1", "--port", port, timeout=60)
+    assert_one_line_error(result, f"port {port} on 127.0.0.1 is in use")
+    assert "serving" not in result.stdout + result.stderr
+
+
+def test_failed_builds_leave_no_empty_cache_folders(tmp_path, scifact_rows):
+    home = tmp_path / "home"
+    unknown = tmp_path / "corpus.dat"
+    unknown.write_bytes(b"neither json nor trec\x00\x01")
+    with pytest.raises(InputError, match="cannot tell the corpus format"):
+        Workspace(corpus=corpus_source(unknown), home=home).bm25()
+    stopwords_only = tmp_path / "stopwords.jsonl"
+    stopwords_only.write_text(json.dumps({"_id": "1", "text": "the of and"}) + "\n")
+    with pytest.raises(InputError, match="no indexable words"):
+        Workspace(corpus=corpus_source(stopwords_only), home=home).bm25()
+    assert not home.exists() or not any(home.rglob("*")), sorted(home.rglob("*"))
+    good = tmp_path / "good.jsonl"
+    good.write_text("".join(json.dumps(r) + "\n" for r in scifact_rows[:20]))
+    Workspace(corpus=corpus_source(good), home=home).bm25()  # a build that succeeds keeps its folders
+    assert len(list(home.glob("indexes/*/bm25-*/manifest.json"))) == 1

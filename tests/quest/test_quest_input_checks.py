@@ -1,0 +1,48 @@
+"""QUEST commands never write over their inputs (same file by any path), and `quest eval` refuses predictions whose
+docs are not titles or whose scores do not match them, in one line (exit 2)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.core.test_cli import assert_one_line_error
+
+
+@pytest.fixture
+def val_head(data_dir, tmp_path):
+    """The first 12 examples of the real QUEST val split, as their own file."""
+    path = tmp_path / "val.jsonl"
+    lines = (data_dir / "quest" / "val.jsonl").read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join(lines[:12]) + "\n", encoding="utf-8")
+    return path
+
+
+def test_quest_commands_refuse_an_out_that_is_an_input(sleuth, val_head, tmp_path, monkeypatch):
+    before = val_head.read_bytes()
+    documents = tmp_path / "documents.jsonl"
+    assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
+    documents_before = documents.read_bytes()
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(val_head)
+    relative = f"../{tmp_path.name}/val.jsonl"
+    monkeypatch.chdir(tmp_path)
+    for out in (val_head, link, relative):
+        assert_one_line_error(sleuth("quest", "corpus", val_head, "--out", out), "refusing to write over the input")
+    for out in (val_head, link, documents):
+        assert_one_line_error(sleuth("quest", "predict", val_head, "--documents", documents, "--pipeline",
+                                     "quest-bm25", "--out", out), "refusing to write over the input")
+    assert val_head.read_bytes() == before and documents.read_bytes() == documents_before
+
+
+def test_quest_eval_refuses_non_title_docs_and_mismatched_scores(sleuth, val_head, tmp_path):
+    first = json.loads(val_head.read_text(encoding="utf-8").splitlines()[0])
+    cases = {"integers": ({"docs": [1, 2]}, "field 'docs': doc 1 is 1"),
+             "mismatched": ({"docs": first["docs"][:2], "scores": [0.5]}, "1 scores for 2 docs"),
+             "words": ({"docs": first["docs"][:1], "scores": ["high"]}, "score 1 is 'high', not a number")}
+    for name, (fields, message) in cases.items():
+        predictions = tmp_path / f"{name}.jsonl"
+        predictions.write_text(json.dumps({"id": "val-0001", "query": first["query"], **fields}) + "\n")
+        assert_one_line_error(sleuth("quest", "eval", val_head, "--predictions", predictions),
+                              f"{name}.jsonl:1", message)
