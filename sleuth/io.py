@@ -79,13 +79,13 @@ def fsync(fd: int) -> None:
 
 def write_error(exc: OSError, path: str | Path) -> Exception:
     """A one-line SleuthError for a failed write (disk full, quota, permissions) naming the file (the one the
-    OSError names, else ``path``) and, for a full disk, the free space left."""
+    OSError names, else ``path``) and, unless the reason is a permission, the free space left on its disk."""
     from sleuth.errors import StorageError
 
     where = exc.filename or path
-    reason = exc.strerror or str(exc)
-    if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
-        reason += f" ({free_space(Path(where))})"
+    reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EEXIST):
+        reason += f"; {free_space(Path(where))}"
     return StorageError(f"{where}: cannot write ({reason}); nothing written before was changed")
 
 

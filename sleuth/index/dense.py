@@ -102,9 +102,9 @@ def write_faiss(index: faiss.Index, path: Path) -> None:
         from sleuth.errors import StorageError
         from sleuth.io import free_space
 
-        sizes = re.search(r"(\d+) requested and (\d+) written", str(exc))
-        detail = f"wrote {int(sizes[2]):,} of {int(sizes[1]):,} bytes" if sizes else str(exc).splitlines()[-1][:200]
-        raise StorageError(f"{path}: cannot write the FAISS index ({detail}; {free_space(path)}); nothing written "
+        sizes = re.search(r"(\d+) requested and (\d+) written", str(exc))  # faiss may cut its message short
+        detail = f"wrote {int(sizes[2]):,} of {int(sizes[1]):,} bytes; " if sizes else ""
+        raise StorageError(f"{path}: cannot write the FAISS index ({detail}{free_space(path)}); nothing written "
                            "before was changed") from None
 
 

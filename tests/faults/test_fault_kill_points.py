@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from sleuth.corpus.model import Passage
 from sleuth.index.bm25 import BM25Index
 from sleuth.index.updates import add_documents, delete_documents, generations
 
@@ -71,8 +72,6 @@ def leftovers(target: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def corpora(scifact_passages):
-    from sleuth.corpus.model import Passage
-
     extra = [Passage(f"new{i}", f"new{i}", f"quokka zebra note {i} on cancer cells", (f"Note {i}",)) for i in range(4)]
     return {"A": scifact_passages[:60], "B": scifact_passages[40:110], "X": extra[:2], "Y": extra[2:]}
 
@@ -110,15 +109,16 @@ def test_a_kill_at_any_rename_or_fsync_leaves_the_old_or_the_new_index(tmp_path,
         nth += 1
         target = tmp_path / f"kill{nth}" / "ix"
         setup(target, corpora)
-        killed = killed_at(operation, nth, lambda: run(target, corpora))
+        killed = killed_at(operation, nth, lambda: run(target, corpora))  # noqa: B023 (called before the loop goes on)
         now = fingerprint(target)
         assert now in (old, new), f"after a kill at {operation} {nth}, the index at the path is neither old nor new"
         if not killed:
             assert now == new
             break
-        run_next = (lambda: build(corpora["B"], target)) if "build" in scenario else \
-            (lambda: add_documents(target, [corpora["A"][-1].__class__(f"next{nth}", f"next{nth}", "next text")]))
-        run_next()  # the next run removes what the killed one left
+        if "build" in scenario:  # the next run removes what the killed one left
+            build(corpora["B"], target)
+        else:
+            add_documents(target, [Passage(f"next{nth}", f"next{nth}", "next text")])
         assert leftovers(target) == [], f"after a kill at {operation} {nth}"
         assert len(generations(target)) <= 2
     assert nth - 1 >= MIN_POINTS[operation], f"only {nth - 1} {operation} point(s) reached"
