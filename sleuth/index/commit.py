@@ -157,7 +157,7 @@ def build_target(target: str | Path) -> Iterator[Path]:
             yield tmp
             _commit_build(target, tmp, tag, locked)
         except OSError as exc:
-            raise write_error(exc, tmp) from None
+            raise write_error(exc, target) from None
         finally:
             _remove(tmp)
 

@@ -246,7 +246,7 @@ def commit_generation(index_dir: str | Path, manifest: Manifest, write: Callable
         write_manifest(tmp, manifest)
         publish(index_dir, tmp)
     except OSError as exc:
-        raise write_error(exc, tmp) from None
+        raise write_error(exc, index_dir) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return manifest
