@@ -31,6 +31,10 @@ class IndexError_(SleuthError):
     """A missing, corrupt or incompatible index directory."""
 
 
+class StorageError(SleuthError):
+    """A write that failed (disk full, quota, permissions, a parent that is a file); the message names the file."""
+
+
 class QueryError(SleuthError):
     """A query that cannot be answered (empty, too long)."""
 

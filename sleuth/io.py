@@ -1,15 +1,18 @@
-"""Small file helpers: atomic writes (temporary path, then rename) and opening compressed files."""
+"""Small file helpers: atomic writes (temporary path, then rename), opening compressed files, write errors named by
+file, and a test switch that kills the process at the Nth rename or fsync (``SLEUTH_FAULT``)."""
 
 from __future__ import annotations
 
 import bz2
 import contextlib
+import errno
 import glob
 import gzip
 import io
 import os
 import re
 import shutil
+import signal
 import socket
 import tempfile
 import uuid
@@ -32,12 +35,66 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            fsync(handle.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the permissions open() would
-        os.replace(tmp, path)
+        replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise write_error(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+FAULT = "SLEUTH_FAULT"
+_fault_counts: dict[str, int] = {}
+
+
+def fault_point(operation: str) -> None:
+    """Test switch: with ``SLEUTH_FAULT=rename:3`` (or ``fsync:2``) the process kills itself (SIGKILL, as ``kill -9``)
+    just before its 3rd rename (2nd fsync) done through :func:`replace` (:func:`fsync`); unset, it does nothing.
+    The fault suite (tests/faults/) uses it to interrupt builds and updates at every step deterministically."""
+    spec = os.environ.get(FAULT)
+    if not spec:
+        return
+    name, _, nth = spec.partition(":")
+    if name != operation:
+        return
+    _fault_counts[operation] = _fault_counts.get(operation, 0) + 1
+    if str(_fault_counts[operation]) == nth.strip():
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def replace(source: str | Path, target: str | Path) -> None:
+    """``os.replace`` (an atomic rename), with the :func:`fault_point` of the fault suite."""
+    fault_point("rename")
+    os.replace(source, target)
+
+
+def fsync(fd: int) -> None:
+    """``os.fsync``, with the :func:`fault_point` of the fault suite."""
+    fault_point("fsync")
+    os.fsync(fd)
+
+
+def write_error(exc: OSError, path: str | Path) -> Exception:
+    """A one-line SleuthError for a failed write (disk full, quota, permissions) naming the file (the one the
+    OSError names, else ``path``) and, unless the reason is a permission, the free space left on its disk."""
+    from sleuth.errors import StorageError
+
+    where = exc.filename or path
+    reason = exc.strerror or " ".join(str(exc).split()) or type(exc).__name__
+    if exc.errno not in (errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOENT, errno.ENOTDIR, errno.EEXIST):
+        reason += f"; {free_space(Path(where))}"
+    return StorageError(f"{where}: cannot write ({reason}); nothing written before was changed")
+
+
+def free_space(path: Path) -> str:
+    """``"N bytes free on its disk"`` for the nearest existing folder of ``path`` (for write error messages)."""
+    for folder in (path, *path.parents):
+        with contextlib.suppress(OSError):
+            return f"{shutil.disk_usage(folder).free:,} bytes free on its disk"
+    return "free space unknown"
 
 
 def _umask() -> int:
@@ -117,8 +174,10 @@ def atomic_directory(target: str | Path) -> Iterator[Path]:
     """Build a directory atomically: yield a temporary sibling, then swap it into place on success.
 
     On an exception the temporary directory is discarded and any existing ``target`` stays untouched and usable.
-    A kill leaves ``.NAME.tmp-HOST-PID-TAG``; the next build of the same target removes such leftovers once their
-    process is gone (:func:`remove_stale_temporaries`).
+    A kill leaves ``.NAME.tmp-HOST-PID-TAG`` (or, between the two renames, ``.NAME.old-HOST-PID-TAG``); the next
+    build of the same target removes (or moves back) such leftovers once their process is gone
+    (:func:`remove_stale_temporaries`). Index folders use :func:`sleuth.index.commit.build_target` instead, which
+    never leaves the path empty.
     """
     target = Path(target).absolute()
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -133,23 +192,25 @@ def atomic_directory(target: str | Path) -> Iterator[Path]:
         raise
     old = target.parent / f".{target.name}.old-{tag}"
     if target.exists():
-        os.replace(target, old)
-    os.replace(tmp, target)
+        replace(target, old)
+    replace(tmp, target)
     shutil.rmtree(old, ignore_errors=True)
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:
-    """Remove ``.NAME.tmp-HOST-PID-TAG`` (and, while ``target`` exists, ``.NAME.old-HOST-PID-TAG``) siblings of
-    ``target`` left by killed builds on this host: only sleuth's own names, only when PID is no longer running.
+    """Remove ``.NAME.tmp-HOST-PID-TAG`` and ``.NAME.old-HOST-PID-TAG`` siblings of ``target`` left by killed
+    builds on this host (only sleuth's own names, only when PID is no longer running); an ``.old`` folder whose
+    ``target`` is missing (killed between the two renames of a swap) is moved back to ``target`` instead.
     Returns the removed paths."""
     pattern = re.compile(rf"^\.{re.escape(target.name)}\.(tmp|old)-(.+)-(\d+)-[0-9a-f]{{8}}$")
     host, removed = socket.gethostname(), []
-    for path in target.parent.glob(f".{glob.escape(target.name)}.*-*"):
+    for path in sorted(target.parent.glob(f".{glob.escape(target.name)}.*-*"), key=lambda p: ".old-" not in p.name):
         match = pattern.match(path.name)
         if match is None or match[2] != host or _alive(int(match[3])):
             continue
-        if match[1] == "old" and not target.exists():
-            continue  # killed between the two renames: this is the only copy of the index
+        if match[1] == "old" and not target.exists() and not target.is_symlink():
+            replace(path, target)  # the only copy of what was there: restore it
+            continue
         shutil.rmtree(path, ignore_errors=True)
         removed.append(path)
     return removed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,8 +14,9 @@ from sleuth.cli.common import console, corpus_source, workspace
 from sleuth.errors import ConfigError
 from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params
+from sleuth.index.commit import index_lock
 from sleuth.index.dense import DenseIndex
-from sleuth.index.manifest import check_build_target
+from sleuth.index.manifest import check_build_target, is_index_directory
 from sleuth.index.tokenize import Analyzer
 from sleuth.models.device import check_device
 from sleuth.pipelines.workspace import CorpusSource, Workspace
@@ -56,9 +58,21 @@ def index(
     if kind not in KINDS:
         raise ConfigError(f"--kind must be one of {', '.join(KINDS)}, got '{kind}'")
     source = corpus_source(corpus, fmt, field, splitter, window_words)
-    for _, target in selected_kinds(kind, out):
-        if target is not None:
-            check_build_target(target, force, keep=[source.path])
+    with contextlib.ExitStack() as locks:  # held from the check to the commit: no update lands in between
+        for _, target in selected_kinds(kind, out):
+            if target is not None:
+                check_build_target(target, force, keep=[source.path])
+                if is_index_directory(target.absolute()):
+                    locks.enter_context(index_lock(target))
+                    check_build_target(target, force, keep=[source.path])  # again: an update may have just landed
+        build(source, kind, out, device, method, k1, b, stemmer, stopwords, token_pattern, encoder, factory, shards,
+              ray_address, ray_workers, actor_cpus)
+
+
+def build(source: CorpusSource, kind: str, out: Path | None, device: str, method: str, k1: float, b: float,
+          stemmer: str, stopwords: str, token_pattern: str, encoder: str, factory: str, shards: int | None,
+          ray_address: str | None, ray_workers: int, actor_cpus: float) -> None:
+    """Build the indexes ``index`` asks for (its targets checked and locked)."""
     ws = workspace(source, device)
     params = BM25Params(method=method, k1=k1, b=b)
     analyzer = Analyzer(stopwords=None if stopwords == "none" else stopwords,
@@ -98,8 +112,6 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
                   params: BM25Params, analyzer: Analyzer, encoder: str, factory: str, device: str,
                   ray_address: str | None, ray_workers: int, actor_cpus: float) -> None:
     """``--shards`` / ``--ray-address``: sharded BM25 and/or dense indexes, on this machine or on Ray."""
-    import contextlib
-
     from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex
 
     session: contextlib.AbstractContextManager = contextlib.nullcontext()

@@ -137,9 +137,23 @@ class VectorSearch:
         apply_search_params(index, ef_search=self.ef_search, nprobe=self.nprobe)
 
 
+def write_faiss(index: faiss.Index, path: Path) -> None:
+    """``faiss.write_index``, a failed write (a full disk) reported as a one-line StorageError naming the file."""
+    try:
+        faiss.write_index(index, str(path))
+    except RuntimeError as exc:
+        from sleuth.errors import StorageError
+        from sleuth.io import free_space
+
+        sizes = re.search(r"(\d+) requested and (\d+) written", str(exc))  # faiss may cut its message short
+        detail = f"wrote {int(sizes[2]):,} of {int(sizes[1]):,} bytes; " if sizes else ""
+        raise StorageError(f"{path}: cannot write the FAISS index ({detail}{free_space(path)}); nothing written "
+                           "before was changed") from None
+
+
 def save_vectors(directory: Path, index: faiss.Index, docstore: DocStore, manifest: Manifest) -> None:
     """An index directory of FAISS vectors: ``vectors.faiss``, the document store and (last) the manifest."""
-    faiss.write_index(index, str(directory / VECTORS))
+    write_faiss(index, directory / VECTORS)
     docstore.save(directory)
     write_manifest(directory, manifest)
 

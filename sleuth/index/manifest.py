@@ -1,10 +1,13 @@
-"""Index directories: a manifest (format version, kind, counts, parameters, checksums), atomic builds, validation."""
+"""Index directories: a manifest (format version, kind, counts, parameters, checksums, its own checksum), the
+``CURRENT`` file of updated and rebuilt indexes (its own checksum and the served manifest's), build targets,
+validation."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -13,14 +16,17 @@ from typing import Any, TypeVar
 
 from sleuth import __version__
 from sleuth.errors import IndexError_
-from sleuth.io import atomic_directory, atomic_write_text
+from sleuth.io import atomic_write_text
 from sleuth.overwrite import refuse_overwriting_inputs
 
 FORMAT = "sleuth-index"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: the manifest carries its own checksum; version 1 manifests (without) still load
+READ_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 CURRENT = "CURRENT"
 GENERATIONS = "generations"
+GENERATION = re.compile(r"^gen-(\d{6,})$")
+ROOT_GENERATION = "gen-000000"  # in CURRENT: the index directory itself (the original build) is served
 T = TypeVar("T")
 
 
@@ -39,9 +45,22 @@ class Manifest:
     format_version: int = FORMAT_VERSION
     sleuth_version: str = __version__
     created: str = field(default_factory=lambda: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    checksum: str = ""
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True)
+        """The manifest's JSON text, with ``checksum`` set to the SHA-256 of every other field (so one flipped bit
+        anywhere, e.g. in a token pattern or k1, is refused at load)."""
+        self.format_version = FORMAT_VERSION
+        fields = asdict(self)
+        fields.pop("checksum")
+        self.checksum = manifest_checksum(fields)
+        return json.dumps({**fields, "checksum": self.checksum}, indent=2, sort_keys=True)
+
+
+def manifest_checksum(fields: dict[str, Any]) -> str:
+    """SHA-256 of a manifest's fields (all but ``checksum``) in a canonical JSON form."""
+    canonical = json.dumps(fields, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
 
 
 def require_manifest(manifest: Manifest | None, what: str) -> Manifest:
@@ -90,13 +109,19 @@ def read_manifest(directory: str | Path, kind: str | None = None, verify: bool =
         raise IndexError_(f"{path}: corrupt manifest ({exc})") from None
     if not isinstance(raw, dict) or raw.get("format") != FORMAT:
         raise IndexError_(f"{path}: not a sleuth index manifest (format is not '{FORMAT}')")
-    if raw.get("format_version") != FORMAT_VERSION:
+    if raw.get("format_version") not in READ_VERSIONS or isinstance(raw.get("format_version"), bool):
         raise IndexError_(f"{path}: format version {raw.get('format_version')!r} is not supported "
-                          f"(this sleuth reads version {FORMAT_VERSION}); rebuild the index")
+                          f"(this sleuth reads versions {', '.join(map(str, READ_VERSIONS))}); rebuild the index")
     known = set(Manifest.__dataclass_fields__)
     unknown = set(raw) - known
     if unknown:
         raise IndexError_(f"{path}: unknown manifest field(s) {sorted(unknown)}")
+    if raw["format_version"] >= 2:
+        recorded = raw.get("checksum")
+        fields = {name: value for name, value in raw.items() if name != "checksum"}
+        if not isinstance(recorded, str) or recorded != manifest_checksum(fields):
+            raise IndexError_(f"{path}: corrupt manifest (its checksum does not match its content: edited or "
+                              "damaged); rebuild the index")
     try:
         manifest = Manifest(**raw)
     except TypeError as exc:
@@ -133,16 +158,87 @@ def check_field_types(manifest: Manifest, path: Path) -> None:
             raise IndexError_(f"{path}: corrupt manifest (files entry {name!r} has no byte size)"[:300])
 
 
+def generations(index_dir: str | Path) -> list[str]:
+    """Names of the complete generations of an index directory, oldest first."""
+    folder = Path(index_dir) / GENERATIONS
+    if not folder.is_dir():
+        return []
+    return sorted((p.name for p in folder.iterdir() if GENERATION.match(p.name)), key=lambda n: int(n[4:]))
+
+
+def generation_path(directory: Path, name: str) -> Path:
+    """The folder of generation ``name`` (``gen-000000``: the directory itself, the original build)."""
+    return directory if name == ROOT_GENERATION else directory / GENERATIONS / name
+
+
+def current_text(name: str, manifest: bytes) -> str:
+    """The text of a ``CURRENT`` file naming generation ``name`` whose manifest file holds ``manifest``: the name,
+    the manifest's SHA-256 and a SHA-256 of those two lines (so an edited or damaged CURRENT is refused)."""
+    body = f"{name}\nmanifest-sha256 {hashlib.sha256(manifest).hexdigest()}\n"
+    return body + f"checksum {hashlib.sha256(body.encode()).hexdigest()}\n"
+
+
+def write_current(directory: Path, name: str) -> None:
+    """Switch ``directory``'s served generation to ``name`` (atomically: readers see the old or the new CURRENT)."""
+    manifest = (generation_path(directory, name) / MANIFEST).read_bytes()
+    atomic_write_text(directory / CURRENT, current_text(name, manifest))
+
+
 def current_generation(directory: str | Path) -> Path:
-    """The directory holding the served index: ``directory/generations/<name in CURRENT>`` for an updatable index
-    (see :mod:`sleuth.index.updates`), else ``directory`` itself (indexes never updated load unchanged)."""
+    """The directory holding the served index: the generation that ``directory/CURRENT`` names for an updated or
+    rebuilt index (see :mod:`sleuth.index.updates`), else ``directory`` itself (indexes built once load unchanged).
+
+    Refused with an IndexError_ naming the file: a CURRENT that is not UTF-8, malformed, or whose checksum or
+    recorded manifest SHA-256 does not match; a missing CURRENT where ``generations/`` holds generations (serving
+    the original build would silently drop every update); a CURRENT without checksum (written by sleuth before
+    format 2) that names an older generation than the newest one."""
     directory = Path(directory)
+    path = directory / CURRENT
     try:
-        name = (directory / CURRENT).read_text(encoding="utf-8").strip()
+        raw = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):
+        existing = generations(directory)
+        if existing:
+            raise IndexError_(f"{path}: missing, but {directory / GENERATIONS} holds {existing[-1]} (the index was "
+                              "updated or rebuilt); refusing to serve an older version: rebuild the index") from None
         return directory
-    if not name or "/" in name or name.startswith("."):
-        raise IndexError_(f"{directory / CURRENT}: invalid generation name {name!r}")
+    except OSError as exc:
+        raise IndexError_(f"{path}: unreadable ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise IndexError_(f"{path}: corrupt (not UTF-8 text); rebuild the index") from None
+    lines = text.strip().split("\n")
+    if len(lines) == 1:
+        return _legacy_generation(directory, lines[0].strip())
+    if len(lines) != 3 or not lines[1].startswith("manifest-sha256 ") or not lines[2].startswith("checksum "):
+        raise IndexError_(f"{path}: corrupt (not a CURRENT file sleuth wrote); rebuild the index")
+    body = f"{lines[0]}\n{lines[1]}\n"
+    if lines[2] != f"checksum {hashlib.sha256(body.encode()).hexdigest()}":
+        raise IndexError_(f"{path}: corrupt (its checksum does not match its content: edited or damaged)")
+    name = lines[0]
+    if not GENERATION.match(name):
+        raise IndexError_(f"{path}: invalid generation name {name!r}")
+    generation = generation_path(directory, name)
+    try:
+        manifest = (generation / MANIFEST).read_bytes()
+    except OSError:
+        raise IndexError_(f"{generation / MANIFEST}: missing; {path} names {name}, which is gone") from None
+    if lines[1] != f"manifest-sha256 {hashlib.sha256(manifest).hexdigest()}":
+        raise IndexError_(f"{generation / MANIFEST}: differs from the manifest {path} committed (its SHA-256 "
+                          "changed: edited, damaged or replaced); rebuild the index")
+    return generation
+
+
+def _legacy_generation(directory: Path, name: str) -> Path:
+    """A CURRENT holding only a generation name (sleuth before format 2): served when it names the newest one."""
+    path = directory / CURRENT
+    if not GENERATION.match(name) or name == ROOT_GENERATION:
+        raise IndexError_(f"{path}: invalid generation name {name!r}"[:300])
+    existing = generations(directory)
+    if existing and existing[-1] != name:
+        raise IndexError_(f"{path}: names {name}, older than {existing[-1]}, and carries no checksum (edited, or "
+                          "written by an older sleuth); refusing to serve an older version: rebuild the index")
     return directory / GENERATIONS / name
 
 
@@ -150,18 +246,30 @@ def load_generation(directory: str | Path, load: Callable[[Path], T], attempts: 
     """``load(current_generation(directory))``, tried again when it fails because an update switched ``CURRENT``
     and collected the generation while it was being read (so a slow reader gets the newer generation)."""
     for attempt in range(attempts):
-        generation = current_generation(directory)
+        generation: Path | None = None
         try:
+            generation = current_generation(directory)
             return load(generation)
         except (IndexError_, OSError):
-            if attempt == attempts - 1 or current_generation(directory) == generation:
+            if attempt == attempts - 1 or _still_served(directory, generation):
                 raise
     raise AssertionError("unreachable")
 
 
+def _still_served(directory: str | Path, generation: Path | None) -> bool:
+    """Whether CURRENT still names ``generation`` (else the failure was a race with an update: try again)."""
+    try:
+        return generation is not None and current_generation(directory) == generation
+    except IndexError_:
+        return False
+
+
 def build_directory(target: str | Path | None) -> contextlib.AbstractContextManager[Path | None]:
-    """``atomic_directory(target)``, or a context yielding None when the index is built in memory only."""
-    return contextlib.nullcontext() if target is None else atomic_directory(target)
+    """:func:`sleuth.index.commit.build_target` (a build that always leaves a loadable index at ``target``), or a
+    context yielding None when the index is built in memory only."""
+    from sleuth.index.commit import build_target
+
+    return contextlib.nullcontext() if target is None else build_target(target)
 
 
 def is_index_directory(path: Path) -> bool:
@@ -178,25 +286,65 @@ def is_index_directory(path: Path) -> bool:
     return isinstance(raw, dict) and raw.get("format") == FORMAT
 
 
-def check_build_target(target: str | Path, force: bool = False, keep: Sequence[str | Path] = ()) -> None:
-    """Refuse to build over anything but a sleuth index unless ``force``, and never over the current folder (or one
-    above it) or over a path in ``keep`` (or one above it; e.g. the corpus being indexed).
+PROTECTED = ("/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/media", "/mnt", "/opt",
+             "/proc", "/root", "/run", "/sbin", "/srv", "/sys", "/tmp", "/usr", "/var")
 
-    Without ``force``, an index with ``sleuth update`` generations is refused as well: a rebuild from the corpus
-    drops the updates."""
+
+def check_build_target(target: str | Path, force: bool = False, keep: Sequence[str | Path] = ()) -> None:
+    """Refuse to build over anything but a sleuth index unless ``force``; never (even with ``force``) over ``~``
+    unexpanded, ``/``, a system folder, the home folder, the current folder (or one above them) or a path in
+    ``keep`` (or one above it; e.g. the corpus being indexed), nor below a file.
+
+    Without ``force``, an index changed by ``sleuth update`` is refused as well: a rebuild from the corpus drops the
+    updates. (The build itself re-checks this under the index's lock: :func:`sleuth.index.commit.build_target`.)"""
+    if str(target).startswith("~"):
+        raise IndexError_(f"{target}: '~' is not expanded here (the shell expands it only unquoted); "
+                          "give the folder's full path as --out")
     target = Path(target).absolute()
+    resolved = target.resolve()
+    home = Path.home().resolve()
+    if str(resolved) in PROTECTED or resolved.parent in (Path("/usr"), Path("/etc"), Path("/var")) or \
+            resolved == home or resolved in home.parents:
+        raise IndexError_(f"{target}: refusing to build an index over a system or home folder, even with --force; "
+                          "choose another --out")
     refuse_overwriting_inputs(target, [Path.cwd(), *keep], action="build an index")
+    check_parent_folders(target)
     if not target.exists() and not target.is_symlink():
         return
     empty = target.is_dir() and not any(target.iterdir())
     if not force and not empty and not is_index_directory(target):
         raise IndexError_(f"{target} exists and is not a sleuth index; refusing to replace it "
                           "(pass --force to replace it, or choose another --out)")
-    if not force and (target / CURRENT).is_file():
-        try:
-            manifest = read_manifest(current_generation(target), verify=False)
-            now = f"{manifest.count:,} passages after {manifest.corpus.get('updates', '?')} update(s)"
-        except IndexError_:
-            now = "updates"
-        raise IndexError_(f"{target} has been changed by 'sleuth update' ({now}); rebuilding it from the corpus "
-                          "drops those changes: pass --force to rebuild anyway, or choose another --out")
+    if not force and is_index_directory(target):
+        check_not_updated(target)
+
+
+def check_parent_folders(target: Path) -> None:
+    """An IndexError_ when a folder above ``target`` is a file (``--out corpus.jsonl/sub``)."""
+    for parent in target.absolute().parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise IndexError_(f"{target}: {parent} is a file, not a folder; choose another --out")
+            return
+
+
+def served_updates(target: Path) -> int:
+    """How many ``sleuth update`` changes the index served at ``target`` holds (0 for a fresh build)."""
+    updates = read_manifest(current_generation(target), verify=False).corpus.get("updates", 0)
+    return updates if isinstance(updates, int) else 1
+
+
+def check_not_updated(target: Path) -> None:
+    """Refuse to rebuild an index whose served version holds updates (or cannot be read to tell)."""
+    try:
+        updates = served_updates(target)
+    except IndexError_ as exc:
+        if not (target / CURRENT).exists() and not generations(target):
+            return  # a damaged index built once: nothing of an update to lose
+        raise IndexError_(f"{target}: cannot tell whether it holds 'sleuth update' changes ({exc}); pass --force "
+                          "to rebuild it from the corpus anyway") from None
+    if updates:
+        count = read_manifest(current_generation(target), verify=False).count
+        raise IndexError_(f"{target} has been changed by 'sleuth update' ({count:,} passages after {updates} "
+                          "update(s)); rebuilding it from the corpus drops those changes: pass --force to rebuild "
+                          "anyway, or choose another --out")

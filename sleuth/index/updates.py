@@ -10,11 +10,14 @@ manifest) under ``generations/`` and a ``CURRENT`` file naming the served one::
 An update writes a new generation into ``generations/.tmp-*``, renames it to ``gen-NNNNNN`` and then replaces
 ``CURRENT`` atomically (``os.replace``). Loaders (:func:`sleuth.index.manifest.current_generation`) read
 ``CURRENT`` first, so a search sees the old generation or the new one, never half of an update; a kill -9 at any
-point leaves the previous generation serving (a leftover ``.tmp-*`` is removed by the next update). Updates of one
-directory are serialised by an ``flock`` on ``INDEX/.update.lock``. After the swap, generations older than the
-previous one are deleted: the previous one is kept so a reader that read ``CURRENT`` just before the swap can
-still finish loading it (a reader that loses even that race loads again: :func:`~sleuth.index.manifest.load_generation`).
-Index directories never updated have no ``CURRENT`` and load exactly as before.
+point leaves the previous generation serving (leftovers are removed by the next update or build). ``CURRENT``
+records its own checksum and the served manifest's SHA-256, so an edited or damaged one is refused. Updates and
+rebuilds of one directory are serialised by an ``flock`` on ``INDEX/.update.lock`` (:mod:`sleuth.index.commit`:
+an update that starts during a rebuild waits and is applied on the new index). After the swap, generations older
+than the previous one are deleted: the previous one is kept so a reader that read ``CURRENT`` just before the swap
+can still finish loading it (a reader that loses even that race loads again:
+:func:`~sleuth.index.manifest.load_generation`). Index directories built once have no ``CURRENT`` and load from the
+directory itself.
 
 Costs, per kind:
 
@@ -34,9 +37,6 @@ Costs, per kind:
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
-import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -51,13 +51,22 @@ import numpy as np
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, InputError
 from sleuth.index.bm25 import BM25Index, BM25Params
-from sleuth.index.dense import VECTORS, DenseIndex, add_vectors, make_faiss_index
+from sleuth.index.commit import LOCK, index_lock, publish
+from sleuth.index.dense import VECTORS, DenseIndex, add_vectors, make_faiss_index, write_faiss
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import CURRENT, GENERATIONS, Manifest, current_generation, read_manifest, write_manifest
-from sleuth.io import atomic_write_text
+from sleuth.index.manifest import (
+    GENERATION,
+    GENERATIONS,
+    Manifest,
+    current_generation,
+    generations,
+    read_manifest,
+    write_manifest,
+)
+from sleuth.io import write_error
 
-LOCK = ".update.lock"
-GENERATION = re.compile(r"^gen-(\d{6,})$")
+__all__ = ["GENERATION", "LOCK", "Updater", "add_documents", "commit_generation", "delete_documents", "generations",
+           "next_manifest", "passages_from_records", "system_updater"]
 
 
 @dataclass(frozen=True)
@@ -164,31 +173,14 @@ def delete_documents(index_dir: str | Path, ids: Sequence[str]) -> Manifest:
         return _write_dense(index_dir, current, docstore, index)
 
 
-def generations(index_dir: str | Path) -> list[str]:
-    """Names of the complete generations of an index directory, oldest first."""
-    folder = Path(index_dir) / GENERATIONS
-    if not folder.is_dir():
-        return []
-    return sorted((p.name for p in folder.iterdir() if GENERATION.match(p.name)), key=lambda n: int(n[4:]))
-
-
 # --- internals ------------------------------------------------------------------------------------------------------
 
 @contextlib.contextmanager
 def _locked(index_dir: str | Path) -> Iterator[None]:
-    """Hold an exclusive lock on the index directory (one update at a time); remove leftovers of killed updates."""
-    index_dir = Path(index_dir)
+    """Hold the index directory's lock (one update or build at a time; :func:`sleuth.index.commit.index_lock`)."""
     read_manifest(current_generation(index_dir), verify=False)  # a clear error when there is no index
-    with open(index_dir / LOCK, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            folder = index_dir / GENERATIONS
-            if folder.is_dir():
-                for leftover in folder.glob(".tmp-*"):
-                    shutil.rmtree(leftover, ignore_errors=True)
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    with index_lock(index_dir):
+        yield
 
 
 def _current(index_dir: str | Path) -> BM25Index | DenseIndex:
@@ -221,7 +213,7 @@ def _write_dense(index_dir: str | Path, current: DenseIndex, docstore: DocStore,
     manifest = _next_manifest(current.loaded_manifest, docstore)
 
     def write(tmp: Path) -> None:
-        faiss.write_index(index, str(tmp / VECTORS))
+        write_faiss(index, tmp / VECTORS)
 
     return commit_generation(index_dir, manifest, write, docstore)
 
@@ -245,23 +237,16 @@ def commit_generation(index_dir: str | Path, manifest: Manifest, write: Callable
     index_dir = Path(index_dir)
     folder = index_dir / GENERATIONS
     folder.mkdir(exist_ok=True)
-    existing = generations(index_dir)
-    number = int(existing[-1][4:]) + 1 if existing else 1
-    name = f"gen-{number:06d}"
     tmp = folder / f".tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
     try:
+        tmp.mkdir()
         write(tmp)
         if docstore is not None:
             docstore.save(tmp)
         write_manifest(tmp, manifest)
-        os.replace(tmp, folder / name)
-    except BaseException:
+        publish(index_dir, tmp)
+    except OSError as exc:
+        raise write_error(exc, index_dir) from None
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    previous = current_generation(index_dir).name
-    atomic_write_text(index_dir / CURRENT, name + "\n")  # the switch: readers now load the new generation
-    for old in generations(index_dir):
-        if old not in (name, previous):
-            shutil.rmtree(folder / old, ignore_errors=True)
     return manifest

@@ -73,8 +73,8 @@ def test_missing_index_and_manifest(tmp_path):
 
 @pytest.mark.parametrize("corruption,message", [
     (lambda text: text[: len(text) // 2], "corrupt manifest"),
-    (lambda text: text.replace('"format_version": 1', '"format_version": 99'), "format version 99"),
-    (lambda text: text.replace('"kind": "bm25"', '"kind": "dense"'), "is a 'dense' index"),
+    (lambda text: text.replace('"format_version": 2', '"format_version": 99'), "format version 99"),
+    (lambda text: text.replace('"kind": "bm25"', '"kind": "dense"'), "corrupt manifest .its checksum"),
     (lambda text: text.replace('"count"', '"cuont"'), "unknown manifest field"),
 ])
 def test_corrupt_manifest_gives_a_clear_error(tmp_path, scifact_passages, corruption, message):

@@ -82,3 +82,28 @@ BM25Index.build(slow(), {str(target)!r}, show_progress=False)
         path.mkdir()
     BM25Index.build(rows, target, show_progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["ix", *(p.name for p in kept)])
+
+
+def test_out_refuses_home_root_and_system_folders_even_forced(sleuth, tmp_path, scifact_jsonl):
+    """`--out ~ --force` deleted the home folder: home (here a stand-in through $HOME), a folder above it, '/',
+    system folders and an unexpanded '~' are refused with --force too (checked without building over them)."""
+    import pytest
+
+    from sleuth.errors import IndexError_
+    from sleuth.index.manifest import check_build_target
+
+    home = tmp_path / "home" / "me"
+    (home / "work").mkdir(parents=True)
+    (home / "notes.txt").write_text("precious")
+    for out in (home, home.parent):
+        assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out, "--force",
+                                     env={"HOME": str(home)}), "system or home folder")
+    assert (home / "notes.txt").read_text() == "precious"
+    for folder in ("/", "/usr", "/etc", "/var/lib", "/tmp", "~", "~/indexes"):
+        with pytest.raises(IndexError_, match="system or home folder|'~' is not expanded"):
+            check_build_target(folder, force=True)
+
+
+def test_out_below_a_file_says_the_parent_is_a_file(sleuth, scifact_jsonl):
+    assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", scifact_jsonl.parent / "corpus.jsonl" / "sub"),
+                          "corpus.jsonl is a file, not a folder")
