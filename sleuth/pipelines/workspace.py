@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleuth.corpus.model import Document, Passage
 from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
@@ -16,18 +16,25 @@ from sleuth.index.tokenize import Analyzer
 from sleuth.models.passage_memo import DEFAULT_MEMO_BYTES
 from sleuth.paths import home_dir
 
+if TYPE_CHECKING:
+    from sleuth.stages.base import Stage
+
 T = TypeVar("T")
 
 
 @dataclass
 class CorpusSource:
-    """Where a corpus comes from and how it becomes passages (reader format, field mapping, splitter)."""
+    """Where a corpus comes from and how it becomes passages (reader format, field mapping, splitter).
+    ``path`` may be given as a string."""
 
     path: Path
     format: str | None = None
     fields: dict[str, str] | None = None
     splitter: Callable[[Document], list[Passage]] | None = None
     splitter_name: str = "none"
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
 
     def documents(self) -> Iterator[Document]:
         from sleuth.corpus.formats import read_documents
@@ -77,6 +84,13 @@ class Workspace:
     show_progress: bool = True
     passage_memo_bytes: int = DEFAULT_MEMO_BYTES
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    def pipeline(self, source: str | Path, **keys: Any) -> Stage:
+        """A pipeline bound to this workspace: a built-in name, a YAML file or a stage name; ``keys`` set the keys of
+        its stage (one-stage pipelines), checked like a YAML config's: ``ws.pipeline("bm25", k=100)``."""
+        from sleuth.pipelines.config import load_pipeline
+
+        return load_pipeline(source, self, **keys)
 
     def index_dir(self, key: str) -> Path:
         """Where the index cached under ``key`` lives for this corpus."""
