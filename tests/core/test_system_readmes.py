@@ -51,3 +51,23 @@ def test_one_ranking_sort():
     assert copies == [], "sort with sleuth.stages.run.rank_hits / ranking_key"
     hits = [Hit("b", 1.0), Hit("a", 1.0), Hit("c", 2.0)]
     assert [h.id for h in rank_hits(hits)] == ["c", "a", "b"] and [h.id for h in hits] == ["b", "a", "c"]
+
+
+def test_one_jsonl_reader():
+    """JSON Lines are read by sleuth.corpus.jsonl.iter_jsonl alone (file:line errors), nowhere by hand."""
+    by_hand = [f"{path.relative_to(PACKAGE)}:{number}" for path in sorted(PACKAGE.rglob("*.py"))
+               if path.parent.name != "corpus"
+               for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
+               if "json.loads(line" in line]
+    assert by_hand == []
+
+
+def test_update_names_the_line_of_a_bad_record(tmp_path, scifact_passages, sleuth):
+    from sleuth.index.bm25 import BM25Index
+
+    BM25Index.build(scifact_passages[:50], tmp_path / "ix", show_progress=False)
+    bad = tmp_path / "add.jsonl"
+    bad.write_text('{"id": "n1", "text": "new"}\n["not", "an", "object"]\n', encoding="utf-8")
+    result = sleuth("update", str(tmp_path / "ix"), "--add", str(bad))
+    assert result.returncode == 2
+    assert f"{bad}:2" in result.stderr and "expected a JSON object, found list" in result.stderr
