@@ -9,8 +9,13 @@ pool by local BM25, see ``sleuth.systems.private_search.rescore``); ``rerank_dep
 
 from __future__ import annotations
 
+from sleuth.pipelines.extras import register_extra
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
+
+# what the private stage writes in Hit.extras
+register_extra("obfuscated_queries", list, "per_query", "the obfuscated queries sent to the engine for the query")
+register_extra("found_by", int, "chip", "how many of the obfuscated queries retrieved the hit")
 
 
 @register_stage("private")
