@@ -1,3 +1,66 @@
-"""sleuth: hard retrieval (hierarchical, multi-hop, set-seeking, private) on one pipeline core."""
+"""sleuth: hard retrieval (hierarchical, multi-hop, set-seeking, private) on one pipeline core.
+
+The front door, from a string to results::
+
+    import sleuth
+
+    ws = sleuth.open("corpus.jsonl")                 # a corpus file or folder (format detected)
+    bm25 = ws.pipeline("bm25", k=100)                # a built-in pipeline or stage, keys checked like YAML's
+    result = sleuth.Experiment([bm25], queries, qrels, ["nDCG@10"]).run()
+    result.to_pandas()
+
+The names of :data:`EXPORTS` are imported on first use (module ``__getattr__``), so ``import sleuth`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it
+EXPORTS: dict[str, str] = {
+    "open": "sleuth.pipelines.front",
+    "Stage": "sleuth.stages.base",
+    "Cutoff": "sleuth.stages.base",
+    "Run": "sleuth.stages.run",
+    "Hit": "sleuth.stages.run",
+    "Fuse": "sleuth.stages.fusion",
+    "Workspace": "sleuth.pipelines.workspace",
+    "CorpusSource": "sleuth.pipelines.workspace",
+    "load_pipeline": "sleuth.pipelines.config",
+    "Experiment": "sleuth.eval.experiment",
+    "ExperimentResult": "sleuth.eval.experiment",
+    "Query": "sleuth.corpus.model",
+    "Document": "sleuth.corpus.model",
+    "Passage": "sleuth.corpus.model",
+    "read_queries": "sleuth.pipelines.front",
+    "read_qrels": "sleuth.pipelines.front",
+    "read_documents": "sleuth.corpus.formats",
+    "load_beir": "sleuth.corpus.beir",
+    "read_beir_queries": "sleuth.corpus.beir",
+    "read_questions": "sleuth.corpus.questions",
+    "read_trec_topics": "sleuth.corpus.trec",
+    "read_jsonl_documents": "sleuth.corpus.jsonl",
+    "read_trec_documents": "sleuth.corpus.trec",
+    "read_mediawiki": "sleuth.corpus.mediawiki",
+    "read_hotpotqa_questions": "sleuth.corpus.hotpotqa",
+    "read_musique_questions": "sleuth.corpus.musique",
+    "read_squad_questions": "sleuth.corpus.squad",
+    "read_quest_examples": "sleuth.corpus.quest",
+}
+
+__all__ = sorted(EXPORTS)
+
+def __getattr__(name: str) -> object:
+    """Import a public object on first use."""
+    module = EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sleuth' has no attribute '{name}'")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *EXPORTS])

@@ -8,10 +8,8 @@ from collections.abc import Sequence
 from rich.markup import escape
 from rich.table import Table
 
+from sleuth.pipelines.extras import keys_shown_as
 from sleuth.stages.run import Hit
-
-#: per-hop scores shown for an evidence path, in this order, when a hop carries them
-HOP_SCORES = ("merged", "retrieval", "expanded", "link", "rerank")
 
 
 def snippet(text: str | None, width: int = 160) -> str:
@@ -20,19 +18,21 @@ def snippet(text: str | None, width: int = 160) -> str:
 
 
 def evidence_path(hit: Hit) -> list[Hit] | None:
-    """The hops of an evidence-path hit (``extras["path"]``, a list of Hits), or None for an ordinary hit."""
-    path = hit.extras.get("path")
-    if isinstance(path, (list, tuple)) and path and all(isinstance(hop, Hit) for hop in path):
-        return list(path)
+    """The hops of an evidence-path hit (its declared ``evidence_path`` extra, a list of Hits), or None for an
+    ordinary hit."""
+    for key in keys_shown_as("evidence_path"):
+        path = hit.extras.get(key)
+        if isinstance(path, (list, tuple)) and path and all(isinstance(hop, Hit) for hop in path):
+            return list(path)
     return None
 
 
 def hop_scores(hop: Hit) -> str:
-    """A hop's skill scores as "merged 3.2100, retrieval 3.2100, rerank 1.0500" (plus the linked mention)."""
-    parts = [f"{name} {hop.extras[name]:.4f}" for name in HOP_SCORES
+    """A hop's declared ``hop_score`` extras as "merged 3.2100, retrieval 3.2100, rerank 1.0500", then its
+    ``hop_label`` extras (e.g. mention 'Pete Doherty')."""
+    parts = [f"{name} {hop.extras[name]:.4f}" for name in keys_shown_as("hop_score")
              if isinstance(hop.extras.get(name), (int, float))]
-    if hop.extras.get("mention"):
-        parts.append(f"mention '{hop.extras['mention']}'")
+    parts += [f"{name} '{hop.extras[name]}'" for name in keys_shown_as("hop_label") if hop.extras.get(name)]
     return ", ".join(parts) or f"score {hop.score:.4f}"
 
 

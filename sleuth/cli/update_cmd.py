@@ -3,30 +3,15 @@ generation is written and swapped in atomically; see :mod:`sleuth.index.updates`
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import typer
 
 from sleuth.cli.common import console
-from sleuth.errors import ConfigError, InputError
-from sleuth.io import open_text
+from sleuth.corpus.jsonl import iter_jsonl
+from sleuth.errors import ConfigError
 from sleuth.models.device import check_device
-
-
-def read_records(path: Path) -> list[dict]:
-    """The JSON objects of a JSONL file (``{"id" or "_id", "title"?, "text"}`` per line)."""
-    records = []
-    with open_text(path) as handle:
-        for n, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON ({exc.msg})", path=path, line=n) from None
-    return records
 
 
 def update(
@@ -48,7 +33,7 @@ def update(
             from sleuth.models.registry import load_encoder
 
             loaded = load_encoder(encoder, device=device)
-        passages = passages_from_records(read_records(add))
+        passages = passages_from_records(obj for _, obj in iter_jsonl(add))
         manifest = add_documents(index, passages, encoder=loaded)
         done = f"added {len(passages):,}"
     elif delete is not None:  # always so here: exactly one of --add / --delete was checked above

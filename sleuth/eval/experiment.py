@@ -36,7 +36,7 @@ from sleuth.stages.run import Run
 Pipelines = Mapping[str, Stage] | Sequence[tuple[str, Stage] | Stage]
 
 
-@dataclass
+@dataclass(repr=False)
 class ExperimentResult:
     """Runs, scores, p-values against the baseline and timings of the pipelines of one experiment.
 
@@ -44,7 +44,8 @@ class ExperimentResult:
     ``pvalues[name][metric]`` the (corrected) p-value of each non-baseline pipeline. ``runs`` are as measured
     (own documents dropped, cut to the common depth). ``notes`` say what was done to the runs or left out;
     ``coverage`` counts the topics evaluated and left out; ``excluded_self`` is how many hits were dropped as
-    the query's own document (None: self-exclusion off).
+    the query's own document (None: self-exclusion off). Printed, it is the table of :meth:`to_table` (never the
+    runs); :meth:`to_pandas` (or ``.frame``) gives the same figures as a DataFrame.
     """
 
     names: list[str]
@@ -118,6 +119,36 @@ class ExperimentResult:
             cells += [f"{self.seconds[name]:.2f}", f"{qps:.1f}" if qps is not None else "-"]
             table.add_row(*cells)
         return table
+
+    def __repr__(self) -> str:
+        from rich.console import Console
+
+        console = Console(width=200, color_system=None, force_terminal=False)
+        with console.capture() as capture:
+            console.print(self.to_table())
+        return capture.get().rstrip()
+
+    __str__ = __repr__
+
+    def to_pandas(self) -> Any:
+        """A pandas DataFrame, one row per pipeline: ``name``, each metric's mean, ``<metric> p-value`` against
+        the baseline (NaN for the baseline itself), ``seconds`` and ``queries_per_second``."""
+        try:
+            import pandas as pd
+        except ImportError:
+            raise ConfigError("to_pandas needs pandas: pip install pandas") from None
+        rows = []
+        for name in self.names:
+            row: dict[str, Any] = {"name": name, **self.aggregate[name]}
+            if self.baseline is not None:
+                row.update({f"{m} p-value": self.pvalues.get(name, {}).get(m, float("nan")) for m in self.metrics})
+            rows.append({**row, "seconds": self.seconds[name], "queries_per_second": self.queries_per_second(name)})
+        return pd.DataFrame(rows)
+
+    @property
+    def frame(self) -> Any:
+        """:meth:`to_pandas`."""
+        return self.to_pandas()
 
     def to_dict(self, include_per_query: bool = True) -> dict[str, Any]:
         """A JSON-serialisable summary (runs are left out: see :meth:`save_runs`). Each pipeline has ``pvalues``

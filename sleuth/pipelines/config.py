@@ -95,13 +95,34 @@ def build_stages(entries: list[Any], workspace: Workspace, where: str) -> Stage:
     return stages[0] if len(stages) == 1 else Sequential(stages)
 
 
-def load_pipeline(source: str | Path, workspace: Workspace | None = None) -> Stage:
-    """Build a pipeline from a built-in name or a YAML file, bound to ``workspace`` (for corpus indexes); the whole
-    config is checked first, so a wrong key in a later stage or branch is reported before any index is built."""
-    config = validate_pipeline(source)
-    stage = build_stages(config["stages"], workspace or Workspace(), where=config["_source"])
-    stage.name = config["name"]
-    return stage
+def load_pipeline(source: str | Path, workspace: Workspace | None = None, **keys: Any) -> Stage:
+    """Build a pipeline from a built-in name, a YAML file or a stage name, bound to ``workspace`` (for corpus
+    indexes); the whole config is checked first, so a wrong key in a later stage or branch is reported
+    before any index is built. ``keys`` set keys of a one-stage pipeline's stage, checked like the config's own. The pipeline is its
+    stages wrapped under the config's name (a one-stage pipeline's stage keeps its own name)."""
+    load_stage_modules()
+    if str(source) in STAGES and str(source) not in builtin_pipelines():
+        config: dict[str, Any] = {"name": str(source), "stages": [{str(source): keys}]}
+        where = f"pipeline '{source}'"
+    else:
+        config = read_config(source)
+        where = config["_source"]
+        if keys:
+            config["stages"], where = [with_keys(config, keys)], f"pipeline '{config['name']}'"
+    check_entries(config["stages"], where)  # all of it, before any index is built
+    pipeline = Sequential([build_stages(config["stages"], workspace or Workspace(), where=where)],
+                          name=config["name"])
+    pipeline.description = config.get("description")
+    return pipeline
+
+
+def with_keys(config: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
+    """The one stage entry of ``config`` with ``keys`` set over its own."""
+    if len(config["stages"]) != 1:
+        raise ConfigError(f"pipeline '{config['name']}' has {len(config['stages'])} stages; keys can be set on a "
+                          "one-stage pipeline only (write a YAML config for the others)")
+    name, params = parse_entry(config["stages"][0], config["_source"])
+    return {name: {**params, **keys}}
 
 
 def check_entries(entries: list[Any], where: str) -> None:

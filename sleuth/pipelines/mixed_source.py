@@ -23,6 +23,7 @@ class MixedCorpusSource(CorpusSource):
     distractors: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         for path in self.distractors:
             if not Path(path).exists():
                 raise ConfigError(f"distractor corpus not found: {path}")

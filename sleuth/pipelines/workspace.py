@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleuth.corpus.model import Document, Passage
 from sleuth.folders import removed_if_failed
@@ -18,18 +18,25 @@ from sleuth.models.device import check_device
 from sleuth.models.passage_memo import DEFAULT_MEMO_BYTES
 from sleuth.paths import home_dir
 
+if TYPE_CHECKING:
+    from sleuth.stages.base import Stage
+
 T = TypeVar("T")
 
 
 @dataclass
 class CorpusSource:
-    """Where a corpus comes from and how it becomes passages (reader format, field mapping, splitter)."""
+    """Where a corpus comes from and how it becomes passages (reader format, field mapping, splitter).
+    ``path`` may be given as a string."""
 
     path: Path
     format: str | None = None
     fields: dict[str, str] | None = None
     splitter: Callable[[Document], list[Passage]] | None = None
     splitter_name: str = "none"
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
 
     def documents(self) -> Iterator[Document]:
         from sleuth.corpus.formats import read_documents
@@ -82,6 +89,13 @@ class Workspace:
 
     def __post_init__(self) -> None:
         check_device(self.device)
+
+    def pipeline(self, source: str | Path, **keys: Any) -> Stage:
+        """A pipeline bound to this workspace: a built-in name, a YAML file or a stage name; ``keys`` set the keys of
+        its stage (one-stage pipelines), checked like a YAML config's: ``ws.pipeline("bm25", k=100)``."""
+        from sleuth.pipelines.config import load_pipeline
+
+        return load_pipeline(source, self, **keys)
 
     def index_dir(self, key: str) -> Path:
         """Where the index cached under ``key`` lives for this corpus."""

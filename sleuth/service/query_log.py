@@ -55,8 +55,9 @@ class QueryLog:
         """Every entry written so far (empty without a file)."""
         if self.path is None or not self.path.is_file():
             return []
-        with open(self.path, encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle if line.strip()]
+        from sleuth.corpus.jsonl import iter_jsonl
+
+        return [entry for _, entry in iter_jsonl(self.path)]
 
 
 def append_whole(path: Path, data: bytes) -> None:

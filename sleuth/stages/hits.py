@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from sleuth.index.docstore import DocStore
-from sleuth.stages.run import Hit
+from sleuth.stages.run import Hit, ranking_key
 
 
 def hits_from_rows(docstore: DocStore, positions: Sequence[int], scores: Sequence[float],
@@ -19,7 +19,7 @@ def hits_from_rows(docstore: DocStore, positions: Sequence[int], scores: Sequenc
             continue
         hits.append(Hit(docstore.ids[position], float(score), docstore.doc_ids[position],
                         docstore.titles[position], docstore.texts[position]))
-    hits.sort(key=lambda h: (-h.score, h.id))
+    hits.sort(key=ranking_key)
     return hits
 
 
@@ -37,5 +37,5 @@ def candidate_rows(docstore: DocStore, hits: Sequence[Hit]) -> tuple[list[Hit], 
 def rescored(hits: Sequence[Hit], scores: Sequence[float] | np.ndarray, stage: str) -> list[Hit]:
     """Candidates with new scores (the previous score kept in extras under the stage name), best first."""
     out = [h.with_score(s, **{f"{stage}_input_score": h.score}) for h, s in zip(hits, np.asarray(scores).tolist())]
-    out.sort(key=lambda h: (-h.score, h.id))
+    out.sort(key=ranking_key)
     return out

@@ -40,6 +40,16 @@ class Hit:
         return Hit(self.id, float(score), self.doc_id, self.title, self.text, {**self.extras, **extras})
 
 
+def ranking_key(hit: Hit) -> tuple[float, str]:
+    """The one ranking order: descending score, ties broken by id for determinism."""
+    return -hit.score, hit.id
+
+
+def rank_hits(hits: Iterable[Hit]) -> list[Hit]:
+    """``hits`` as a ranking: a new list sorted by :func:`ranking_key`."""
+    return sorted(hits, key=ranking_key)
+
+
 MAX_DEPTH = 8
 MAX_ITEMS = 1000
 
@@ -79,7 +89,7 @@ class Run(dict):
 
     def sorted(self) -> Run:
         """A copy whose rankings are sorted by descending score, ties broken by id for determinism."""
-        return Run({qid: sorted(hits, key=lambda h: (-h.score, h.id)) for qid, hits in self.items()})
+        return Run({qid: rank_hits(hits) for qid, hits in self.items()})
 
     def cut(self, k: int) -> Run:
         """A copy keeping the first ``k`` hits of each ranking."""

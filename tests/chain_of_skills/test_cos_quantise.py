@@ -80,7 +80,7 @@ def test_an_int8_chain_from_yaml(two_dev_questions, two_question_corpus, tmp_pat
         config.write_text(json.dumps({"name": "c", "stages": [{"cos_chain": {"chain": "hotpotqa", "int8": int8,
                                                                              **limits}}]}), encoding="utf-8")
         pipeline = load_pipeline(config, workspace)
-        assert is_quantised(pipeline.rerank.model) == int8  # a one-stage pipeline is the chain itself
+        assert is_quantised(pipeline.stages[0].rerank.model) == int8  # the one stage: the chain
         runs[int8] = pipeline(questions)
     for question in questions:
         full, small = runs[False][question.id], runs[True][question.id]

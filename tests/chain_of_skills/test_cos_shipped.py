@@ -75,7 +75,7 @@ def test_default_cos_pipeline_loads_the_shipped_weights(data_dir, tmp_path):
     (tmp_path / "corpus.json").write_text(json.dumps({d.id: d.metadata["sentences"] for d in docs}))
     ws = Workspace(CorpusSource(tmp_path / "corpus.json", format="hotpotqa"), home=tmp_path, show_progress=False)
     pipeline = load_pipeline("cos-hotpotqa", ws)
-    stage = pipeline  # one cos_chain stage
+    stage = pipeline.stages[0]  # the one cos_chain stage, wrapped under the pipeline's name
     model = stage.retrieve.model
     reference = MultiExpertEncoder.load(shipped_model_dir())
     assert model.inference_only and not reference.inference_only  # the pipeline runs the merged inference copy

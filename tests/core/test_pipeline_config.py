@@ -49,8 +49,9 @@ stages:
         - bm25: {{index: {tmp_path / 'ix'}}}
         - [bm25: {{index: {tmp_path / 'ix'}}}, cutoff: {{k: 3}}]
 """)
-    pipeline = load_pipeline(path, Workspace())
-    assert isinstance(pipeline, Fuse) and pipeline.name == "pipeline"
+    pipeline = load_pipeline(path, Workspace())  # a one-stage pipeline wraps its stage under the config's name
+    assert pipeline.name == "pipeline" and isinstance(pipeline.stages[0], Fuse)
+    assert pipeline.stages[0].name == "weighted(bm25, bm25 >> cutoff(3))"
     assert pipeline.search(scifact_passages[0].title, k=1)[0].id == scifact_passages[0].id
 
 
@@ -94,7 +95,7 @@ def test_vector_search_keys_are_declared_once_and_accepted_alike(tmp_path, scifa
     DenseIndex.build(scifact_passages[:40], load_encoder("minilm-onnx"), index_dir, "HNSW16", show_progress=False)
     config = tmp_path / "p.yaml"
     config.write_text(f"stages:\n  - dense: {{index: {index_dir}, ef_search: 7, k: 5}}\n", encoding="utf-8")
-    stage = load_pipeline(config, Workspace())
+    stage = load_pipeline(config, Workspace()).stages[0]
     import faiss
 
     assert faiss.downcast_index(stage.index.index).hnsw.efSearch == 7

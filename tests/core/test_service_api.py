@@ -16,6 +16,7 @@ from sleuth.pipelines.index_stage import stage_for_index
 from sleuth.service.app import create_app
 from sleuth.service.limits import Limits, safe_name
 from sleuth.service.query_log import QueryLog
+from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM
 from sleuth.systems.private_search.obfuscator import tokenize
 from sleuth.systems.private_search.registry import make_obfuscator
 from sleuth.systems.private_search.service import ObfuscateEndpoint
@@ -160,16 +161,22 @@ def test_obfuscate(client):
                                           "epsilon": 5, "seed": 3})
     assert got.status_code == 200, got.text
     body = got.json()
-    assert body["obfuscator"] == "cmp" and len(body["obfuscated"]) == 5
+    assert body["mechanism"] == "cmp" and len(body["obfuscated"]) == 5
     assert all(len(tokenize(t)) == 3 for t in body["obfuscated"])
     assert any(t != "vitamin d deficiency" for t in body["obfuscated"])  # epsilon 5 perturbs words
     again = client.post("/obfuscate", json={"query": "vitamin d deficiency", "obfuscator": "cmp", "n": 5,
                                             "epsilon": 5, "seed": 3})
     assert again.json()["obfuscated"] == body["obfuscated"]
-    assert "epsilon" in error(client.post("/obfuscate", json={"query": "x", "obfuscator": "cmp"}), 400)
+    named = client.post("/obfuscate", json={"query": "vitamin d deficiency", "mechanism": "cmp", "n": 5, "epsilon": 5,
+                                            "seed": 3})
+    assert named.json()["obfuscated"] == body["obfuscated"]  # 'obfuscator' is the earlier name of 'mechanism'
+    default = client.post("/obfuscate", json={"query": "vitamin d deficiency", "n": 3, "seed": 3}).json()
+    assert (default["mechanism"], default["epsilon"]) == (DEFAULT_MECHANISM, DEFAULT_EPSILON)  # as the CLI's
+    assert "not both" in error(client.post("/obfuscate", json={"query": "x", "mechanism": "cmp", "obfuscator": "cmp"}),
+                               400)
     assert "epsilon" in error(client.post("/obfuscate", json={"query": "x", "epsilon": -1}), 400)
     assert "between 1 and 8" in error(client.post("/obfuscate", json={"query": "x", "n": 9, "epsilon": 1}), 400)
-    assert "unknown obfuscator" in error(client.post("/obfuscate", json={"query": "x", "obfuscator": "aed"}), 400)
+    assert "unknown mechanism" in error(client.post("/obfuscate", json={"query": "x", "mechanism": "aed"}), 400)
 
 
 def test_admin_reload_needs_the_key_and_swaps_the_index(client, index_dir, scifact_passages, scifact_rows):

@@ -53,7 +53,7 @@ PLAUSIBLE = {
     "query": TEXT, "queries": st.lists(TEXT, min_size=1, max_size=5), "k": st.integers(1, 45),
     "pipeline": st.sampled_from(["scifact", "other"]), "index": st.sampled_from(["scifact", "other"]),
     "extras": st.booleans(),
-    "obfuscator": st.sampled_from(["cmp", "mahalanobis", "vickrey-cmp", "vickrey-mahalanobis", "aed", "fsh"]),
+    "mechanism": st.sampled_from(["cmp", "mahalanobis", "vickrey-cmp", "vickrey-mahalanobis", "aed", "fsh"]),
     "n": st.integers(1, 6), "epsilon": st.floats(0.01, 60), "seed": st.integers(0, 2**63),
     "documents": st.lists(st.fixed_dictionaries({"id": IDS, "text": TEXT}, optional={"title": ANY, "doc_id": ANY}),
                           min_size=1, max_size=3),
@@ -62,7 +62,7 @@ PLAUSIBLE = {
 FIELDS = {  # (fields a valid body has, optional ones)
     "/search": (["query"], ["k", "pipeline", "index", "extras"]),
     "/search/batch": (["queries"], ["k", "pipeline", "index", "extras"]),
-    "/obfuscate": (["query", "epsilon"], ["obfuscator", "n", "seed"]),
+    "/obfuscate": (["query", "epsilon"], ["mechanism", "n", "seed"]),
     "/admin/documents": (["documents"], ["index"]),
     "DELETE /admin/documents": (["ids"], ["index"]),
     "/admin/reload": ([], ["force"]),

@@ -1,5 +1,5 @@
 """Operations endpoints: ``/health`` (liveness), ``/ready`` (readiness), ``/metrics`` (Prometheus text) and
-``/pipelines`` (what is served)."""
+``/pipelines`` (what is served), ``/extras`` (the declared hit extras and how the page shows them)."""
 
 from __future__ import annotations
 
@@ -37,3 +37,13 @@ def metrics(request: Request):
 def pipelines(request: Request) -> dict[str, Any]:
     """The served pipelines: ``{"pipelines": [{name, description}], "default", "max_k"}``."""
     return service_of(request).describe()
+
+
+@router.get("/extras")
+def extras() -> dict[str, Any]:
+    """The declared hit extras: ``{"extras": [{name, display, description}], "hidden": [names the page does not show
+    as chips]}`` (see :mod:`sleuth.pipelines.extras`)."""
+    from sleuth.pipelines.extras import declared, page_hidden
+
+    return {"extras": [{"name": k.name, "display": k.display, "description": k.description}
+                       for k in declared().values()], "hidden": page_hidden()}

@@ -7,7 +7,9 @@ const STOPWORDS = new Set(("a an and are as at be by for from has have in is it 
   "were which with what who whom whose when where why how do does did not no s t").split(" "));
 const WORD = /[\p{L}\p{N}]+/gu;
 const SNIPPET_CHARS = 360;
-const HIDDEN_EXTRAS = new Set(["path", "found_by", "mention"]);
+/* Extras not shown as chips, and those holding an evidence path: declared by the server (GET /extras). */
+let hiddenExtras = new Set();
+let pathExtras = [];
 
 const $ = (id) => document.getElementById(id);
 
@@ -103,7 +105,7 @@ function formatScore(value) {
 function extrasChips(extras) {
   const chips = el("ul", "chips");
   for (const [key, value] of Object.entries(extras || {})) {
-    if (HIDDEN_EXTRAS.has(key) || (typeof value !== "number" && typeof value !== "string")) continue;
+    if (hiddenExtras.has(key) || (typeof value !== "number" && typeof value !== "string")) continue;
     const chip = el("li", "chip");
     chip.append(el("span", "chip-name", key.replace(/_/g, " ")), el("span", "chip-value",
       typeof value === "number" ? formatScore(value) : value));
@@ -132,7 +134,7 @@ function evidencePath(hops, pattern) {
   return path;
 }
 
-function renderHit(hit, pattern, sentCount) {
+function renderHit(hit, pattern) {
   const item = el("li", "hit");
   item.dataset.id = hit.id;
   const head = el("div", "hit-head");
@@ -142,13 +144,11 @@ function renderHit(hit, pattern, sentCount) {
   item.append(head);
   const meta = el("p", "meta", hit.doc_id && hit.doc_id !== hit.id ? `${hit.id} \u00b7 document ${hit.doc_id}` : hit.id);
   const extras = hit.extras || {};
-  if (typeof extras.found_by === "number" && sentCount) {
-    meta.append(` \u00b7 found by ${extras.found_by} of ${sentCount} sent queries`);
-  }
   item.append(meta);
   const chips = extrasChips(extras);
   if (chips) item.append(chips);
-  if (Array.isArray(extras.path) && extras.path.length) item.append(evidencePath(extras.path, pattern));
+  const hops = pathExtras.map((key) => extras[key]).find((value) => Array.isArray(value) && value.length);
+  if (hops) item.append(evidencePath(hops, pattern));
   else if (hit.text) item.append(passage(hit.text, pattern));
   return item;
 }
@@ -170,6 +170,18 @@ let pipelines = [];
 function describePipeline() {
   const chosen = pipelines.find((p) => p.name === $("pipeline").value);
   $("pipeline-description").textContent = chosen ? chosen.description : "";
+}
+
+async function loadExtras() {
+  try {
+    const response = await fetch("/extras", { headers: { Accept: "application/json" } });
+    if (!response.ok) return;
+    const body = await response.json();
+    hiddenExtras = new Set(body.hidden);
+    pathExtras = body.extras.filter((key) => key.display === "evidence_path").map((key) => key.name);
+  } catch (error) {
+    /* without the list every number or text extra is shown */
+  }
 }
 
 async function loadPipelines() {
@@ -228,7 +240,7 @@ async function search(event) {
   const pattern = termPattern(queryTerms(body.query));
   const sent = body.obfuscated_queries || null;
   renderSent(sent);
-  $("results").replaceChildren(...body.hits.map((hit) => renderHit(hit, pattern, sent ? sent.length : 0)));
+  $("results").replaceChildren(...body.hits.map((hit) => renderHit(hit, pattern)));
   const seconds = ((performance.now() - started) / 1000).toFixed(2);
   $("status").textContent = body.hits.length
     ? `${body.hits.length} result${body.hits.length === 1 ? "" : "s"} from ${body.pipeline} in ${seconds} s`
@@ -240,7 +252,7 @@ async function search(event) {
 async function start() {
   $("search-form").addEventListener("submit", search);
   $("pipeline").addEventListener("change", describePipeline);
-  await loadPipelines();
+  await Promise.all([loadPipelines(), loadExtras()]);
   const params = new URLSearchParams(location.search);
   if (params.get("pipeline") && pipelines.some((p) => p.name === params.get("pipeline"))) {
     $("pipeline").value = params.get("pipeline");

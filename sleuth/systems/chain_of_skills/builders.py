@@ -17,11 +17,20 @@ from typing import Annotated
 from sleuth.constraints import Count, OneOf
 from sleuth.errors import ConfigError
 from sleuth.index.dense import VectorSearch
+from sleuth.pipelines.extras import register_extra
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
 from sleuth.systems.chain_of_skills.chain import CHAINS, EXPANDING, NO_RERANK, ChainLimits, CosChain
 from sleuth.systems.chain_of_skills.chain_scores import HOP1_RERANK_WEIGHT, NQ_RERANK_BETA, PROMOTION_ALPHA
 from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
+
+# what the skills and chains write in Hit.extras
+register_extra("path", list, "evidence_path", "a chain's evidence path: the hop hits, first hop first")
+for _skill, _what in (("merged", "retrieval and linking merged (eq. 6)"), ("retrieval", "single retrieval"),
+                      ("expanded", "expanded-query retrieval"), ("link", "entity linking, aligned"),
+                      ("rerank", "reranking")):
+    register_extra(_skill, float, "hop_score", f"a hop's {_what} score")
+register_extra("mention", str, "hop_label", "the entity mention that linked a hop")
 
 
 def cos_model(ws: Workspace, model: str | None):

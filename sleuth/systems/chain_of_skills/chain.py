@@ -28,7 +28,7 @@ from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
 from sleuth.stages.cancel import check_cancelled
-from sleuth.stages.run import Hit, Run
+from sleuth.stages.run import Hit, Run, rank_hits
 from sleuth.systems.chain_of_skills.chain_scores import (
     HOP1_RERANK_WEIGHT,
     NQ_RERANK_BETA,
@@ -77,7 +77,7 @@ def merged_hits(scored: Sequence[Sequence[Hit]], alpha: float) -> list[Hit]:
         if link is not None and "mention" in link.extras:
             extras["mention"] = link.extras["mention"]
         out.append(hit.with_score(score, merged=score, **extras))
-    return sorted(out, key=lambda h: (-h.score, h.id))
+    return rank_hits(out)
 
 
 class CosChain(Stage):
@@ -150,7 +150,7 @@ class CosChain(Stage):
     def nq(self, query: Query, hop1: list[Hit]) -> list[Hit]:
         hits = self.reranked([query.text] * len(hop1), hop1)
         out = [h.with_score(nq_score(h.extras["rerank"], h.extras["merged"], self.beta)) for h in hits]
-        return sorted(out, key=lambda h: (-h.score, h.id))
+        return rank_hits(out)
 
     def paths(self, query: Query, hop1: list[Hit]) -> list[Hit]:
         assert self.expanded is not None and self.rerank is not None

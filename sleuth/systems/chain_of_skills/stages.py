@@ -15,7 +15,7 @@ import numpy as np
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
-from sleuth.stages.run import Hit, Run
+from sleuth.stages.run import Hit, Run, rank_hits, ranking_key
 from sleuth.systems.chain_of_skills.bucketing import MAX_BATCH_ROWS, MAX_BATCH_TOKENS, forward_batches, token_states
 from sleuth.systems.chain_of_skills.skill_index import SkillIndex
 
@@ -37,7 +37,7 @@ def index_hits(index: SkillIndex, positions: np.ndarray, scores: np.ndarray, ski
             continue
         hits.append(Hit(store.ids[row], float(score), store.doc_ids[row], store.titles[row], store.texts[row],
                         {skill: float(score)}))
-    hits.sort(key=lambda h: (-h.score, h.id))
+    hits.sort(key=ranking_key)
     return hits
 
 
@@ -100,7 +100,7 @@ class ExpandedRetrieve(Stage):
             hop1 = candidates.get(query.id, [])
             hits = [h.with_score(h.score, hop1=p.id) for p, found in zip(hop1, self.retrieve(query.text, hop1))
                     for h in found]
-            run[query.id] = sorted(hits, key=lambda h: (-h.score, h.id))
+            run[query.id] = rank_hits(hits)
         return run
 
 
@@ -146,7 +146,7 @@ class Rerank(Stage):
             hits = candidates.get(query.id, [])
             values = self.scores([query.text] * len(hits), hits)
             out = [h.with_score(s, rerank=s, **{f"{self.name}_input_score": h.score}) for h, s in zip(hits, values)]
-            run[query.id] = sorted(out, key=lambda h: (-h.score, h.id))
+            run[query.id] = rank_hits(out)
         return run
 
 
@@ -199,7 +199,7 @@ class EntityLink(Stage):
                     if hit.id not in best or hit.score > best[hit.id].score:
                         best[hit.id] = hit.with_score(hit.score, mention=span.text)
                 row += 1
-            results[i] = sorted(best.values(), key=lambda h: (-h.score, h.id))
+            results[i] = rank_hits(best.values())
         return results
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:

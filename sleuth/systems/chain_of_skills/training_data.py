@@ -45,7 +45,6 @@ trainer mask in-batch false negatives.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections import defaultdict
@@ -54,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sleuth.corpus.hotpotqa import read_hotpotqa_corpus, read_hotpotqa_questions
+from sleuth.corpus.jsonl import iter_jsonl
 from sleuth.corpus.model import Document, Query
 from sleuth.errors import InputError
 
@@ -254,18 +254,6 @@ def load_musique(questions_path: str | Path, corpus_path: str | Path | None = No
     return questions, {doc.id: doc for doc in documents}
 
 
-def read_jsonl(path: str | Path) -> list[dict]:
-    rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except ValueError:
-                    raise InputError("not valid JSON", path=f"{path}:{number}") from None
-    return rows
-
-
 NQ_SPLITS = ("all", "train", "dev")
 
 
@@ -277,7 +265,7 @@ def nq_examples(questions_path: str | Path, corpus_path: str | Path, negatives: 
         raise InputError(f"unknown NQ split '{split}' (use one of {', '.join(NQ_SPLITS)})")
     rng = random.Random(seed)
     corpus = {}
-    for row in read_jsonl(corpus_path):
+    for _, row in iter_jsonl(corpus_path):
         pid = str(row.get("_id", row.get("id", "")))
         corpus[pid] = Document(id=pid, title=row.get("title", ""), text=row.get("text", ""))
     by_title: dict[str, list[str]] = defaultdict(list)
@@ -285,7 +273,7 @@ def nq_examples(questions_path: str | Path, corpus_path: str | Path, negatives: 
         by_title[doc.title].append(pid)
     ids = sorted(corpus)
     out: dict[str, list[CosExample]] = {"retrieval": [], "reranking": []}
-    rows = read_jsonl(questions_path)
+    rows = [row for _, row in iter_jsonl(questions_path)]
     if split != "all":
         from sleuth.corpus.question_split import split_questions
 

@@ -38,6 +38,11 @@ Backend = Annotated[str, OneOf(DOCUMENT_BACKENDS)]
 Grouping = Annotated[str, OneOf(GROUPINGS)]
 DocumentScore = Annotated[str, OneOf(DOCUMENT_SCORES)]
 Combine = Annotated[str, OneOf(COMBINATIONS)]
+#: the default ``dhr`` stage is the shipped ``dhr`` pipeline (``- dhr: {}``): parallel, each passage's score plus its
+#: document's best passage score, passages read "title text", a length prior gated by the best passage score (see
+#: the system README); the paper's recipe is the ``dhr-serial`` pipeline
+DEFAULT_MODE, DEFAULT_DOCUMENT, DEFAULT_DHR_SEPARATOR = "parallel", "max", " "
+DEFAULT_LENGTH_PRIOR, DEFAULT_PRIOR_GATE = 0.03, 0.52
 
 
 def corpus_groups(ws: Workspace, grouping: str):
@@ -80,17 +85,19 @@ def encoders_for(ws: Workspace, index: str | None, document_encoder: str, passag
 
 
 @register_stage("dhr")
-def dhr_stage(ws: Workspace, *, mode: Mode = "serial", k1: Count = DEFAULT_K1, k: Count = 100, lam: float = DEFAULT_LAMBDA,
-              documents: Backend = "dense", index: str | None = None, document_encoder: str = "minilm",
-              passage_encoder: str = "minilm", search: VectorSearch = VectorSearch(),
-              separator: str = DEFAULT_SEPARATOR, grouping: Grouping = "auto", name: str = "dhr", document: DocumentScore = "summary",
-              combine: Combine = "add", length_prior: float = 0.0, length_prior_below: float | None = None) -> Stage:
+def dhr_stage(ws: Workspace, *, mode: Mode = DEFAULT_MODE, k1: Count = DEFAULT_K1, k: Count = 100,
+              lam: float = DEFAULT_LAMBDA, documents: Backend = "dense", index: str | None = None,
+              document_encoder: str = "minilm", passage_encoder: str = "minilm", search: VectorSearch = VectorSearch(),
+              separator: str = DEFAULT_DHR_SEPARATOR, grouping: Grouping = "auto", name: str = "dhr",
+              document: DocumentScore = DEFAULT_DOCUMENT, combine: Combine = "add",
+              length_prior: float = DEFAULT_LENGTH_PRIOR, length_prior_below: float | None = DEFAULT_PRIOR_GATE) -> Stage:
     """Dense hierarchical retrieval: top ``k1`` documents, their passages ranked by passage + lam * document score
     (mode serial), or every passage and document scored and combined (mode parallel); ``k`` passages returned.
     ``document``: summary (encoded title + lead + table of contents), centroid (unit mean of the document's passage
     vectors) or max (the document's best passage score); ``combine``: add (Eq. 3) or gate
     (``p + lam * max(d - p, 0)``); ``length_prior``: beta of the document prior ``beta * log(passage count)``;
-    ``length_prior_below``: add that prior only for queries whose best passage score is below this value."""
+    ``length_prior_below``: add that prior only for queries whose best passage score is below this value (null: for
+    every query). The defaults are the shipped ``dhr`` pipeline's."""
     if documents not in DOCUMENT_BACKENDS:
         raise ConfigError(f"dhr: unknown documents backend '{documents}' (known: {', '.join(DOCUMENT_BACKENDS)})")
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)

@@ -17,7 +17,7 @@ from functools import partial
 import numpy as np
 
 from sleuth.errors import ConfigError
-from sleuth.stages.run import Hit, Run
+from sleuth.stages.run import Hit, Run, rank_hits
 from sleuth.systems.dhr.index import prior_applies
 
 COARSE = (0.0, 2.0, 0.1)  # range and step of the first grid
@@ -42,7 +42,7 @@ def rescored(run: Run, score: Callable[[Hit], float], k: int | None) -> Run:
     """Each ranking with every hit's score replaced by ``score(hit)``, best first (ties: by id), cut to ``k``."""
     reranked = Run()
     for qid, hits in run.items():
-        ranking = sorted((h.with_score(score(h)) for h in hits), key=lambda h: (-h.score, h.id))
+        ranking = rank_hits(h.with_score(score(h)) for h in hits)
         reranked[qid] = ranking[:k] if k is not None else ranking
     return reranked
 

@@ -1,7 +1,10 @@
 """Config builder of the private-search stage (Faggioli & Ferro, ECIR 2024): ``private``.
 
     stages:
-      - private: {engine: "http://127.0.0.1:8000", mechanism: vickrey-mahalanobis, epsilon: 12.5, n: 20}
+      - private: {engine: "http://127.0.0.1:8000", mechanism: vickrey-mahalanobis, epsilon: 6.25, n: 20}
+
+``mechanism`` and ``epsilon`` default to the CLI's and ``POST /obfuscate``'s (``mechanisms.DEFAULT_MECHANISM``,
+``DEFAULT_EPSILON``).
 
 The local reranker defaults to the client's fast set-up (int8 ONNX MiniLM at 128 tokens over the top 50 of the
 pool by local BM25, see ``sleuth.systems.private_search.rescore``); ``rerank_depth: null`` reranks the whole pool.
@@ -12,14 +15,19 @@ from __future__ import annotations
 from typing import Annotated
 
 from sleuth.constraints import AtLeast, Count
+from sleuth.pipelines.extras import register_extra
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
-from sleuth.systems.private_search.mechanisms import MIN_EPSILON
+from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM, MIN_EPSILON
+
+# what the private stage writes in Hit.extras
+register_extra("obfuscated_queries", list, "per_query", "the obfuscated queries sent to the engine for the query")
+register_extra("found_by", int, "chip", "how many of the obfuscated queries retrieved the hit")
 
 
 @register_stage("private")
-def private_stage(ws: Workspace, *, engine: str, mechanism: str = "vickrey-mahalanobis",
-                  epsilon: Annotated[float, AtLeast(MIN_EPSILON)] = 12.5,
+def private_stage(ws: Workspace, *, engine: str, mechanism: str = DEFAULT_MECHANISM,
+                  epsilon: Annotated[float, AtLeast(MIN_EPSILON)] = DEFAULT_EPSILON,
                   n: Count = 20, depth: Count = 100, pipeline: str | None = None, encoder: str = "minilm-onnx-128",
                   rerank_depth: Count | None = 50, embeddings: str = "glove-6b-50d", oov: str = "drop",
                   seed: Annotated[int, AtLeast(0)] | None = None, withhold_original: bool = True,

@@ -12,17 +12,13 @@ from sleuth.cli.common import console, out
 from sleuth.errors import ConfigError, QueryError
 from sleuth.models.device import check_device
 from sleuth.service.limits import MAX_OBFUSCATIONS
-from sleuth.systems.private_search.mechanisms import check_epsilon
+from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM, check_epsilon
 from sleuth.systems.private_search.obfuscator import OOV_POLICIES
 from sleuth.systems.private_search.registry import BASELINES, MECHANISMS, OBFUSCATORS
 
 PAPER_SYSTEMS = ("vickrey-mahalanobis@10", "vickrey-mahalanobis@12.5", "vickrey-mahalanobis@15", "cmp@12.5",
                  "mahalanobis@12.5", "aed", "fsh")
 SAMPLE_PREFIX = "sample:"
-#: the default privacy budget of `privacy obfuscate` and `privacy search` for the 50-d GloVe table: the paper's
-#: recommended 12.5 (300-d) times about 0.5, the ratio at which our VkrMhl reaches the paper's similarity
-#: (docs/privacy/README.md); a 12.5 here would leak about as much as the paper's 25
-DEFAULT_EPSILON = 6.25
 EPSILON_HELP = (f"Privacy budget of the DP mechanisms (default {DEFAULT_EPSILON:g}: the 50-d GloVe equivalent of "
                 "the paper's 12.5 with 300-d vectors; smaller hides more).")
 
@@ -87,7 +83,7 @@ def build_obfuscators(names: list[str], embeddings: str, vocabulary: set[str] | 
 
 def obfuscate(
     query: str = typer.Argument(..., help="The query to obfuscate."),
-    mechanism: str = typer.Option("vickrey-mahalanobis", help=f"One of {', '.join(OBFUSCATORS)}."),
+    mechanism: str = typer.Option(DEFAULT_MECHANISM, help=f"One of {', '.join(OBFUSCATORS)}."),
     epsilon: float | None = typer.Option(None, help=EPSILON_HELP, show_default=False),
     n: int = typer.Option(20, "-n", help="How many obfuscated queries."),
     seed: int | None = typer.Option(None, help="Seed for reproducible output (default: OS randomness)."),
@@ -122,7 +118,7 @@ def private_search(
     query: str = typer.Argument(..., help="The query; it is never sent, only its obfuscations are."),
     engine: str = typer.Option(..., help="Base URL of a sleuth service (sleuth serve), e.g. http://127.0.0.1:8000."),
     engine_pipeline: str | None = typer.Option(None, help="Pipeline or index name on the service."),
-    mechanism: str = typer.Option("vickrey-mahalanobis", help=f"One of {', '.join(MECHANISMS)} or aed."),
+    mechanism: str = typer.Option(DEFAULT_MECHANISM, help=f"One of {', '.join(MECHANISMS)} or aed."),
     epsilon: float | None = typer.Option(None, help=EPSILON_HELP, show_default=False),
     n: int = typer.Option(20, "-n", help="Obfuscated queries sent."),
     depth: int = typer.Option(100, help="Top hits pooled from each response."),

@@ -21,6 +21,12 @@ from sleuth.systems.private_search.embeddings import WordEmbeddings
 
 #: lambda of the Mahalanobis mechanism: weight of the embedding covariance against the identity (authors' code: 1)
 DEFAULT_LAMBDA = 1.0
+#: the default mechanism of the private stage, `sleuth privacy` and ``POST /obfuscate``
+DEFAULT_MECHANISM = "vickrey-mahalanobis"
+#: the default privacy budget (stage, CLI and HTTP alike) for the 50-d GloVe table: the paper's recommended 12.5
+#: (300-d) times about 0.5, the ratio at which our VkrMhl reaches the paper's similarity (docs/privacy/README.md);
+#: a 12.5 here would leak about as much as the paper's 25
+DEFAULT_EPSILON = 6.25
 
 
 #: the smallest privacy budget accepted. At 0.001 the noise radius (mean dim / epsilon: 50,000 for 50-d GloVe) is

@@ -1,6 +1,8 @@
 """Private search's endpoint in the search service: ``POST /obfuscate`` gives obfuscated versions of a query
-(``{"query", "obfuscator"?, "n"?, "epsilon"?, "seed"?}`` -> ``{"query", "obfuscator", "epsilon", "obfuscated"}``),
-so that a client can see what a private search would send to an engine."""
+(``{"query", "mechanism"?, "n"?, "epsilon"?, "seed"?}`` -> ``{"query", "mechanism", "epsilon", "obfuscated"}``),
+so that a client can see what a private search would send to an engine. ``mechanism`` and ``epsilon`` are named and
+default as in `sleuth privacy obfuscate` (``mechanisms.DEFAULT_MECHANISM``, ``DEFAULT_EPSILON``); ``obfuscator`` is
+the earlier name of ``mechanism``."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from sleuth.service.limits import RequestError, safe_name
+from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM
 from sleuth.systems.private_search.obfuscator import QueryObfuscator
 from sleuth.systems.private_search.registry import MECHANISMS, make_obfuscator
 
 DEFAULT_OBFUSCATIONS = 10
-FIELDS = {"query", "obfuscator", "n", "epsilon", "seed"}
+FIELDS = {"query", "mechanism", "obfuscator", "n", "epsilon", "seed"}
 
 
 class ObfuscateEndpoint:
@@ -28,9 +31,9 @@ class ObfuscateEndpoint:
 
     def obfuscator(self, name: Any) -> QueryObfuscator:
         """The obfuscator called ``name``, made on first use."""
-        name = safe_name(name, "obfuscator")
+        name = safe_name(name, "mechanism")
         if name not in self.names:
-            raise RequestError(f"unknown obfuscator '{name}' (served: {', '.join(self.names)})")
+            raise RequestError(f"unknown mechanism '{name}' (served: {', '.join(self.names)})")
         with self._lock:
             if name not in self._made:
                 self._made[name] = self.factory(name)
@@ -47,12 +50,11 @@ class ObfuscateEndpoint:
             raise RequestError(f"'epsilon' must be a positive number, got {epsilon!r}"[:200])
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
             raise RequestError(f"'seed' must be a non-negative integer, got {seed!r}"[:200])
-        name = obfuscator or self.names[0]
+        name = obfuscator or (DEFAULT_MECHANISM if DEFAULT_MECHANISM in self.names else self.names[0])
         model = self.obfuscator(name)
-        if model.uses_epsilon and epsilon is None:
-            raise RequestError(f"obfuscator '{name}' needs 'epsilon'")
+        epsilon = (DEFAULT_EPSILON if epsilon is None else epsilon) if model.uses_epsilon else None
         texts = service.timed(lambda: model.obfuscate_one(query, n=n, epsilon=epsilon, seed=seed))
-        return {"query": query, "obfuscator": name, "epsilon": epsilon, "obfuscated": texts}
+        return {"query": query, "mechanism": name, "epsilon": epsilon, "obfuscated": texts}
 
     def __call__(self, app, service) -> None:
         from fastapi import Body
@@ -61,10 +63,13 @@ class ObfuscateEndpoint:
 
         @app.post("/obfuscate")
         def obfuscate(body: Any = Body(...)) -> dict[str, Any]:
-            """Obfuscated versions of a query: ``{"query", "obfuscator"?, "n"?, "epsilon"?, "seed"?}``."""
+            """Obfuscated versions of a query: ``{"query", "mechanism"?, "n"?, "epsilon"?, "seed"?}`` (defaults as
+            in `sleuth privacy obfuscate`)."""
             body = check_fields(body, FIELDS)
-            return self.obfuscate(service, body.get("query"), body.get("obfuscator"), body.get("n"),
-                                  body.get("epsilon"), body.get("seed"))
+            if "mechanism" in body and "obfuscator" in body:
+                raise RequestError("give 'mechanism' ('obfuscator' is its earlier name), not both")
+            return self.obfuscate(service, body.get("query"), body.get("mechanism", body.get("obfuscator")),
+                                  body.get("n"), body.get("epsilon"), body.get("seed"))
 
 
 def endpoints() -> list[ObfuscateEndpoint]:

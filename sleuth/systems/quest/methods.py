@@ -14,7 +14,7 @@ from sleuth.paths import home_dir
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 from sleuth.stages.base import Stage
 from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
-from sleuth.stages.run import Run
+from sleuth.stages.run import Run, rank_hits
 from sleuth.systems.quest.classifier_training import Documents
 from sleuth.systems.quest.classify import Classify
 from sleuth.systems.quest.cut import GAPS, THRESHOLDS, SetCut, best_cut, cut_sweep
@@ -88,7 +88,7 @@ def anchored_run(classified: Run, constraints: Run, parsed: Mapping[str, ParsedQ
             continue
         memberships = [np.array([by_id[h.id][i] for h in kept]) for i in range(len(structure.constraints))]
         scores = combine_anchored(structure, memberships, np.array([h.score for h in kept]), t_norm, not_weight)
-        run[qid] = sorted((h.with_score(float(s)) for h, s in zip(kept, scores)), key=lambda h: (-h.score, h.id))
+        run[qid] = rank_hits(h.with_score(float(s)) for h, s in zip(kept, scores))
     return run
 
 
@@ -120,7 +120,7 @@ def fused_run(classified: Run, retrieved: Run, weight: float) -> Run:
         low = min(pool)
         inputs = [by_id.get(h.id, low) for h in hits]
         scores = fused(np.array([h.score for h in hits]), np.array(inputs), weight) if hits else np.zeros(0)
-        run[qid] = sorted((h.with_score(float(s)) for h, s in zip(hits, scores)), key=lambda h: (-h.score, h.id))
+        run[qid] = rank_hits(h.with_score(float(s)) for h, s in zip(hits, scores))
     return run
 
 

@@ -1,0 +1,61 @@
+"""The short path from a string to results: ``sleuth.open(path)`` gives a Workspace over a corpus, and
+``read_queries`` / ``read_qrels`` take a file or a BEIR folder."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from sleuth.corpus.model import Qrels, Query
+from sleuth.pipelines.sources import corpus_source
+from sleuth.pipelines.workspace import Workspace
+
+
+def open(corpus: str | Path | None = None, *, format: str | None = None, fields: Mapping[str, str] | None = None,
+         splitter: str = "none", window_words: int = 100, home: str | Path | None = None, device: str = "cpu",
+         progress: bool = True) -> Workspace:
+    """A Workspace over ``corpus`` (a file or folder in any format ``sleuth.corpus`` reads, detected unless
+    ``format`` is given; None: the bundled SciFact). ``fields`` maps id/title/text to a JSONL file's keys;
+    ``splitter`` is none, sections or window. Indexes are built on first use and cached under ``home``
+    (default ``$SLEUTH_HOME``)."""
+    source = corpus_source(None if corpus is None else Path(corpus), format, None, splitter, window_words)
+    source.fields = dict(fields) if fields is not None else None
+    workspace = Workspace(source, device=device, show_progress=progress)
+    if home is not None:
+        workspace.home = Path(home)
+    return workspace
+
+
+def read_queries(path: str | Path, split: str = "train") -> list[Query]:
+    """Queries from a BEIR folder (those judged in ``qrels/<split>.tsv``), a BEIR queries.jsonl, a question file
+    (``{"id", "question", "answers"}`` lines; answers in ``metadata["answers"]``) or TREC topics (TSV or SGML)."""
+    path = Path(path)
+    if path.is_dir():
+        from sleuth.corpus.beir import load_beir
+
+        return load_beir(path, split).queries
+    if ".jsonl" in path.name and '"question"' in first_line(path):
+        from sleuth.corpus.questions import read_questions
+
+        return list(read_questions(path))
+    from sleuth.corpus.formats import read_queries as read_query_file
+
+    return read_query_file(path)
+
+
+def read_qrels(path: str | Path, split: str = "train") -> Qrels:
+    """Relevance judgements from a qrels file (BEIR TSV or TREC) or a BEIR folder's ``qrels/<split>.tsv``."""
+    from sleuth.corpus.beir import find_file
+    from sleuth.corpus.qrels import read_qrels as read_qrels_file
+
+    path = Path(path)
+    return read_qrels_file(find_file(path / "qrels", f"{split}.tsv") if path.is_dir() else path)
+
+
+def first_line(path: Path) -> str:
+    """The first non-blank line of a (possibly compressed) text file ('' when there is none)."""
+    from sleuth.io import open_text
+
+    with open_text(path) as handle:
+        return next((line for line in handle if line.strip()), "")
+

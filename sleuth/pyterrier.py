@@ -1,0 +1,134 @@
+"""PyTerrier both ways (the optional extra ``sleuth[pyterrier]``; nothing here starts Java).
+
+``as_transformer(stage)`` makes any sleuth stage or pipeline a ``pt.Transformer``: it takes a queries frame
+(``qid``, ``query``) or a results frame (plus ``docno``, ``score``; its rows become the stage's candidates) and
+returns a results frame (``qid``, ``query``, ``docno``, ``score``, ``rank`` from 0, and ``title`` / ``text`` when the
+hits carry them). ``from_transformer(transformer)`` makes any ``pt.Transformer`` a sleuth stage::
+
+    import pyterrier as pt
+    from sleuth.pyterrier import as_transformer, from_transformer
+
+    bm25 = as_transformer(ws.pipeline("bm25"))
+    pt.Experiment([bm25, bm25 >> pt.apply.doc_score(my_scorer)], topics, qrels, ["nDCG@10"])
+    stage = from_transformer(pt.apply.doc_score(my_scorer))       # a sleuth reranker: ws.pipeline("bm25") >> stage
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+
+from sleuth.corpus.model import Qrels, Query
+from sleuth.errors import MissingExtraError
+from sleuth.stages.base import Stage
+from sleuth.stages.run import Hit, Run, rank_hits
+
+#: hit fields carried in results frames when any hit has them
+TEXT_COLUMNS = ("title", "text")
+
+
+def pyterrier() -> Any:
+    """The ``pyterrier`` module, or a MissingExtraError naming the extra to install."""
+    try:
+        import pyterrier as pt
+    except ImportError:
+        raise MissingExtraError("pyterrier==1.1.2", "pyterrier", "PyTerrier transformers") from None
+    return pt
+
+
+def queries_frame(queries: Sequence[Query]) -> Any:
+    """A PyTerrier queries frame: ``qid``, ``query``."""
+    import pandas as pd
+
+    return pd.DataFrame({"qid": [q.id for q in queries], "query": [q.text for q in queries]})
+
+
+def results_frame(queries: Sequence[Query], run: Run) -> Any:
+    """A PyTerrier results frame of ``run``: ``qid``, ``query``, ``docno``, ``score``, ``rank`` (from 0), and the
+    title / text columns that the hits carry."""
+    import pandas as pd
+
+    rows = [(q.id, q.text, h, rank) for q in queries for rank, h in enumerate(run.get(q.id, []))]
+    frame = pd.DataFrame({"qid": [r[0] for r in rows], "query": [r[1] for r in rows],
+                          "docno": [r[2].id for r in rows], "score": [float(r[2].score) for r in rows],
+                          "rank": [r[3] for r in rows]})
+    for column in TEXT_COLUMNS:
+        values = [getattr(r[2], column) for r in rows]
+        if any(value is not None for value in values):
+            frame[column] = values
+    return frame
+
+
+def frame_queries(frame: Any) -> list[Query]:
+    """The distinct queries of a queries or results frame, in order of first appearance."""
+    seen: dict[str, str] = {}
+    for qid, text in zip(frame["qid"].astype(str), frame["query"]):
+        seen.setdefault(qid, text)
+    return [Query(qid, text) for qid, text in seen.items()]
+
+
+def frame_run(frame: Any) -> Run:
+    """A Run from a results frame (``docno``, ``score``; optional title / text), each ranking by descending score."""
+    columns = [c for c in TEXT_COLUMNS if c in frame.columns]
+    run: dict[str, list[Hit]] = {}
+    for row in frame.itertuples(index=False):
+        fields = {c: getattr(row, c) for c in columns}
+        run.setdefault(str(row.qid), []).append(Hit(str(row.docno), float(row.score), str(row.docno), **fields))
+    return Run({qid: rank_hits(hits) for qid, hits in run.items()})
+
+
+def qrels_frame(qrels: Qrels) -> Any:
+    """sleuth qrels (``{qid: {docno: label}}``) as PyTerrier's frame: ``qid``, ``docno``, ``label``."""
+    import pandas as pd
+
+    rows = [(qid, docno, int(label)) for qid, docs in qrels.items() for docno, label in docs.items()]
+    return pd.DataFrame(rows, columns=["qid", "docno", "label"])
+
+
+@cache
+def transformer_class() -> type:
+    """The ``pt.Transformer`` subclass that runs a sleuth stage (made on first use: pyterrier is optional)."""
+    pt = pyterrier()
+
+    class StageTransformer(pt.Transformer):  # type: ignore[name-defined]
+        """A sleuth stage as a PyTerrier transformer (a results frame in gives the stage its candidates)."""
+
+        def __init__(self, stage: Stage):
+            self.stage = stage
+
+        def transform(self, inp: Any) -> Any:
+            if inp.empty:  # PyTerrier inspects a transformer's output columns with an empty frame
+                return results_frame([], Run())
+            queries = frame_queries(inp)
+            candidates = frame_run(inp) if "docno" in inp.columns else None
+            return results_frame(queries, self.stage.transform(queries, candidates))
+
+        def __repr__(self) -> str:
+            return f"sleuth({self.stage.name})"
+
+    return StageTransformer
+
+
+def as_transformer(stage: Stage) -> Any:
+    """``stage`` (any sleuth stage or pipeline) as a ``pt.Transformer``."""
+    return transformer_class()(stage)
+
+
+class TransformerStage(Stage):
+    """A PyTerrier transformer as a sleuth stage: it gets a queries frame (first stage) or the candidates as a
+    results frame (reranker), and its results frame becomes the Run."""
+
+    def __init__(self, transformer: Any, name: str | None = None):
+        pyterrier()
+        self.transformer = transformer
+        self.name = name or type(transformer).__name__
+
+    def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        frame = queries_frame(queries) if candidates is None else results_frame(queries, candidates)
+        return frame_run(self.transformer(frame))
+
+
+def from_transformer(transformer: Any, name: str | None = None) -> Stage:
+    """Any ``pt.Transformer`` as a sleuth stage."""
+    return TransformerStage(transformer, name)

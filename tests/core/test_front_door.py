@@ -1,0 +1,133 @@
+"""The front door: ``import sleuth`` is fast and lazy, ``sleuth.open`` goes from a string to a workspace, pipelines
+take keys checked like YAML's, an experiment prints as a compact table and converts to pandas, and the README's
+Python quickstart runs as written on real data (a slice of SciFact)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import sleuth
+from sleuth.errors import ConfigError
+from sleuth.pipelines.config import builtin_pipelines, load_pipeline
+from sleuth.pipelines.workspace import CorpusSource, Workspace
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_block(language: str, after: str) -> str:
+    """The first fenced ``language`` block of README.md after the line ``after``."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index(after)
+    match = re.compile(rf"```{language}\n(.*?)```", re.S).search(text, start)
+    assert match, f"README.md has no {language} block after {after!r}"
+    return match.group(1)
+
+
+@pytest.fixture
+def scifact_slice(tmp_path, data_dir) -> Path:
+    """A folder ``scifact/`` with the whole SciFact corpus and queries and the judgements of its first 30 queries."""
+    source, folder = data_dir / "scifact", tmp_path / "scifact"
+    (folder / "qrels").mkdir(parents=True)
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        (folder / name).symlink_to(source / name)
+    lines = (source / "qrels" / "train.tsv").read_text(encoding="utf-8").splitlines(keepends=True)
+    kept, queries = [lines[0]], set()
+    for line in lines[1:]:
+        queries.add(line.split("\t")[0])
+        if len(queries) > 30:
+            break
+        kept.append(line)
+    (folder / "qrels" / "train.tsv").write_text("".join(kept), encoding="utf-8")
+    return folder
+
+
+def test_import_sleuth_loads_no_submodule_until_asked():
+    code = ("import sys, sleuth; loaded = sorted(m for m in sys.modules if m.startswith('sleuth.') or m == 'numpy');"
+            "print(loaded); sleuth.Run; print('sleuth.stages.run' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.split("\n")[:2] == ["[]", "True"]
+
+
+def test_every_public_name_resolves():
+    for name in sleuth.__all__:
+        assert getattr(sleuth, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        sleuth.Nope  # noqa: B018
+
+
+def test_corpus_source_takes_a_string_path(scifact_jsonl):
+    source = CorpusSource(str(scifact_jsonl))
+    assert source.path == scifact_jsonl
+    assert len(source.checked_passages()) == 400
+
+
+def test_a_misspelt_key_is_the_same_error_from_python_and_yaml(scifact_jsonl, tmp_path):
+    ws = sleuth.open(str(scifact_jsonl), progress=False)
+    with pytest.raises(ConfigError) as from_python:
+        ws.pipeline("bm25", kk=100)
+    config = tmp_path / "mine.yaml"
+    config.write_text("stages:\n  - bm25: {kk: 100}\n", encoding="utf-8")
+    with pytest.raises(ConfigError) as from_yaml:
+        ws.pipeline(str(config))
+    problem = "stage 'bm25': unknown key 'kk' (known: k, index,"
+    assert problem in str(from_python.value) and problem in str(from_yaml.value)
+    with pytest.raises(ConfigError, match="keys can be set on a one-stage pipeline only"):
+        load_pipeline("quest-bm25-setops", ws, k=3)
+
+
+def test_keys_and_stage_names_build_pipelines_that_keep_their_stages_names(scifact_jsonl):
+    ws = sleuth.open(scifact_jsonl, progress=False)
+    bm25 = ws.pipeline("bm25", k=5, name="mine")
+    assert bm25.name == "bm25" and [s.name for s in bm25.stages] == ["mine"]  # wrapped, not renamed
+    assert bm25.description and "BM25" in bm25.description
+    hits = bm25.search("vitamin d deficiency", k=10)
+    assert len(hits) == 5 and hits[0].score >= hits[-1].score
+    cut = ws.pipeline("cutoff", k=2)  # a stage that is not a built-in pipeline
+    assert cut.name == "cutoff" and len((bm25 >> cut)("vitamin d deficiency")["q1"]) == 2
+
+
+def test_an_experiment_prints_as_a_compact_table_and_converts_to_pandas(scifact_slice):
+    ws = sleuth.open(scifact_slice, progress=False)
+    queries, qrels = sleuth.read_queries(scifact_slice), sleuth.read_qrels(scifact_slice)
+    assert len(queries) == 30 and set(qrels) == {q.id for q in queries}
+    bm25, strict = ws.pipeline("bm25", k=1000), ws.pipeline("bm25", k=1000, k1=1.2, b=0.75, name="strict")
+    result = sleuth.Experiment([bm25, ("strict", strict)], queries, qrels, ["nDCG@10", "R@100"]).run()
+    text = repr(result)
+    assert len(text) < 2000 and str(result) == text  # the hits (30 x 1000 texts) are not printed
+    assert "nDCG@10" in text and "strict" in text and "Experiment (30 queries)" in text
+    frame = result.to_pandas()
+    assert list(frame["name"]) == ["bm25", "strict"]
+    assert frame.loc[0, "nDCG@10"] == pytest.approx(result.aggregate["bm25"]["nDCG@10"])
+    assert 0.4 < frame.loc[0, "nDCG@10"] < 1.0
+    assert frame.loc[1, "nDCG@10 p-value"] == pytest.approx(result.pvalues["strict"]["nDCG@10"])
+    assert result.frame.shape == frame.shape
+
+
+def test_the_readme_python_quickstart_runs_as_written(scifact_slice, monkeypatch):
+    code = readme_block("python", "## Pipelines")
+    monkeypatch.chdir(scifact_slice.parent)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    result, frame = namespace["result"], namespace["frame"]
+    assert result.names == ["bm25", "dense", "hybrid"] and result.num_queries == 30
+    assert all(result.aggregate[name]["nDCG@10"] > 0.4 for name in result.names)
+    assert list(frame["name"]) == result.names and len(namespace["hits"]) == 10
+    assert len(repr(result)) < 2000
+
+
+def test_the_readme_hybrid_yaml_is_the_builtin_hybrid():
+    documented = yaml.safe_load(readme_block("yaml", "## Pipelines"))
+    shipped = yaml.safe_load(builtin_pipelines()["hybrid"].read_text(encoding="utf-8"))
+    assert documented == shipped
+
+
+def test_a_workspace_without_corpus_names_the_problem():
+    with pytest.raises(ConfigError, match="corpus not found: no-such-corpus"):
+        sleuth.open("no-such-corpus")
+    assert isinstance(sleuth.open(progress=False), Workspace)  # the bundled SciFact
