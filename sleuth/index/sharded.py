@@ -330,19 +330,35 @@ def index_kind(path: str | Path) -> str:
     return read_root_manifest(current_generation(path), None, verify=False).kind
 
 
+RemoteLoader = Callable[[Path, str], Any]
+_REMOTE_LOADER: list[RemoteLoader] = []
+
+
+def set_remote_loader(loader: RemoteLoader | None) -> None:
+    """Serve sharded folders elsewhere from now on: ``loader(path, kind)`` returns an index with this module's
+    search interface (:func:`sleuth.scale.shard_actors.serve_shards_on_ray` sets Ray shard actors); None: in-process
+    again."""
+    _REMOTE_LOADER[:] = [loader] if loader is not None else []
+
+
 def load_bm25(path: str | Path, mmap: bool = False) -> BM25Index | ShardedBM25Index:
-    """A BM25 index folder, sharded or not (dispatch on the manifest kind)."""
-    return ShardedBM25Index.load(path, mmap) if index_kind(path) == SHARDED_BM25 else BM25Index.load(path, mmap)
+    """A BM25 index folder, sharded or not (dispatch on the manifest kind; sharded folders go to the remote loader
+    when one is set)."""
+    if index_kind(path) != SHARDED_BM25:
+        return BM25Index.load(path, mmap)
+    return _REMOTE_LOADER[0](Path(path), SHARDED_BM25) if _REMOTE_LOADER else ShardedBM25Index.load(path, mmap)
 
 
 def load_dense(path: str | Path, mmap: bool = False) -> DenseIndex | ShardedDenseIndex:
-    """A dense index folder, sharded or not (dispatch on the manifest kind)."""
-    return ShardedDenseIndex.load(path, mmap) if index_kind(path) == SHARDED_DENSE else DenseIndex.load(path, mmap)
+    """A dense index folder, sharded or not (dispatch on the manifest kind, as :func:`load_bm25`)."""
+    if index_kind(path) != SHARDED_DENSE:
+        return DenseIndex.load(path, mmap)
+    return _REMOTE_LOADER[0](Path(path), SHARDED_DENSE) if _REMOTE_LOADER else ShardedDenseIndex.load(path, mmap)
 
 
 def set_search_params(index: DenseIndex | ShardedDenseIndex, search: VectorSearch) -> None:
     """``search``'s HNSW efSearch / IVF nprobe on a dense index or on every shard of a sharded one."""
-    if isinstance(index, ShardedDenseIndex):
+    if not isinstance(index, DenseIndex):  # sharded, in this process or on shard actors
         index.apply_search_params(search.ef_search, search.nprobe)
     else:
         search.apply(index.index)
