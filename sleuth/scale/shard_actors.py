@@ -119,7 +119,7 @@ class ShardActors:
                                           placement_group=self.group, placement_group_bundle_index=i)
                                       ).remote(str(where)) for i, where in enumerate(self.paths)]
         # the placement group outlives its handle: released with this object (or by close)
-        self._release = weakref.finalize(self, ray.util.remove_placement_group, self.group)
+        self._release = weakref.finalize(self, release_group, self.group)
         self.facts = self.call_all(lambda actor: actor.facts.remote())
         for i, facts in enumerate(self.facts):
             if facts["count"] != self.counts[i]:
@@ -173,6 +173,14 @@ class ShardActors:
             ray.kill(actor, no_restart=True)
         self.actors = []
         self._release()
+
+
+def release_group(group: Any) -> None:
+    """Remove a placement group (and so its actors) if Ray is still connected: a call after ``ray.shutdown``
+    would start a new local Ray."""
+    ray = require_ray()
+    if ray.is_initialized():
+        ray.util.remove_placement_group(group)
 
 
 class _Column:
