@@ -174,3 +174,22 @@ def test_dense_shard_actors_rank_like_one_flat_index(two_nodes, tmp_path, passag
         assert [remote.docstore.ids[p] for p in pos_r[0, :3]] == [passages[p].id for p in pos_o[0, :3]]
     finally:
         remote.close()
+
+
+def test_shard_actors_serve_the_updated_generation(two_nodes, tmp_path, passages, claims):
+    from sleuth.index.updates import add_documents, delete_documents
+    from sleuth.scale.shard_actors import RayShardedBM25Index, ShardActorOptions
+
+    target = tmp_path / "bm25"
+    ShardedBM25Index.build(passages[:500], target, shards=2, show_progress=False)
+    add_documents(target, passages[500:600])
+    delete_documents(target, [passages[10].id, passages[300].id])
+    remote = RayShardedBM25Index(target, ShardActorOptions(actor_cpus=0.5))
+    try:
+        assert [int(c) for c in remote.actors.counts] == [349, 249]  # the added ones to the first of equals
+        pos_r, sc_r = remote.search(claims, k=20)
+        pos_p, sc_p = ShardedBM25Index.load(target).search(claims, k=20)
+        np.testing.assert_array_equal(pos_r, pos_p)
+        np.testing.assert_array_equal(sc_r, sc_p)
+    finally:
+        remote.close()
