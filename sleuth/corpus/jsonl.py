@@ -49,18 +49,30 @@ def read_jsonl_documents(path: str | Path, fields: Mapping[str, str] | None = No
 
     Unmapped keys go to ``metadata``. Title may be absent (empty); id and text are required.
     """
+    mapping = field_mapping(fields, path)
+    for number, obj in iter_jsonl(path):
+        yield document_from_record(obj, mapping, path, number)
+
+
+def field_mapping(fields: Mapping[str, str] | None, path: str | Path) -> dict[str, str]:
+    """sleuth's id/title/text -> the file's keys (the defaults completed by ``fields``); unknown keys: InputError."""
     mapping = {**DEFAULT_FIELDS, **(fields or {})}
     unknown = set(mapping) - set(DEFAULT_FIELDS)
     if unknown:
         raise InputError(f"unknown field mapping key(s) {sorted(unknown)}; use id, title, text", path=path)
+    return mapping
+
+
+def document_from_record(obj: Mapping[str, Any], mapping: Mapping[str, str], path: str | Path,
+                         number: int | None) -> Document:
+    """One JSONL record as a Document (errors name file, line when known, and field)."""
     used = set(mapping.values())
-    for number, obj in iter_jsonl(path):
-        doc_id = require(obj, mapping["id"], path, number)
-        text = require(obj, mapping["text"], path, number)
-        title = obj.get(mapping["title"]) or ""
-        if not isinstance(title, str):
-            raise InputError("expected str", path=path, line=number, field=mapping["title"])
-        metadata = {k: v for k, v in obj.items() if k not in used}
-        if isinstance(metadata.get("metadata"), dict):
-            metadata = {**metadata.pop("metadata"), **metadata}
-        yield Document(id=doc_id, title=title, text=text, metadata=metadata)
+    doc_id = require(obj, mapping["id"], path, number)
+    text = require(obj, mapping["text"], path, number)
+    title = obj.get(mapping["title"]) or ""
+    if not isinstance(title, str):
+        raise InputError("expected str", path=path, line=number, field=mapping["title"])
+    metadata = {k: v for k, v in obj.items() if k not in used}
+    if isinstance(metadata.get("metadata"), dict):
+        metadata = {**metadata.pop("metadata"), **metadata}
+    return Document(id=doc_id, title=title, text=text, metadata=metadata)

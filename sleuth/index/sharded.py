@@ -24,7 +24,7 @@ import numpy as np
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
-from sleuth.index.bm25_stats import count_shard, global_stats, shard_model, shared_vocabulary
+from sleuth.index.bm25_stats import GlobalStats, count_shard, global_stats, shard_model, shared_vocabulary
 from sleuth.index.dense import DenseIndex, VectorSearch, add_vectors, apply_search_params, make_faiss_index
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import (
@@ -206,16 +206,12 @@ class ShardedBM25Index(_Sharded):
             built = []
             for i, ((_, count), ids, shard_counts) in enumerate(zip(bounds, token_ids, counts)):
                 model = shard_model(ids, shard_counts, stats, params.method, params.k1, params.b, params.delta)
-                manifest = Manifest(kind=BM25Index.kind, count=count, corpus=corpus_info or {},
-                                    params={"bm25": vars(params), "analyzer": analyzer.to_dict(),
-                                            "global_stats": stats.summary(), "shard": [i, len(bounds)]})
+                manifest = bm25_shard_manifest(i, len(bounds), count, params, analyzer, stats, corpus_info)
                 shard = BM25Index(model, analyzer, parts[i], manifest)
                 if tmp is not None:
                     write_shard(shard, tmp / shard_name(i))
                 built.append(shard)
-            manifest = Manifest(kind=cls.kind, count=sum(c for _, c in bounds), corpus=corpus_info or {},
-                                params={"bm25": vars(params), "analyzer": analyzer.to_dict(),
-                                        "global_stats": stats.summary(), "shards": shard_listing(bounds)})
+            manifest = bm25_root_manifest(bounds, params, analyzer, stats, corpus_info)
             if tmp is not None:
                 write_root_manifest(tmp, manifest)
         return cls(built, manifest)
@@ -335,6 +331,22 @@ class ShardedDenseIndex(_Sharded):
         """HNSW efSearch / IVF nprobe on every shard."""
         for shard in self.shards:
             apply_search_params(shard.index, ef_search=ef_search, nprobe=nprobe)
+
+
+def bm25_shard_manifest(shard: int, shards: int, count: int, params: BM25Params, analyzer: Analyzer,
+                        stats: GlobalStats, corpus_info: dict | None) -> Manifest:
+    """The manifest of one BM25 shard (an ordinary ``bm25`` index that records the global statistics)."""
+    return Manifest(kind=BM25Index.kind, count=count, corpus=corpus_info or {},
+                    params={"bm25": vars(params), "analyzer": analyzer.to_dict(), "global_stats": stats.summary(),
+                            "shard": [shard, shards]})
+
+
+def bm25_root_manifest(bounds: list[tuple[int, int]], params: BM25Params, analyzer: Analyzer, stats: GlobalStats,
+                       corpus_info: dict | None) -> Manifest:
+    """The sharded BM25 manifest: parameters, global statistics and the shard listing."""
+    return Manifest(kind=SHARDED_BM25, count=sum(c for _, c in bounds), corpus=corpus_info or {},
+                    params={"bm25": vars(params), "analyzer": analyzer.to_dict(), "global_stats": stats.summary(),
+                            "shards": shard_listing(bounds)})
 
 
 def shard_listing(bounds: list[tuple[int, int]]) -> list[dict[str, Any]]:

@@ -193,3 +193,32 @@ def test_shard_actors_serve_the_updated_generation(two_nodes, tmp_path, passages
         np.testing.assert_array_equal(sc_r, sc_p)
     finally:
         remote.close()
+
+
+@pytest.mark.slow
+def test_reading_on_ray_data_writes_the_in_process_shards(two_nodes, tmp_path, passages, claims):
+    import json
+
+    from sleuth.scale.ray_build import RayOptions
+    from sleuth.scale.ray_read import build_bm25_reading_on_ray
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": p.id, "title": p.full_title(), "text": p.text}) + "\n"
+                              for p in passages))
+    source = CorpusSource(corpus, "jsonl")
+    build_bm25_reading_on_ray(source, tmp_path / "ray", 3, options=RayOptions(actor_cpus=0.25))
+    on_ray = ShardedBM25Index.load(tmp_path / "ray")
+    here = ShardedBM25Index.build(source.passages(), shards=3, show_progress=False)
+    assert on_ray.manifest.params == here.manifest.params
+    for a, b in zip(on_ray.shards, here.shards):
+        assert a.docstore.ids == b.docstore.ids and a.docstore.texts == b.docstore.texts
+        for name in ("data", "indices", "indptr"):
+            np.testing.assert_array_equal(a.model.scores[name], b.model.scores[name])
+    np.testing.assert_array_equal(on_ray.search(claims, k=20)[1], here.search(claims, k=20)[1])
+
+    corpus.write_text(corpus.read_text() + json.dumps({"_id": passages[7].id, "text": "again"}) + "\n")
+    from sleuth.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=f"duplicate passage id '{passages[7].id}'"):
+        build_bm25_reading_on_ray(source, tmp_path / "dup", 3, options=RayOptions(actor_cpus=0.25))
+    assert not (tmp_path / "dup").exists()
