@@ -43,6 +43,9 @@ class ShardActorOptions:
     max_task_retries: int = 3
     timeout_s: float = 60.0
     strategy: str = "SPREAD"
+    #: up to this k, each shard sends the passages of its local top-k with it (one round trip per query instead of
+    #: two); above it, only the merged top-k's passages are fetched afterwards
+    rows_with_search_k: int = 100
 
 
 class ShardActor:
@@ -69,6 +72,12 @@ class ShardActor:
     def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Local top-k (rows, scores): query texts for BM25, query vectors for dense."""
         return self.index.search(queries, k=min(k, len(self.index)))
+
+    def search_with_rows(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray, list]:
+        """:meth:`search` and the passages of the rows it returns (local row -> record)."""
+        positions, scores = self.search(queries, k)
+        rows = sorted({int(r) for r in np.asarray(positions).ravel().tolist() if r >= 0})
+        return positions, scores, list(zip(rows, self.rows(rows)))
 
     def score(self, text: str, rows: np.ndarray) -> np.ndarray:
         return self.index.score(text, rows)
@@ -159,12 +168,19 @@ class ShardActors:
                                             f"{self.options.timeout_s:g} s: no ranking") from None
         return out
 
-    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Scatter ``queries`` to every shard, merge the local top-k exactly (global rows, ties by row)."""
+    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray, dict[int, tuple] | None]:
+        """Scatter ``queries`` to every shard, merge the local top-k exactly (global rows, ties by row); up to
+        ``rows_with_search_k``, also the passages of the shards' top-k rows by global row (else None)."""
         ray = require_ray()
         shared = ray.put(queries)
-        parts = self.call_all(lambda actor: actor.search.remote(shared, k))
-        return merge_topk(parts, self.offsets.tolist(), min(k, len(self)))
+        if k > self.options.rows_with_search_k:
+            parts = self.call_all(lambda actor: actor.search.remote(shared, k))
+            return (*merge_topk(parts, self.offsets.tolist(), min(k, len(self))), None)
+        answers = self.call_all(lambda actor: actor.search_with_rows.remote(shared, k))
+        records = {offset + row: tuple(record) for offset, (_, _, rows) in zip(self.offsets.tolist(), answers)
+                   for row, record in rows}
+        positions, scores = merge_topk([(p, s) for p, s, _ in answers], self.offsets.tolist(), min(k, len(self)))
+        return positions, scores, records
 
     def close(self) -> None:
         """Stop the actors and release their placement group."""
@@ -209,6 +225,13 @@ class RemoteDocStore:
     def __len__(self) -> int:
         return len(self.actors)
 
+    def keep(self, records: dict[int, tuple]) -> None:
+        """Cache passages already fetched (with a search)."""
+        with self._lock:
+            self._cache.update(records)
+            while len(self._cache) > self.cache_rows:
+                self._cache.popitem(last=False)
+
     def prefetch(self, rows: Sequence[int] | np.ndarray) -> None:
         """Fetch the rows not cached yet, one call per shard that holds some."""
         wanted = sorted({int(r) for r in np.asarray(rows).ravel().tolist() if r >= 0} - set(self._cache))
@@ -217,12 +240,8 @@ class RemoteDocStore:
         groups = by_shard(wanted, self.actors.offsets, self.actors.counts)
         pending = [(shard, self.actors.actors[shard].rows.remote(local.tolist())) for shard, _, local in groups]
         fetched = self.actors.gather(pending)
-        with self._lock:
-            for (_, where, _), records in zip(groups, fetched):
-                for i, record in zip(where.tolist(), records):
-                    self._cache[wanted[i]] = tuple(record)
-            while len(self._cache) > self.cache_rows:
-                self._cache.popitem(last=False)
+        self.keep({wanted[i]: tuple(record) for (_, where, _), records in zip(groups, fetched)
+                   for i, record in zip(where.tolist(), records)})
 
     def row(self, row: int) -> tuple[str, str, str, str]:
         with self._lock:
@@ -261,8 +280,10 @@ class _RaySharded:
         return len(self.actors)
 
     def _search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        positions, scores = self.actors.search(queries, k)
-        self.docstore.prefetch(positions)
+        positions, scores, records = self.actors.search(queries, k)
+        if records is not None:
+            self.docstore.keep({row: records[row] for row in np.asarray(positions).ravel().tolist() if row >= 0})
+        self.docstore.prefetch(positions)  # rows not sent with the search (k above rows_with_search_k)
         return positions, scores
 
     def close(self) -> None:

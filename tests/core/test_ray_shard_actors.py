@@ -162,7 +162,8 @@ def test_dense_shard_actors_rank_like_one_flat_index(two_nodes, tmp_path, passag
     queries = shipped.vectors[600:680].astype(np.float32)
     ShardedDenseIndex.build(passages, path=tmp_path / "dense", shards=2, vectors=vectors, encoder_spec=shipped.spec)
     one = ShardedDenseIndex.build(passages, shards=1, vectors=vectors, encoder_spec=shipped.spec)
-    remote = RayShardedDenseIndex(tmp_path / "dense", ShardActorOptions(actor_cpus=0.5))
+    # rows_with_search_k=0: passages fetched after the merge (the path of large k), not sent with the search
+    remote = RayShardedDenseIndex(tmp_path / "dense", ShardActorOptions(actor_cpus=0.5, rows_with_search_k=0))
     try:
         assert len(set(remote.actors.node_ids())) == 2
         assert remote.dim == 384 and remote.encoder_spec == shipped.spec
@@ -172,6 +173,7 @@ def test_dense_shard_actors_rank_like_one_flat_index(two_nodes, tmp_path, passag
         np.testing.assert_array_equal(pos_r, pos_o)  # no ties among float scores of distinct abstracts here
         np.testing.assert_array_equal(remote.vectors([5, 599, 300]), vectors[[5, 599, 300]])
         assert [remote.docstore.ids[p] for p in pos_r[0, :3]] == [passages[p].id for p in pos_o[0, :3]]
+        assert remote.docstore.texts[int(pos_r[5, 0])] == passages[int(pos_o[5, 0])].text
     finally:
         remote.close()
 
