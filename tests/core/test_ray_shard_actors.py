@@ -224,3 +224,34 @@ def test_reading_on_ray_data_writes_the_in_process_shards(two_nodes, tmp_path, p
     with pytest.raises(ConfigError, match=f"duplicate passage id '{passages[7].id}'"):
         build_bm25_reading_on_ray(source, tmp_path / "dup", 3, options=RayOptions(actor_cpus=0.25))
     assert not (tmp_path / "dup").exists()
+
+
+def test_an_admin_update_reloads_onto_new_shard_actors(two_nodes, tmp_path, passages):
+    import gc
+
+    from fastapi.testclient import TestClient
+
+    from sleuth.index.sharded import set_remote_loader
+    from sleuth.pipelines.index_stage import stage_for_index
+    from sleuth.scale.shard_actors import ShardActorOptions, serve_shards_on_ray
+    from sleuth.service.app import create_app
+
+    target = tmp_path / "bm25"
+    ShardedBM25Index.build(passages[:300], target, shards=2, show_progress=False)
+    serve_shards_on_ray(ShardActorOptions(actor_cpus=0.5))
+    try:
+        app = create_app({"bm25": stage_for_index(target, 100, "cpu")}, api_key="k" * 32,
+                         loader=lambda: {"bm25": stage_for_index(target, 100, "cpu")}, index_dirs={"bm25": target})
+        first_group = app.state.service.pipelines["bm25"].index.actors.group.id
+        with TestClient(app) as client:
+            document = {"id": "new-1", "title": "Zebrafish fins", "text": "zebrafish fin regeneration blastema"}
+            added = client.post("/admin/documents", json={"documents": [document]}, headers={"X-API-Key": "k" * 32})
+            assert added.status_code == 200 and added.json()["count"] == 301
+            hits = client.get("/search", params={"query": "zebrafish fin regeneration", "k": 3}).json()["hits"]
+            assert hits[0]["id"] == "new-1" and hits[0]["text"] == document["text"]
+            gc.collect()
+            table = ray.util.placement_group_table()
+            assert table[first_group.hex()]["state"] == "REMOVED"  # the old actors' group went with the old index
+            app.state.service.pipelines["bm25"].index.close()
+    finally:
+        set_remote_loader(None)
