@@ -35,6 +35,11 @@ class StorageError(SleuthError):
     """A write that failed (disk full, quota, permissions, a parent that is a file); the message names the file."""
 
 
+class ShardUnavailableError(SleuthError):
+    """A shard of a sharded index that stays down (its actor's restarts spent, or no answer in time); the message
+    names the shard. The service answers it with HTTP 503: a ranking is never returned without a shard."""
+
+
 class QueryError(SleuthError):
     """A query that cannot be answered (empty, too long)."""
 

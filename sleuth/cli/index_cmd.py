@@ -112,7 +112,8 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
                   params: BM25Params, analyzer: Analyzer, encoder: str, factory: str, device: str,
                   ray_address: str | None, ray_workers: int, actor_cpus: float) -> None:
     """``--shards`` / ``--ray-address``: sharded BM25 and/or dense indexes, on this machine or on Ray."""
-    from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex
+
+    from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex, read_root_manifest
 
     session: contextlib.AbstractContextManager = contextlib.nullcontext()
     if ray_address is not None:
@@ -124,23 +125,34 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
     with session:
         for what, target in selected_kinds(kind, out):
             start = time.perf_counter()
-            built: ShardedBM25Index | ShardedDenseIndex
             if target is None:
                 key = ws.bm25_key(params, analyzer) if what == "bm25" else ws.dense_key(encoder, factory)
                 target = ws.index_dir(f"{key}-shards{shards}")
             passages, info = source.passages(), source.info()
-            if what == "bm25" and ray_address is not None:
-                built = build_bm25_on_ray(passages, target, shards, params, analyzer, info, options)
+            if what == "bm25" and ray_address is not None and reads_on_ray_data(source):
+                from sleuth.scale.ray_read import build_bm25_reading_on_ray
+
+                build_bm25_reading_on_ray(source, target, shards, params, analyzer, options)
+            elif what == "bm25" and ray_address is not None:
+                build_bm25_on_ray(passages, target, shards, params, analyzer, info, options)
             elif what == "bm25":
-                built = ShardedBM25Index.build(passages, target, shards, params, analyzer, info, ws.show_progress)
+                ShardedBM25Index.build(passages, target, shards, params, analyzer, info, ws.show_progress)
             elif ray_address is not None:
-                built = build_dense_on_ray(passages, target, shards, encoder, factory, info, device, options)
+                build_dense_on_ray(passages, target, shards, encoder, factory, info, device, options)
             else:
-                built = ShardedDenseIndex.build(passages, ws.encoder(encoder), target, factory, shards, info,
-                                                ws.show_progress)
+                ShardedDenseIndex.build(passages, ws.encoder(encoder), target, factory, shards, info, ws.show_progress)
+            manifest = read_root_manifest(target, None, verify=False)
             where = f"Ray ({ray_address})" if ray_address is not None else "this machine"
-            console.print(f"[green]{what}[/green] index of {len(built):,} passages in {len(built.shards)} shards "
-                          f"at {target} ({time.perf_counter() - start:.1f} s, built on {where})")
+            console.print(f"[green]{what}[/green] index of {manifest.count:,} passages in "
+                          f"{len(manifest.params['shards'])} shards at {target} "
+                          f"({time.perf_counter() - start:.1f} s, built on {where})")
+
+
+def reads_on_ray_data(source: CorpusSource) -> bool:
+    """Whether Ray Data workers read the corpus (jsonl and beir; the driver reads the other formats)."""
+    from sleuth.corpus.formats import detect_format
+
+    return (source.format or detect_format(source.path)) in ("jsonl", "beir")
 
 
 def register(app: typer.Typer) -> None:

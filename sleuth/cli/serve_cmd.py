@@ -8,8 +8,10 @@ API key file. On a loopback address only loopback ``Host`` values are answered u
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -53,6 +55,10 @@ def serve(
         None, help=f"File holding the API key of the admin endpoints (default: ${ENV_VAR}; none: admin disabled)."),
     api_key: str | None = typer.Option(None, hidden=True, help="Admin API key (visible in the process list)."),
     device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    ray_address: str | None = typer.Option(None, help="Serve sharded --index folders from shard actors on Ray "
+                                                       "(one actor per shard, spread over the nodes): local, auto or "
+                                                       "HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
+    actor_cpus: float = typer.Option(0.5, min=0.01, help="CPUs reserved by each shard actor with --ray-address."),
 ) -> None:
     """Serve search over HTTP; the first pipeline or index is the default."""
     from sleuth.index.manifest import current_generation, read_manifest
@@ -106,18 +112,38 @@ def serve(
                     max_obfuscations=max_obfuscations, timeout_seconds=timeout, text_chars=text_chars,
                     max_text_chars=max_text_chars, max_response_bytes=max_response_bytes, workers=workers,
                     max_queued=max_queued)
-    stages = load()
-    app = create_app(stages, query_log=query_log, limits=limits, api_key=api_key, loader=load,
-                     index_dirs={path.name: path for path in index or []}, allowed_hosts=hosts)
     try:
         import uvicorn
     except ImportError:
         raise MissingExtraError("uvicorn", "service", "the HTTP service") from None
     from sleuth.service.server import server_config
 
-    admin = "admin enabled" if api_key else "admin disabled"
-    console.print(f"serving {', '.join(stages)} on http://{host}:{port} ({admin})")
-    uvicorn.Server(server_config(app, host, port, read_timeout)).run(sockets=[listener])
+    with shard_session(ray_address, actor_cpus):
+        stages = load()
+        app = create_app(stages, query_log=query_log, limits=limits, api_key=api_key, loader=load,
+                         index_dirs={path.name: path for path in index or []}, allowed_hosts=hosts)
+        admin = "admin enabled" if api_key else "admin disabled"
+        where = f", shards on Ray ({ray_address})" if ray_address else ""
+        console.print(f"serving {', '.join(stages)} on http://{host}:{port} ({admin}{where})")
+        uvicorn.Server(server_config(app, host, port, read_timeout)).run(sockets=[listener])
+
+
+@contextlib.contextmanager
+def shard_session(ray_address: str | None, actor_cpus: float) -> Iterator[None]:
+    """With ``--ray-address``: a Ray session in which sharded index folders load as shard actors (until it ends)."""
+    if ray_address is None:
+        yield
+        return
+    from sleuth.index.sharded import set_remote_loader
+    from sleuth.scale.session import ray_session
+    from sleuth.scale.shard_actors import ShardActorOptions, serve_shards_on_ray
+
+    with ray_session(ray_address):
+        serve_shards_on_ray(ShardActorOptions(actor_cpus=actor_cpus))
+        try:
+            yield
+        finally:
+            set_remote_loader(None)
 
 
 def bind_port(host: str, port: int) -> socket.socket:

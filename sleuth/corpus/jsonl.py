@@ -61,28 +61,40 @@ def read_jsonl_documents(path: str | Path, fields: Mapping[str, str] | None = No
     ``metadata``. Title may be absent (empty); id and text are required (a missing one is an InputError naming
     file, line and the ``--field`` option that maps it).
     """
+    mapping = field_mapping(fields, path)
+    for number, obj in iter_jsonl(path):
+        yield document_from_record(obj, mapping, path, number)
+
+
+def field_mapping(fields: Mapping[str, str] | None, path: str | Path) -> dict[str, str]:
+    """sleuth's id/title/text -> the file's keys (the defaults completed by ``fields``); unknown keys: InputError."""
     mapping = {**DEFAULT_FIELDS, **(fields or {})}
     unknown = set(mapping) - set(DEFAULT_FIELDS)
     if unknown:
         raise InputError(f"unknown field mapping key(s) {sorted(unknown)}; use id, title, text", path=path)
-    id_keys = (mapping["id"],) if fields and "id" in fields else ID_KEYS
-    for number, obj in iter_jsonl(path):
-        id_key = next((key for key in id_keys if key in obj), None)
-        if id_key is None:
-            found = ", ".join(sorted(obj)[:8]) or "none"
-            raise InputError(f"no id key ({', '.join(id_keys)}) in the record (its keys: {found}); "
-                             "name it with --field id=KEY", path=path, line=number)
-        if mapping["text"] not in obj:
-            found = ", ".join(sorted(obj)[:8]) or "none"
-            raise InputError(f"missing (the record's keys: {found}); name the text key with --field text=KEY",
-                             path=path, line=number, field=mapping["text"])
-        used = {id_key, mapping["title"], mapping["text"]}
-        doc_id = require_id(obj, id_key, path, number)
-        text = require(obj, mapping["text"], path, number)
-        title = obj.get(mapping["title"]) or ""
-        if not isinstance(title, str):
-            raise InputError("expected str", path=path, line=number, field=mapping["title"])
-        metadata = {k: v for k, v in obj.items() if k not in used}
-        if isinstance(metadata.get("metadata"), dict):
-            metadata = {**metadata.pop("metadata"), **metadata}
-        yield Document(id=doc_id, title=title, text=text, metadata=metadata)
+    return mapping
+
+
+def document_from_record(obj: Mapping[str, Any], mapping: Mapping[str, str], path: str | Path,
+                         number: int | None) -> Document:
+    """One JSONL record as a Document (errors name file, line when known, and field)."""
+    id_keys = (mapping["id"],) if mapping["id"] != DEFAULT_FIELDS["id"] else ID_KEYS
+    id_key = next((key for key in id_keys if key in obj), None)
+    if id_key is None:
+        found = ", ".join(sorted(obj)[:8]) or "none"
+        raise InputError(f"no id key ({', '.join(id_keys)}) in the record (its keys: {found}); "
+                         "name it with --field id=KEY", path=path, line=number)
+    if mapping["text"] not in obj:
+        found = ", ".join(sorted(obj)[:8]) or "none"
+        raise InputError(f"missing (the record's keys: {found}); name the text key with --field text=KEY",
+                         path=path, line=number, field=mapping["text"])
+    used = {id_key, mapping["title"], mapping["text"]}
+    doc_id = require_id(obj, id_key, path, number)
+    text = require(obj, mapping["text"], path, number)
+    title = obj.get(mapping["title"]) or ""
+    if not isinstance(title, str):
+        raise InputError("expected str", path=path, line=number, field=mapping["title"])
+    metadata = {k: v for k, v in obj.items() if k not in used}
+    if isinstance(metadata.get("metadata"), dict):
+        metadata = {**metadata.pop("metadata"), **metadata}
+    return Document(id=doc_id, title=title, text=text, metadata=metadata)

@@ -7,7 +7,7 @@ over *all* shards: every (document, term) weight is then the one the unsharded i
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import bm25s
@@ -40,14 +40,21 @@ class GlobalStats:
 def shared_vocabulary(shards: Sequence[Tokenized]) -> tuple[dict[str, int], list[list[list[int]]]]:
     """One vocabulary over the shards' own ones (sorted, so it does not depend on the shard order) and every
     shard's token ids remapped into it."""
-    vocab = {token: i for i, token in enumerate(sorted(set().union(*(s.vocab for s in shards))))}
-    remapped = []
-    for shard in shards:
-        local = np.zeros(max(shard.vocab.values(), default=-1) + 1, dtype=np.int64)
-        for token, local_id in shard.vocab.items():
-            local[local_id] = vocab[token]
-        remapped.append([local[np.asarray(ids, dtype=np.int64)].tolist() for ids in shard.ids])
-    return vocab, remapped
+    vocab = merged_vocabulary(shard.vocab for shard in shards)
+    return vocab, [remap_ids(shard, vocab) for shard in shards]
+
+
+def merged_vocabulary(vocabularies: Iterable[Iterable[str]]) -> dict[str, int]:
+    """The sorted union of the shards' tokens, numbered (where each shard's tokens are collected, e.g. on Ray)."""
+    return {token: i for i, token in enumerate(sorted(set().union(*vocabularies)))}
+
+
+def remap_ids(shard: Tokenized, vocab: dict[str, int]) -> list[list[int]]:
+    """A shard's token ids, from its own vocabulary into the merged one."""
+    local = np.zeros(max(shard.vocab.values(), default=-1) + 1, dtype=np.int64)
+    for token, local_id in shard.vocab.items():
+        local[local_id] = vocab[token]
+    return [local[np.asarray(ids, dtype=np.int64)].tolist() for ids in shard.ids]
 
 
 @dataclass

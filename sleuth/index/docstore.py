@@ -48,6 +48,10 @@ class DocStore:
             self._position = {item_id: i for i, item_id in enumerate(self.ids)}
         return self._position.get(item_id)
 
+    def positions(self, ids: Sequence[str]) -> list[int | None]:
+        """Rows of several ids (None where absent)."""
+        return [self.position(item_id) for item_id in ids]
+
     def contents(self) -> list[str]:
         """Title and text of every row, as the encoder and BM25 see them."""
         return [f"{t} {x}" if t else x for t, x in zip(self.titles, self.texts)]

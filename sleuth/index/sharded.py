@@ -24,10 +24,17 @@ import numpy as np
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
-from sleuth.index.bm25_stats import count_shard, global_stats, shard_model, shared_vocabulary
+from sleuth.index.bm25_stats import GlobalStats, count_shard, global_stats, shard_model, shared_vocabulary
 from sleuth.index.dense import DenseIndex, VectorSearch, add_vectors, apply_search_params, make_faiss_index
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import MANIFEST, Manifest, build_directory, current_generation, read_manifest
+from sleuth.index.manifest import (
+    MANIFEST,
+    Manifest,
+    build_directory,
+    current_generation,
+    load_generation,
+    read_manifest,
+)
 from sleuth.index.tokenize import Analyzer
 from sleuth.io import atomic_write_text
 from sleuth.models.encoder import Encoder
@@ -52,6 +59,12 @@ def shard_bounds(count: int, shards: int) -> list[tuple[int, int]]:
     sizes = [len(part) for part in np.array_split(np.arange(count), shards)]
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
     return list(zip(offsets, sizes))
+
+
+def part_bounds(parts: Sequence[Sized]) -> list[tuple[int, int]]:
+    """(offset, count) of consecutive parts."""
+    sizes = [len(part) for part in parts]
+    return list(zip(np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist(), sizes))
 
 
 def merge_topk(parts: Sequence[tuple[np.ndarray, np.ndarray]], offsets: Sequence[int],
@@ -172,29 +185,33 @@ class ShardedBM25Index(_Sharded):
               show_progress: bool = True, tokenize: Tokenizer | None = None) -> ShardedBM25Index:
         """Index passages as ``shards`` contiguous shards (atomically at ``path`` when given). ``tokenize`` maps the
         analyser over the shards' texts (default: in this process; :mod:`sleuth.scale.ray_build` uses Ray tasks)."""
+        docstore = DocStore.from_passages(passages)
+        check_unique(docstore.ids)
+        parts = [docstore.slice(o, c) for o, c in shard_bounds(len(docstore), shards)]
+        return cls.build_parts(parts, path, params, analyzer, corpus_info, tokenize)
+
+    @classmethod
+    def build_parts(cls, parts: list[DocStore], path: str | Path | None = None, params: BM25Params = BM25Params(),
+                    analyzer: Analyzer = Analyzer(), corpus_info: dict | None = None,
+                    tokenize: Tokenizer | None = None) -> ShardedBM25Index:
+        """One shard per document store, in order, with statistics over all of them (an update keeps each
+        document in its shard: :mod:`sleuth.index.sharded_updates`)."""
+        bounds = part_bounds(parts)
         with build_directory(path) as tmp:
-            docstore = DocStore.from_passages(passages)
-            check_unique(docstore.ids)
-            bounds = shard_bounds(len(docstore), shards)
-            contents = docstore.contents()
-            texts = [contents[o:o + c] for o, c in bounds]
+            texts = [part.contents() for part in parts]
             tokenized = (tokenize or _tokenize_here)(analyzer, texts)
             vocab, token_ids = shared_vocabulary(tokenized)
             counts = [count_shard(ids, len(vocab)) for ids in token_ids]
             stats = global_stats(vocab, counts)
             built = []
-            for i, ((offset, count), ids, shard_counts) in enumerate(zip(bounds, token_ids, counts)):
+            for i, ((_, count), ids, shard_counts) in enumerate(zip(bounds, token_ids, counts)):
                 model = shard_model(ids, shard_counts, stats, params.method, params.k1, params.b, params.delta)
-                manifest = Manifest(kind=BM25Index.kind, count=count, corpus=corpus_info or {},
-                                    params={"bm25": vars(params), "analyzer": analyzer.to_dict(),
-                                            "global_stats": stats.summary(), "shard": [i, len(bounds)]})
-                shard = BM25Index(model, analyzer, docstore.slice(offset, count), manifest)
+                manifest = bm25_shard_manifest(i, len(bounds), count, params, analyzer, stats, corpus_info)
+                shard = BM25Index(model, analyzer, parts[i], manifest)
                 if tmp is not None:
                     write_shard(shard, tmp / shard_name(i))
                 built.append(shard)
-            manifest = Manifest(kind=cls.kind, count=len(docstore), corpus=corpus_info or {},
-                                params={"bm25": vars(params), "analyzer": analyzer.to_dict(),
-                                        "global_stats": stats.summary(), "shards": _listing(bounds)})
+            manifest = bm25_root_manifest(bounds, params, analyzer, stats, corpus_info)
             if tmp is not None:
                 write_root_manifest(tmp, manifest)
         return cls(built, manifest)
@@ -202,7 +219,10 @@ class ShardedBM25Index(_Sharded):
     @classmethod
     def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> ShardedBM25Index:
         """Load and validate a sharded BM25 directory; a missing or corrupt shard is an IndexError_ naming it."""
-        path = Path(path)
+        return load_generation(path, lambda generation: cls._load(generation, mmap, threads))
+
+    @classmethod
+    def _load(cls, path: Path, mmap: bool, threads: int) -> ShardedBM25Index:
         manifest = read_root_manifest(path, cls.kind)
         shards = load_shards(path, manifest, lambda where: BM25Index.load(where, mmap=mmap))
         expected = manifest.params.get("global_stats")
@@ -274,7 +294,7 @@ class ShardedDenseIndex(_Sharded):
                     write_shard(shard, tmp / shard_name(i))
                 built.append(shard)
             manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory,
-                                "shards": _listing(bounds)}, encoder=encoder_spec, dimensions=dim,
+                                "shards": shard_listing(bounds)}, encoder=encoder_spec, dimensions=dim,
                                 corpus=corpus_info or {})
             if tmp is not None:
                 write_root_manifest(tmp, manifest)
@@ -283,7 +303,10 @@ class ShardedDenseIndex(_Sharded):
     @classmethod
     def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> ShardedDenseIndex:
         """Load and validate a sharded dense directory; a missing or corrupt shard is an IndexError_ naming it."""
-        path = Path(path)
+        return load_generation(path, lambda generation: cls._load(generation, mmap, threads))
+
+    @classmethod
+    def _load(cls, path: Path, mmap: bool, threads: int) -> ShardedDenseIndex:
         manifest = read_root_manifest(path, cls.kind)
         shards = load_shards(path, manifest, lambda where: DenseIndex.load(where, mmap=mmap))
         for i, shard in enumerate(shards):
@@ -310,7 +333,24 @@ class ShardedDenseIndex(_Sharded):
             apply_search_params(shard.index, ef_search=ef_search, nprobe=nprobe)
 
 
-def _listing(bounds: list[tuple[int, int]]) -> list[dict[str, Any]]:
+def bm25_shard_manifest(shard: int, shards: int, count: int, params: BM25Params, analyzer: Analyzer,
+                        stats: GlobalStats, corpus_info: dict | None) -> Manifest:
+    """The manifest of one BM25 shard (an ordinary ``bm25`` index that records the global statistics)."""
+    return Manifest(kind=BM25Index.kind, count=count, corpus=corpus_info or {},
+                    params={"bm25": vars(params), "analyzer": analyzer.to_dict(), "global_stats": stats.summary(),
+                            "shard": [shard, shards]})
+
+
+def bm25_root_manifest(bounds: list[tuple[int, int]], params: BM25Params, analyzer: Analyzer, stats: GlobalStats,
+                       corpus_info: dict | None) -> Manifest:
+    """The sharded BM25 manifest: parameters, global statistics and the shard listing."""
+    return Manifest(kind=SHARDED_BM25, count=sum(c for _, c in bounds), corpus=corpus_info or {},
+                    params={"bm25": vars(params), "analyzer": analyzer.to_dict(), "global_stats": stats.summary(),
+                            "shards": shard_listing(bounds)})
+
+
+def shard_listing(bounds: list[tuple[int, int]]) -> list[dict[str, Any]]:
+    """The sharded manifest's ``shards``: path, offset and count of each shard."""
     return [{"path": shard_name(i), "offset": int(o), "count": int(c)} for i, (o, c) in enumerate(bounds)]
 
 
@@ -330,19 +370,35 @@ def index_kind(path: str | Path) -> str:
     return read_root_manifest(current_generation(path), None, verify=False).kind
 
 
+RemoteLoader = Callable[[Path, str], Any]
+_REMOTE_LOADER: list[RemoteLoader] = []
+
+
+def set_remote_loader(loader: RemoteLoader | None) -> None:
+    """Serve sharded folders elsewhere from now on: ``loader(path, kind)`` returns an index with this module's
+    search interface (:func:`sleuth.scale.shard_actors.serve_shards_on_ray` sets Ray shard actors); None: in-process
+    again."""
+    _REMOTE_LOADER[:] = [loader] if loader is not None else []
+
+
 def load_bm25(path: str | Path, mmap: bool = False) -> BM25Index | ShardedBM25Index:
-    """A BM25 index folder, sharded or not (dispatch on the manifest kind)."""
-    return ShardedBM25Index.load(path, mmap) if index_kind(path) == SHARDED_BM25 else BM25Index.load(path, mmap)
+    """A BM25 index folder, sharded or not (dispatch on the manifest kind; sharded folders go to the remote loader
+    when one is set)."""
+    if index_kind(path) != SHARDED_BM25:
+        return BM25Index.load(path, mmap)
+    return _REMOTE_LOADER[0](Path(path), SHARDED_BM25) if _REMOTE_LOADER else ShardedBM25Index.load(path, mmap)
 
 
 def load_dense(path: str | Path, mmap: bool = False) -> DenseIndex | ShardedDenseIndex:
-    """A dense index folder, sharded or not (dispatch on the manifest kind)."""
-    return ShardedDenseIndex.load(path, mmap) if index_kind(path) == SHARDED_DENSE else DenseIndex.load(path, mmap)
+    """A dense index folder, sharded or not (dispatch on the manifest kind, as :func:`load_bm25`)."""
+    if index_kind(path) != SHARDED_DENSE:
+        return DenseIndex.load(path, mmap)
+    return _REMOTE_LOADER[0](Path(path), SHARDED_DENSE) if _REMOTE_LOADER else ShardedDenseIndex.load(path, mmap)
 
 
 def set_search_params(index: DenseIndex | ShardedDenseIndex, search: VectorSearch) -> None:
     """``search``'s HNSW efSearch / IVF nprobe on a dense index or on every shard of a sharded one."""
-    if isinstance(index, ShardedDenseIndex):
+    if not isinstance(index, DenseIndex):  # sharded, in this process or on shard actors
         index.apply_search_params(search.ef_search, search.nprobe)
     else:
         search.apply(index.index)

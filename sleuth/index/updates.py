@@ -28,6 +28,8 @@ Costs, per kind:
 * **other kinds** (a system's, e.g. DHR's hierarchical indexes): the :class:`Updater` that a system's ``updates``
   module lists in ``UPDATERS`` under the kind its manifests record (see :class:`sleuth.plugins.System`); it runs
   under the same lock and commits through :func:`commit_generation`, so the guarantees above hold for it too.
+* **sharded-bm25 / sharded-dense**: :mod:`sleuth.index.sharded_updates` (documents stay in their shard, new ones go
+  to the smallest; BM25's global statistics are recomputed over all shards), one generation for the whole folder.
 * **dense**: only new passages are encoded. Adding is copy-on-write: the stored FAISS index is read, the new
   vectors are appended (no retraining) and written as the new generation, so every existing vector and score is
   unchanged. Deleting rebuilds the FAISS index (same factory string) from the kept stored vectors: exact for Flat
@@ -80,9 +82,13 @@ class Updater:
 
 
 def system_updater(kind: str, index_dir: str | Path) -> Updater:
-    """The Updater a registered system gives for ``kind`` (ConfigError when none does)."""
+    """The Updater for ``kind``: the core's for sharded indexes, else a registered system's (ConfigError when none
+    does)."""
+    from sleuth.index.sharded_updates import UPDATERS as SHARDED
     from sleuth.plugins import systems
 
+    if kind in SHARDED:
+        return SHARDED[kind]
     for system in systems():
         if system.updates is not None:
             updater = getattr(system.module(system.updates), "UPDATERS", {}).get(kind)

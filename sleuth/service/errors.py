@@ -1,5 +1,5 @@
 """The service's error answers: every failure is ``{"error": one line}`` with its status (4xx for bad requests,
-503 when busy, 504 past the time limit, 500 without details for anything unexpected)."""
+503 when busy or a shard is down, 504 past the time limit, 500 without details for anything unexpected)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sleuth.errors import SleuthError
+from sleuth.errors import ShardUnavailableError, SleuthError
 from sleuth.service.limits import RequestError
 
 
@@ -18,6 +18,10 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestError)
     def request_error(request, exc: RequestError):
         return JSONResponse(status_code=exc.status, content={"error": str(exc)})
+
+    @app.exception_handler(ShardUnavailableError)
+    def shard_down(request, exc: ShardUnavailableError):
+        return JSONResponse(status_code=503, content={"error": str(exc)})
 
     @app.exception_handler(SleuthError)
     def sleuth_error(request, exc: SleuthError):

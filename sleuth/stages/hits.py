@@ -26,8 +26,7 @@ def hits_from_rows(docstore: DocStore, positions: Sequence[int], scores: Sequenc
 def candidate_rows(docstore: DocStore, hits: Sequence[Hit]) -> tuple[list[Hit], list[int]]:
     """The candidates this index holds, with their rows (candidates unknown to the index are left out)."""
     kept, rows = [], []
-    for hit in hits:
-        row = docstore.position(hit.id)
+    for hit, row in zip(hits, docstore.positions([hit.id for hit in hits])):
         if row is not None:
             kept.append(hit)
             rows.append(row)

@@ -1,0 +1,361 @@
+"""Shards served by Ray actors across nodes: each shard of a sharded BM25 or dense index is loaded once in its own
+actor, the actors are placed by a placement group (strategy SPREAD, one bundle per shard), and a query is scattered
+to every actor and gathered with the exact merge of :func:`sleuth.index.sharded.merge_topk`, so the ranking is the
+in-process sharded index's (and, for exact indexes, the unsharded one's).
+
+:class:`RayShardedBM25Index` and :class:`RayShardedDenseIndex` expose what the retrieval stages use (``search``,
+``score`` / ``vectors``, ``docstore``, ``len``, ``encoder_spec``, ``dim``), so ``BM25Retrieve``, ``DenseRetrieve``,
+pipelines and ``sleuth serve --index DIR --ray-address ...`` use them unchanged (:func:`serve_shards_on_ray`
+switches :func:`sleuth.index.sharded.load_bm25` / ``load_dense`` over to them). The driver holds no document
+store: hit texts are fetched from the actors that hold them (:class:`RemoteDocStore`).
+
+Failures: an actor that dies is restarted in its bundle (``max_restarts``) and reloads its shard; calls in flight
+are retried (``max_task_retries``). A shard that stays down is a :class:`~sleuth.errors.ShardUnavailableError`
+naming it (HTTP 503 from the service), never a ranking silently missing a shard.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sleuth.errors import IndexError_, ShardUnavailableError
+from sleuth.index.manifest import Manifest, current_generation
+from sleuth.index.sharded import SHARDED_BM25, SHARDED_DENSE, by_shard, merge_topk, read_root_manifest
+from sleuth.scale.session import require_ray
+
+FIELDS = ("id", "doc_id", "title", "text")
+
+
+@dataclass(frozen=True)
+class ShardActorOptions:
+    """How shard actors run: CPUs each, restarts and retries on failure, the longest wait for one shard."""
+
+    actor_cpus: float = 0.5
+    max_restarts: int = 3
+    max_task_retries: int = 3
+    timeout_s: float = 60.0
+    strategy: str = "SPREAD"
+    #: up to this k, each shard sends the passages of its local top-k with it (one round trip per query instead of
+    #: two); above it, only the merged top-k's passages are fetched afterwards
+    rows_with_search_k: int = 100
+
+
+class ShardActor:
+    """A Ray actor holding one shard (an ordinary ``bm25`` or ``dense`` index folder), loaded once."""
+
+    def __init__(self, path: str):
+        from sleuth.index.bm25 import BM25Index
+        from sleuth.index.dense import DenseIndex
+        from sleuth.index.manifest import read_manifest
+
+        kind = read_manifest(path, verify=False).kind
+        self.index: Any = BM25Index.load(path) if kind == "bm25" else DenseIndex.load(path)
+
+    def facts(self) -> dict[str, Any]:
+        """Row count, node id, process id and the manifest's parameters (to check against the sharded manifest)."""
+        import os
+
+        import ray
+
+        manifest = self.index.loaded_manifest
+        return {"count": len(self.index), "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
+                "params": manifest.params, "encoder": manifest.encoder, "dimensions": manifest.dimensions}
+
+    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Local top-k (rows, scores): query texts for BM25, query vectors for dense."""
+        return self.index.search(queries, k=min(k, len(self.index)))
+
+    def search_with_rows(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray, list]:
+        """:meth:`search` and the passages of the rows it returns (local row -> record)."""
+        positions, scores = self.search(queries, k)
+        rows = sorted({int(r) for r in np.asarray(positions).ravel().tolist() if r >= 0})
+        return positions, scores, list(zip(rows, self.rows(rows)))
+
+    def score(self, text: str, rows: np.ndarray) -> np.ndarray:
+        return self.index.score(text, rows)
+
+    def vectors(self, rows: np.ndarray) -> np.ndarray:
+        return self.index.vectors(rows)
+
+    def rows(self, rows: Sequence[int]) -> list[tuple[str, str, str, str]]:
+        """(id, doc id, title, text) of local rows."""
+        store = self.index.docstore
+        return [(store.ids[r], store.doc_ids[r], store.titles[r], store.texts[r]) for r in rows]
+
+    def positions(self, ids: Sequence[str]) -> list[int | None]:
+        """Local rows of passage ids (None where this shard does not hold one)."""
+        return [self.index.docstore.position(item_id) for item_id in ids]
+
+    def apply_search_params(self, ef_search: int | None, nprobe: int | None) -> None:
+        from sleuth.index.dense import apply_search_params
+
+        apply_search_params(self.index.index, ef_search=ef_search, nprobe=nprobe)
+
+
+class ShardActors:
+    """One actor per shard of a sharded index folder, placed by a placement group; calls name the shard that fails."""
+
+    def __init__(self, path: str | Path, kind: str, options: ShardActorOptions = ShardActorOptions()):
+        ray = require_ray()
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        self.path = Path(path)
+        self.options = options
+        generation = current_generation(self.path)
+        self.manifest: Manifest = read_root_manifest(generation, kind)
+        listed = self.manifest.params["shards"]
+        self.paths = [generation / info["path"] for info in listed]
+        self.counts = np.array([info["count"] for info in listed], dtype=np.int64)
+        self.offsets = np.array([info["offset"] for info in listed], dtype=np.int64)
+        self.group = placement_group([{"CPU": options.actor_cpus}] * len(listed), strategy=options.strategy)
+        if not self.group.wait(timeout_seconds=options.timeout_s):
+            ray.util.remove_placement_group(self.group)
+            raise ShardUnavailableError(f"{self.path}: no room in the Ray cluster for {len(listed)} shard actors of "
+                                        f"{options.actor_cpus} CPU each ({options.strategy})")
+        remote = ray.remote(ShardActor)
+        self.actors = [remote.options(num_cpus=options.actor_cpus, max_restarts=options.max_restarts,
+                                      max_task_retries=options.max_task_retries,
+                                      scheduling_strategy=PlacementGroupSchedulingStrategy(
+                                          placement_group=self.group, placement_group_bundle_index=i)
+                                      ).remote(str(where)) for i, where in enumerate(self.paths)]
+        # the placement group outlives its handle: released with this object (or by close)
+        self._release = weakref.finalize(self, release_group, self.group)
+        self.facts = self.call_all(lambda actor: actor.facts.remote())
+        for i, facts in enumerate(self.facts):
+            if facts["count"] != self.counts[i]:
+                raise IndexError_(f"{self.describe(i)} holds {facts['count']} rows, the sharded manifest says "
+                                  f"{int(self.counts[i])}")
+
+    def __len__(self) -> int:
+        return int(self.counts.sum())
+
+    def describe(self, shard: int) -> str:
+        return f"shard {shard + 1} of {len(self.actors)} ({self.paths[shard]})"
+
+    def node_ids(self) -> list[str]:
+        """The node each shard actor runs on now."""
+        return [facts["node_id"] for facts in self.call_all(lambda actor: actor.facts.remote())]
+
+    def call_all(self, call: Callable[[Any], Any]) -> list[Any]:
+        """``call(actor)`` on every actor at once (scatter), then every result (gather)."""
+        return self.gather([(i, call(actor)) for i, actor in enumerate(self.actors)])
+
+    def gather(self, pending: list[tuple[int, Any]]) -> list[Any]:
+        """Results of ``(shard, object ref)`` pairs in order; a shard that stays down (its restarts spent) or does not
+        answer within the time limit is a ShardUnavailableError naming it."""
+        import time
+
+        ray = require_ray()
+        deadline = time.monotonic() + self.options.timeout_s
+        out = []
+        for shard, ref in pending:
+            try:
+                out.append(ray.get(ref, timeout=max(deadline - time.monotonic(), 0.001)))
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
+                raise ShardUnavailableError(f"{self.describe(shard)} is down "
+                                            f"({type(exc).__name__}, restarts spent): no ranking") from None
+            except ray.exceptions.GetTimeoutError:
+                raise ShardUnavailableError(f"{self.describe(shard)} did not answer within "
+                                            f"{self.options.timeout_s:g} s: no ranking") from None
+        return out
+
+    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray, dict[int, tuple] | None]:
+        """Scatter ``queries`` to every shard, merge the local top-k exactly (global rows, ties by row); up to
+        ``rows_with_search_k``, also the passages of the shards' top-k rows by global row (else None)."""
+        ray = require_ray()
+        shared = ray.put(queries)
+        if k > self.options.rows_with_search_k:
+            parts = self.call_all(lambda actor: actor.search.remote(shared, k))
+            return (*merge_topk(parts, self.offsets.tolist(), min(k, len(self))), None)
+        answers = self.call_all(lambda actor: actor.search_with_rows.remote(shared, k))
+        records = {offset + row: tuple(record) for offset, (_, _, rows) in zip(self.offsets.tolist(), answers)
+                   for row, record in rows}
+        positions, scores = merge_topk([(p, s) for p, s, _ in answers], self.offsets.tolist(), min(k, len(self)))
+        return positions, scores, records
+
+    def close(self) -> None:
+        """Stop the actors and release their placement group."""
+        ray = require_ray()
+        for actor in self.actors:
+            ray.kill(actor, no_restart=True)
+        self.actors = []
+        self._release()
+
+
+def release_group(group: Any) -> None:
+    """Remove a placement group (and so its actors) if Ray is still connected: a call after ``ray.shutdown``
+    would start a new local Ray."""
+    ray = require_ray()
+    if ray.is_initialized():
+        ray.util.remove_placement_group(group)
+
+
+class _Column:
+    """One field of a :class:`RemoteDocStore`, indexed by global row."""
+
+    def __init__(self, store: RemoteDocStore, field: int):
+        self.store, self.field = store, field
+
+    def __getitem__(self, row: int) -> str:
+        return self.store.row(int(row))[self.field]
+
+    def __len__(self) -> int:
+        return len(self.store)
+
+
+class RemoteDocStore:
+    """The document store of shards held by actors: rows are fetched from the actor that holds them (one call per
+    shard for a search's hits, :meth:`prefetch`) and kept in a bounded cache. Read-only."""
+
+    def __init__(self, actors: ShardActors, cache_rows: int = 100_000):
+        self.actors, self.cache_rows = actors, cache_rows
+        self._cache: OrderedDict[int, tuple[str, str, str, str]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.ids, self.doc_ids, self.titles, self.texts = (_Column(self, i) for i in range(len(FIELDS)))
+
+    def __len__(self) -> int:
+        return len(self.actors)
+
+    def keep(self, records: dict[int, tuple]) -> None:
+        """Cache passages already fetched (with a search)."""
+        with self._lock:
+            self._cache.update(records)
+            while len(self._cache) > self.cache_rows:
+                self._cache.popitem(last=False)
+
+    def prefetch(self, rows: Sequence[int] | np.ndarray) -> None:
+        """Fetch the rows not cached yet, one call per shard that holds some."""
+        wanted = sorted({int(r) for r in np.asarray(rows).ravel().tolist() if r >= 0} - set(self._cache))
+        if not wanted:
+            return
+        groups = by_shard(wanted, self.actors.offsets, self.actors.counts)
+        pending = [(shard, self.actors.actors[shard].rows.remote(local.tolist())) for shard, _, local in groups]
+        fetched = self.actors.gather(pending)
+        self.keep({wanted[i]: tuple(record) for (_, where, _), records in zip(groups, fetched)
+                   for i, record in zip(where.tolist(), records)})
+
+    def row(self, row: int) -> tuple[str, str, str, str]:
+        with self._lock:
+            record = self._cache.get(row)
+        if record is None:
+            self.prefetch([row])
+            with self._lock:
+                record = self._cache[row]
+        return record
+
+    def positions(self, ids: Sequence[str]) -> list[int | None]:
+        """Global rows of passage ids (None for an id no shard holds): every shard is asked once."""
+        answers = self.actors.call_all(lambda actor: actor.positions.remote(list(ids)))
+        out: list[int | None] = [None] * len(ids)
+        for offset, local in zip(self.actors.offsets.tolist(), answers):
+            for i, row in enumerate(local):
+                if row is not None and out[i] is None:
+                    out[i] = offset + row
+        return out
+
+    def position(self, item_id: str) -> int | None:
+        return self.positions([item_id])[0]
+
+
+class _RaySharded:
+    """What both Ray-served kinds share: the actors, a remote document store, the sharded manifest."""
+
+    kind = "sharded"
+
+    def __init__(self, path: str | Path, options: ShardActorOptions = ShardActorOptions()):
+        self.actors = ShardActors(path, self.kind, options)
+        self.manifest = self.actors.manifest
+        self.docstore = RemoteDocStore(self.actors)
+
+    def __len__(self) -> int:
+        return len(self.actors)
+
+    def _search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+        positions, scores, records = self.actors.search(queries, k)
+        if records is not None:
+            self.docstore.keep({row: records[row] for row in np.asarray(positions).ravel().tolist() if row >= 0})
+        self.docstore.prefetch(positions)  # rows not sent with the search (k above rows_with_search_k)
+        return positions, scores
+
+    def close(self) -> None:
+        self.actors.close()
+
+
+class RayShardedBM25Index(_RaySharded):
+    """A sharded BM25 index searched by shard actors (scores and rankings: those of :class:`ShardedBM25Index`)."""
+
+    kind = SHARDED_BM25
+
+    def __init__(self, path: str | Path, options: ShardActorOptions = ShardActorOptions()):
+        super().__init__(path, options)
+        expected = self.manifest.params.get("global_stats")
+        for i, facts in enumerate(self.actors.facts):
+            if facts["params"].get("global_stats") != expected:
+                self.close()
+                raise IndexError_(f"{self.actors.describe(i)} was built with other global statistics than its "
+                                  "siblings")
+
+    def search(self, texts: Sequence[str], k: int = 1000, n_threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k global rows and BM25 scores per query text (each actor analyses the texts with the shared analyser)."""
+        return self._search(list(texts), k)
+
+    def score(self, text: str, positions: Sequence[int]) -> np.ndarray:
+        """BM25 scores of one query against the given global rows."""
+        out = np.zeros(len(positions), dtype=np.float32)
+        groups = by_shard(positions, self.actors.offsets, self.actors.counts)
+        pending = [(s, self.actors.actors[s].score.remote(text, rows)) for s, _, rows in groups]
+        for (_, where, _), scores in zip(groups, self.actors.gather(pending)):
+            out[where] = scores
+        return out
+
+
+class RayShardedDenseIndex(_RaySharded):
+    """A sharded dense index searched by shard actors; query vectors are encoded by the caller, as in-process."""
+
+    kind = SHARDED_DENSE
+
+    def __init__(self, path: str | Path, options: ShardActorOptions = ShardActorOptions()):
+        super().__init__(path, options)
+        self.encoder_spec = self.manifest.encoder or {}
+
+    @property
+    def dim(self) -> int:
+        return int(self.manifest.dimensions or 0)
+
+    def search(self, vectors: np.ndarray, k: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k global rows and inner-product scores per query vector; rows of -1 mark missing results."""
+        return self._search(np.ascontiguousarray(vectors, dtype=np.float32), k)
+
+    def vectors(self, positions: Sequence[int]) -> np.ndarray:
+        """Stored vectors of the given global rows."""
+        out = np.zeros((len(positions), self.dim), dtype=np.float32)
+        groups = by_shard(positions, self.actors.offsets, self.actors.counts)
+        pending = [(s, self.actors.actors[s].vectors.remote(rows)) for s, _, rows in groups]
+        for (_, where, _), vectors in zip(groups, self.actors.gather(pending)):
+            out[where] = vectors
+        return out
+
+    def apply_search_params(self, ef_search: int | None = None, nprobe: int | None = None) -> None:
+        """HNSW efSearch / IVF nprobe on every shard actor."""
+        self.actors.call_all(lambda actor: actor.apply_search_params.remote(ef_search, nprobe))
+
+
+def serve_shards_on_ray(options: ShardActorOptions = ShardActorOptions()) -> None:
+    """From now on, sharded index folders loaded by :func:`sleuth.index.sharded.load_bm25` / ``load_dense`` (so by
+    ``sleuth serve --index``, ``sleuth search --index`` and pipelines' ``index:`` keys) are served by shard actors in
+    the connected Ray cluster."""
+    from sleuth.index import sharded
+
+    def load(path: Path, kind: str) -> RayShardedBM25Index | RayShardedDenseIndex:
+        return RayShardedBM25Index(path, options) if kind == SHARDED_BM25 else RayShardedDenseIndex(path, options)
+
+    sharded.set_remote_loader(load)
