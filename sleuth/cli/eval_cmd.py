@@ -15,6 +15,7 @@ from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
 from sleuth.eval.experiment import Experiment
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
+from sleuth.progress import format_duration
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
 
@@ -121,7 +122,7 @@ def eval_command(
         from sleuth.pipelines.index_stage import stage_for_index
 
         stages[index_stage_name(path, stages)] = stage_for_index(path, depth, device)
-    report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json)
+    report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json, ws.build_seconds)
 
 
 def index_stage_name(path: Path, taken: dict) -> str:
@@ -130,21 +131,35 @@ def index_stage_name(path: Path, taken: dict) -> str:
 
 
 def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_answers: bool,
-           metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None, as_json: bool) -> None:
-    """Run the experiment and print its table (or JSON), writing the run files when asked."""
+           metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None, as_json: bool,
+           build_seconds: dict[str, float] | None = None) -> None:
+    """Run the experiment and print its table (or JSON), writing the run files when asked; ``build_seconds``: the
+    indexes the workspace built (by cache key), reported under the table (and as ``index_build_seconds``)."""
     answers = ({q.id: q.metadata["answers"] for q in query_list if q.metadata.get("answers")}  # unanswerable: none
                if with_answers else None)
     experiment = Experiment(stages, query_list, qrels=judged, answers=answers,
-                            measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS)
+                            measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS, show_progress=not as_json)
     if not as_json:
         console.print(f"evaluating {len(stages)} pipeline(s) on {len(query_list)} queries ...")
     result = experiment.run()
     if runs_dir is not None:
         result.save_runs(runs_dir)
+    built = build_seconds or {}
     if as_json:
-        print(json.dumps(result.to_dict(include_per_query=False)))
+        print(json.dumps({**result.to_dict(include_per_query=False), "index_build_seconds": built}))
     else:
         out.print(result.to_table())
+        out.print(build_note(built))
+
+
+def build_note(built: dict[str, float]) -> str:
+    """The line under the table on index building: ``built 2 indexes in 7 min 20 s (bm25-…: 3.1 s, dense-…: 7 min
+    17 s)`` or ``indexes loaded from the cache``."""
+    if not built:
+        return "indexes loaded from the cache (none built by this run)"
+    each = ", ".join(f"{key}: {format_duration(seconds)}" for key, seconds in built.items())
+    return (f"built {len(built)} index{'es' if len(built) > 1 else ''} in {format_duration(sum(built.values()))} "
+            f"({each}); the s column times the searches")
 
 
 def run_on_ray(address: str, workers: int, names: list[str], indexes: list[Path], depth: int, source, ws,

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from sleuth.cli.common import console, corpus_source, workspace
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, SleuthError
 from sleuth.index.bm25 import BM25Index, BM25Params
 from sleuth.index.dense import DenseIndex
 from sleuth.index.manifest import check_build_target
@@ -27,7 +27,8 @@ def index(
     splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR), window."),
     window_words: int = typer.Option(100, min=1, help="Words per passage for --splitter window."),
     kind: str = typer.Option("all", help="bm25, dense or all."),
-    out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval). "
+    out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval; an "
+                                               "index the cache holds for the same corpus and parameters is copied). "
                                                "An existing sleuth index there is replaced; anything else is refused."),
     force: bool = typer.Option(False, "--force", help="Replace --out even when it is not a sleuth index, or holds "
                                                        "'sleuth update' changes (which the rebuild drops)."),
@@ -68,6 +69,11 @@ def index(
     for what, target in selected_kinds(kind, out):
         start = time.perf_counter()
         built: BM25Index | DenseIndex
+        cached = ws.index_dir(ws.bm25_key(params, analyzer) if what == "bm25" else ws.dense_key(encoder, factory))
+        if target is not None and copy_cached(cached, target):
+            console.print(f"[green]{what}[/green] index copied from the cache {cached} to {target} "
+                          f"({time.perf_counter() - start:.1f} s; same corpus and parameters, nothing re-encoded)")
+            continue
         if target is not None:
             if what == "bm25":
                 built = BM25Index.build(source.passages(), target, params, analyzer, source.info(),
@@ -82,6 +88,25 @@ def index(
                 built, target = ws.dense(encoder, factory), ws.index_dir(ws.dense_key(encoder, factory))
         console.print(f"[green]{what}[/green] index of {len(built):,} passages at {target} "
                       f"({time.perf_counter() - start:.1f} s)")
+
+
+def copy_cached(cached: Path, target: Path) -> bool:
+    """Copy the index cached for the same corpus files and parameters to ``target`` (atomically; False when the
+    cache holds none, or only one changed by ``sleuth update``, which a build from the corpus would not reproduce)."""
+    import shutil
+
+    from sleuth.index.manifest import CURRENT, MANIFEST, read_manifest
+    from sleuth.io import atomic_directory
+
+    if not (cached / MANIFEST).is_file() or (cached / CURRENT).exists():
+        return False
+    try:
+        read_manifest(cached)  # checksums verified: a damaged cache entry is rebuilt, not copied
+    except SleuthError:
+        return False
+    with atomic_directory(target) as tmp:
+        shutil.copytree(cached, tmp, dirs_exist_ok=True)
+    return True
 
 
 def selected_kinds(kind: str, out: Path | None) -> Iterator[tuple[str, Path | None]]:

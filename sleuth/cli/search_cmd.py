@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import corpus_source, out, workspace
+from sleuth.cli.common import corpus_source, note_bundled, out, workspace
 from sleuth.cli.render import hits_json, hits_table
 from sleuth.pipelines.config import load_pipeline
 from sleuth.pipelines.index_stage import stage_for_index
@@ -26,6 +26,7 @@ def search(
     if index is not None:
         stage = stage_for_index(index, k, device)
     else:
+        note_bundled(corpus)
         stage = load_pipeline(pipeline, workspace(corpus_source(corpus, fmt), device, progress=not as_json))
     hits = stage.search(query, k=k)
     if as_json:

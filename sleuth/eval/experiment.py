@@ -22,7 +22,7 @@ from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS, Texts, answer_hits, check_ks, check_mode, top_k_per_query
 from sleuth.eval.measures import MeasureLike, mean, parse_measures, per_query
 from sleuth.eval.significance import CORRECTIONS, TESTS
-from sleuth.stages.base import Stage, as_queries
+from sleuth.stages.base import Stage, as_queries, transform_counted
 from sleuth.stages.run import Run
 
 Pipelines = Mapping[str, Stage] | Sequence[tuple[str, Stage] | Stage]
@@ -140,14 +140,16 @@ class Experiment:
     IR ``measures`` need ``qrels``; top-``ks`` answer accuracy needs ``answers`` (and ``texts`` unless hits carry
     text). Only the experiment's queries are evaluated; a query without judgements (or answers) is left out.
     ``baseline`` is a pipeline index or name (None: no tests); ``test`` is "ttest" or "randomisation";
-    ``correction`` is "holm" or None.
+    ``correction`` is "holm" or None. ``show_progress``: each pipeline's queries done, queries/s and time left
+    (:mod:`sleuth.progress`; the queries then run in chunks).
     """
 
     def __init__(self, pipelines: Pipelines, queries: Iterable[Query | str], qrels: Qrels | None = None,
                  measures: Iterable[MeasureLike] = ("nDCG@10", "R@100"),
                  answers: Mapping[str, Sequence[str]] | None = None, texts: Texts = None,
                  ks: Iterable[int] = DEFAULT_KS, mode: str = "string", baseline: int | str | None = 0,
-                 correction: str | None = "holm", test: str = "ttest", alpha: float = 0.05):
+                 correction: str | None = "holm", test: str = "ttest", alpha: float = 0.05,
+                 show_progress: bool = False):
         self.pipelines = named_pipelines(pipelines)
         self.queries = as_queries(queries)
         if qrels is None and answers is None:
@@ -167,6 +169,7 @@ class Experiment:
         if correction is not None and correction not in CORRECTIONS:
             raise ConfigError(f"unknown correction '{correction}'; expected None or one of {', '.join(CORRECTIONS)}")
         self.test, self.correction, self.alpha = test, correction, alpha
+        self.show_progress = show_progress
 
     def score(self, run: Run) -> dict[str, dict[str, float]]:
         """``{metric: {qid: value}}`` of one run: IR measures, then top-k accuracies."""
@@ -183,7 +186,7 @@ class Experiment:
         runs, seconds, scores = {}, {}, {}
         for name, stage in self.pipelines.items():
             start = time.perf_counter()
-            run = stage.transform(self.queries, None)
+            run = transform_counted(stage, self.queries, f"evaluating {name}", self.show_progress)
             seconds[name] = time.perf_counter() - start
             if not isinstance(run, Run):
                 raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a Run")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,6 +78,8 @@ class Workspace:
     show_progress: bool = True
     passage_memo_bytes: int = DEFAULT_MEMO_BYTES
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: seconds each index built (not loaded from the cache) by this workspace took, by cache key
+    build_seconds: dict[str, float] = field(default_factory=dict)
 
     def index_dir(self, key: str) -> Path:
         """Where the index cached under ``key`` lives for this corpus."""
@@ -94,7 +97,12 @@ class Workspace:
 
         def load_or_build() -> Any:
             path = self.index_dir(key)
-            return load(path) if (path / "manifest.json").is_file() else build(path)
+            if (path / "manifest.json").is_file():
+                return load(path)
+            start = time.perf_counter()
+            built = build(path)
+            self.build_seconds[key] = time.perf_counter() - start
+            return built
 
         return self.memo(key, load_or_build)
 

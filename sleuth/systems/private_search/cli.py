@@ -135,6 +135,7 @@ def private_search(
     from sleuth.corpus.model import Query
     from sleuth.stages.base import check_query
     from sleuth.systems.private_search.client import PrivateSearch, queries_to_send
+    from sleuth.systems.private_search.exposure import Exposure
     from sleuth.systems.private_search.remote import RemoteEngine
     from sleuth.systems.private_search.rescore import local_reranker
 
@@ -156,13 +157,16 @@ def private_search(
     if not queries_to_send(query, obfuscated[0], client.withhold_original):
         how = f"epsilon {epsilon:g} hides nothing for it; lower --epsilon" if epsilon else "rephrase it"
         raise QueryError(f"nothing was sent: all {n} obfuscations of the query are its own words ({how})")
-    hits = client.rerank([asked], *client.pools([asked], obfuscated)).get(asked.id, [])[:k]
+    pools, sent = client.pools([asked], obfuscated)
+    hits = client.rerank([asked], pools, sent).get(asked.id, [])[:k]
+    exposure = Exposure.of(query, sent[asked.id])
     if as_json:
-        print(hits_json(query, hits))
+        print(json.dumps({**json.loads(hits_json(query, hits)), "privacy": exposure.to_dict()}))
         return
-    sent = hits[0].extras["obfuscated_queries"] if hits else []
-    console.print(f"sent {len(sent)} obfuscated queries, e.g. {'; '.join(sent[:3])}")
+    console.print(f"sent {len(sent[asked.id])} obfuscated queries, e.g. {'; '.join(sent[asked.id][:3])}",
+                  highlight=False)
     out.print(hits_table(query, hits))
+    console.print(f"privacy: {exposure.line()}", highlight=False, soft_wrap=True)
 
 
 def parse_system(spec: str) -> tuple[str, float | None]:

@@ -52,7 +52,10 @@ class ObfuscateEndpoint:
         if model.uses_epsilon and epsilon is None:
             raise RequestError(f"obfuscator '{name}' needs 'epsilon'")
         texts = service.timed(lambda: model.obfuscate_one(query, n=n, epsilon=epsilon, seed=seed))
-        return {"query": query, "obfuscator": name, "epsilon": epsilon, "obfuscated": texts}
+        from sleuth.systems.private_search.exposure import Exposure
+
+        return {"query": query, "obfuscator": name, "epsilon": epsilon, "obfuscated": texts,
+                "privacy": Exposure.of(query, texts).to_dict(summary=False)}
 
     def __call__(self, app, service) -> None:
         from fastapi import Body
