@@ -281,11 +281,15 @@ class MultiExpertEncoder:
         """Experts initialised from a pretrained encoder ("minilm" = the shipped all-MiniLM-L6-v2, or a path)."""
         from transformers import AutoModel, AutoTokenizer
 
+        from sleuth.models.quiet import quiet_model_load
+
         path = _backbone_path(backbone)
         if not Path(path).is_dir():
             raise SleuthError(f"backbone model directory not found: {path}")
-        bert = AutoModel.from_pretrained(path, add_pooling_layer=False)
-        model = cls(bert, AutoTokenizer.from_pretrained(path), config, device)
+        with quiet_model_load():
+            bert = AutoModel.from_pretrained(path, add_pooling_layer=False)
+            tokenizer = AutoTokenizer.from_pretrained(path)
+        model = cls(bert, tokenizer, config, device)
         model.backbone = str(backbone) if str(backbone) == "minilm" else str(Path(path).resolve())
         return model
 
@@ -329,6 +333,8 @@ class MultiExpertEncoder:
         """Load a saved model directory; any problem is one SleuthError line naming it."""
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+        from sleuth.models.quiet import quiet_model_load
+
         directory = Path(directory)
         if (directory / ADAPTER_FILE).is_file():
             return cls._load_adapter(directory, device)
@@ -337,8 +343,9 @@ class MultiExpertEncoder:
                 raise SleuthError(f"{directory} is not a multi-expert model directory: {name} is missing")
         config = _read_config(directory)
         try:
-            bert = AutoModel.from_config(AutoConfig.from_pretrained(directory), add_pooling_layer=False)
-            tokenizer = AutoTokenizer.from_pretrained(directory)
+            with quiet_model_load():
+                bert = AutoModel.from_config(AutoConfig.from_pretrained(directory), add_pooling_layer=False)
+                tokenizer = AutoTokenizer.from_pretrained(directory)
         except (OSError, ValueError) as error:
             raise SleuthError(f"{directory}: cannot read the backbone config or tokenizer "
                               f"({str(error).splitlines()[0]})") from None
