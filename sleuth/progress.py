@@ -69,7 +69,7 @@ class Task:
 
     def __init__(self, description: str, total: int | None, unit: str):
         self.description, self.total, self.unit = description, total, unit
-        self.done = 0
+        self.done, self.status = 0, ""
         self.start = time.perf_counter()
         self._bar: tuple[Progress, TaskID] | None = None
 
@@ -88,6 +88,12 @@ class Task:
         if self._bar is not None:
             self._bar[0].update(self._bar[1], description=description, completed=0, total=self.total)
 
+    def note(self, text: str) -> None:
+        """A short status shown after the count (e.g. ``loss 0.412``)."""
+        self.status = text
+        if self._bar is not None:
+            self._bar[0].update(self._bar[1], description=f"{self.description} ({text})")
+
     def line(self) -> str:
         """The plain progress line: ``encoding passages: 320/5,183 passages (6%), 45.2 passages/s, 1 min 47 s left``."""
         elapsed = time.perf_counter() - self.start
@@ -100,7 +106,8 @@ class Task:
         text += f", {rate:.1f} {self.unit}/s" if self.done else ""
         if self.total and self.done and rate > 0:
             text += f", {format_duration((self.total - self.done) / rate)} left"
-        return text + f" ({format_duration(elapsed)} elapsed)"
+        text += f" ({format_duration(elapsed)} elapsed)"
+        return f"{text}; {self.status}" if self.status else text
 
 
 class RateColumn(ProgressColumn):

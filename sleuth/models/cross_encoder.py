@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from sleuth.errors import MissingExtraError, SleuthError
 from sleuth.models.encoder import length_sorted_batches
+from sleuth.progress import progress
 
 MAX_LENGTH = 384  # tokens of query + document the classifier reads (QUEST, Appendix A)
 DEFAULT_BACKBONE = "minilm"
@@ -112,10 +112,11 @@ class CrossEncoderClassifier:
         out = np.zeros(len(texts), dtype=np.float32)
         self.model.eval()
         batches = length_sorted_batches(texts, self.batch_size)
-        with torch.inference_mode():
-            for batch in tqdm(batches, desc="classifying", unit="batch", disable=not show_progress):
+        with torch.inference_mode(), progress("classifying", len(texts), "pairs", show_progress) as task:
+            for batch in batches:
                 logits = self.model(**self.tokenize([texts[i] for i in batch])).logits.reshape(-1)
                 out[batch] = logits.float().cpu().numpy()
+                task.advance(len(batch))
         return out
 
     def probabilities(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:

@@ -346,9 +346,8 @@ def run_effectiveness(systems, obfuscators, queries, qrels, corpus, fmt, reranke
                       seed, progress):
     """Each system through the private-search client: engine = BM25 over the corpus (in process, standing in for
     the remote server), local reranking = dense rescoring with ``reranker`` vectors of the same documents."""
-    from tqdm.auto import tqdm
-
     from sleuth.cli.common import corpus_source, workspace
+    from sleuth.progress import track
     from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
     from sleuth.systems.private_search.evaluation import NoObfuscation, evaluate_system
     from sleuth.systems.private_search.remote import StageEngine
@@ -357,7 +356,7 @@ def run_effectiveness(systems, obfuscators, queries, qrels, corpus, fmt, reranke
     engine = StageEngine(BM25Retrieve(ws.bm25(), k=depth), name="bm25")
     local = DenseRetrieve(ws.dense(reranker), encoder=ws.encoder(reranker), name=f"rerank-{reranker}")
     results = []
-    for name, eps in tqdm(systems, desc="systems", unit="system", disable=not progress):
+    for name, eps in track(systems, "privacy eval: systems", unit="systems", enabled=progress):
         obfuscator = NoObfuscation() if name == "original" else obfuscators[name]
         results.append(evaluate_system(name, obfuscator, eps, queries, qrels, engine, local, encoder, n=n,
                                        depth=depth, seed=seed))
