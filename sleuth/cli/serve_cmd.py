@@ -16,7 +16,6 @@ from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.service.admin import ENV_VAR
 from sleuth.service.hosts import LOOPBACK_ADDRESSES
 
-
 #: the built-in pipelines served on the bundled SciFact when no --pipeline is given: one of each kind that runs on a
 #: flat corpus of abstracts (lexical, dense, fused, DHR's document structure, QUEST's set operations, Chain-of-Skills'
 #: linked hops); the other built-ins are variants of these (measured in the report of issue 29)

@@ -91,8 +91,8 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path, chains: S
     path = model_path(model_dir)
     model = load_model(path, device=device).for_inference()
     head = model_span_head(path, model.dim, device, span_seed)
-    retrieval_index = SkillIndex.build(passages, model, "retrieval")
-    link_index = SkillIndex.build(passages, model, "linking")
+    retrieval_index = SkillIndex.build(passages, model, "retrieval", show_progress=show_progress)
+    link_index = SkillIndex.build(passages, model, "linking", show_progress=show_progress)
     if int8:
         from sleuth.systems.chain_of_skills.quantise import quantise
 

@@ -410,10 +410,14 @@ class MultiExpertEncoder:
                                       batch.get("token_type_ids"))
             yield rows, batch, states
 
-    def encode(self, texts: Sequence[Text], skill: str, side: str = "query", batch_size: int = 32) -> np.ndarray:
-        """One float32 vector per text (shape (n, dim)), pooled as configured ([CLS] by default)."""
+    def encode(self, texts: Sequence[Text], skill: str, side: str = "query", batch_size: int = 32,
+               task: Any = None) -> np.ndarray:
+        """One float32 vector per text (shape (n, dim)), pooled as configured ([CLS] by default); ``task``: a
+        :class:`sleuth.progress.Task` advanced by each batch's texts."""
         result = np.zeros((len(texts), self.dim), dtype=np.float32)
         for rows, batch, states in self._batches(texts, skill, side, batch_size, offsets=False):
+            if task is not None:
+                task.advance(len(rows))
             if self.config.pooling == "cls":
                 pooled = states[:, 0]
             else:
