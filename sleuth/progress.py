@@ -98,11 +98,11 @@ class Task:
         """The plain progress line: ``encoding passages: 320/5,183 passages (6%), 45.2 passages/s, 1 min 47 s left``."""
         elapsed = time.perf_counter() - self.start
         rate = self.done / elapsed if elapsed > 0 else 0.0
-        text = f"{self.description}: {self.done:,}"
+        text = f"{self.description}:"
         if self.total:
-            text += f"/{self.total:,} {self.unit} ({100 * self.done / self.total:.0f}%)"
-        else:
-            text += f" {self.unit}"
+            text += f" {self.done:,}/{self.total:,} {self.unit} ({100 * self.done / self.total:.0f}%)"
+        elif self.done:
+            text += f" {self.done:,} {self.unit}"
         text += f", {rate:.1f} {self.unit}/s" if self.done else ""
         if self.total and self.done and rate > 0:
             text += f", {format_duration((self.total - self.done) / rate)} left"
@@ -181,7 +181,8 @@ def progress(description: str, total: int | None = None, unit: str = "items", en
         reporter.join()
         if printed:  # a run long enough to report closes with its total
             elapsed = format_duration(time.perf_counter() - task.start)
-            print(f"{task.description}: done, {task.done:,} {task.unit} in {elapsed}", file=sys.stderr, flush=True)
+            count = f"{task.done:,} {task.unit} " if task.done else ""
+            print(f"{task.description}: done, {count}in {elapsed}", file=sys.stderr, flush=True)
 
 
 def counted(items: Iterable[T], task: Task) -> Iterator[T]:

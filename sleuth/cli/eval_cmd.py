@@ -154,12 +154,12 @@ def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_ans
 
 def build_note(built: dict[str, float]) -> str:
     """The line under the table on index building: ``built 2 indexes in 7 min 20 s (bm25-…: 3.1 s, dense-…: 7 min
-    17 s)`` or ``indexes loaded from the cache``."""
+    17 s)`` or that none was built."""
     if not built:
-        return "indexes loaded from the cache (none built by this run)"
+        return "no index built by this run (loaded from the cache or --index)"
     each = ", ".join(f"{key}: {format_duration(seconds)}" for key, seconds in built.items())
     return (f"built {len(built)} index{'es' if len(built) > 1 else ''} in {format_duration(sum(built.values()))} "
-            f"({each}); the s column times the searches")
+            f"({each})")
 
 
 def run_on_ray(address: str, workers: int, names: list[str], indexes: list[Path], depth: int, source, ws,
