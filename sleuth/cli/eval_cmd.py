@@ -132,13 +132,15 @@ def index_stage_name(path: Path, taken: dict) -> str:
 
 def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_answers: bool,
            metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None, as_json: bool,
-           build_seconds: dict[str, float] | None = None) -> None:
+           build_seconds: dict[str, float] | None = None, progress: bool = True) -> None:
     """Run the experiment and print its table (or JSON), writing the run files when asked; ``build_seconds``: the
-    indexes the workspace built (by cache key), reported under the table (and as ``index_build_seconds``)."""
+    indexes the workspace built (by cache key), reported under the table (and as ``index_build_seconds``);
+    ``progress``: each pipeline's queries done (off for Ray, whose workers split the queries of one call)."""
     answers = ({q.id: q.metadata["answers"] for q in query_list if q.metadata.get("answers")}  # unanswerable: none
                if with_answers else None)
     experiment = Experiment(stages, query_list, qrels=judged, answers=answers,
-                            measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS, show_progress=not as_json)
+                            measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS,
+                            show_progress=progress and not as_json)
     if not as_json:
         console.print(f"evaluating {len(stages)} pipeline(s) on {len(query_list)} queries ...")
     result = experiment.run()
@@ -181,7 +183,7 @@ def run_on_ray(address: str, workers: int, names: list[str], indexes: list[Path]
         builders[index_stage_name(path, builders)] = partial(stage_for_index, path.resolve(), depth, device)
     with ray_session(address):
         stages = ray_pipelines(builders, workers)
-        report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json)
+        report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json, progress=False)
 
 
 def load_pipeline_name(name: str) -> str:
