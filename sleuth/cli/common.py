@@ -8,20 +8,28 @@ from rich.console import Console
 
 from sleuth.pipelines.sources import SPLITTERS, corpus_source, make_splitter, parse_fields
 from sleuth.pipelines.workspace import CorpusSource, Workspace
+from sleuth.progress import console as progress_console
 
-console = Console(stderr=True)
+console = progress_console  # stderr, shared with the progress bars so messages print above them
 # a table piped to a file or another program keeps its full width instead of rich's 80-column default
 out = Console(width=None if sys.stdout.isatty() else 160)
 
 
 def show_progress() -> bool:
-    """Progress bars only on a terminal: piped to a log, their carriage-return redraws are noise."""
-    return console.is_terminal
+    """Progress is always shown (:mod:`sleuth.progress`: a live bar on a terminal, periodic plain lines in a log)."""
+    return True
+
+
+def note_bundled(corpus: object | None, what: str = "searching") -> None:
+    """Say on stderr that the bundled SciFact is used when no ``--corpus`` was given (``corpus`` None)."""
+    if corpus is None:
+        console.print(f"note: no --corpus given: {what} the bundled BEIR SciFact corpus (5,183 abstracts); "
+                      "--corpus FILE_OR_FOLDER for your own", highlight=False, soft_wrap=True)
 
 
 def workspace(source: CorpusSource | None, device: str = "cpu", progress: bool = True) -> Workspace:
-    """A workspace over ``source`` with the CLI's device and progress settings (progress only on a terminal)."""
+    """A workspace over ``source`` with the CLI's device and progress settings (``progress``: show the progress of long work)."""
     return Workspace(corpus=source, device=device, show_progress=progress and show_progress())
 
 
-__all__ = ["SPLITTERS", "console", "corpus_source", "make_splitter", "out", "parse_fields", "show_progress", "workspace"]
+__all__ = ["SPLITTERS", "console", "corpus_source", "make_splitter", "note_bundled", "out", "parse_fields", "show_progress", "workspace"]

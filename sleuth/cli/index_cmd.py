@@ -11,7 +11,7 @@ import typer
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import console, corpus_source, workspace
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, SleuthError
 from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params
 from sleuth.index.commit import index_lock
@@ -31,7 +31,8 @@ def index(
     splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR), window."),
     window_words: int = typer.Option(100, min=1, help="Words per passage for --splitter window."),
     kind: str = typer.Option("all", help="bm25, dense or all."),
-    out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval). "
+    out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval; an "
+                                               "index the cache holds for the same corpus and parameters is copied). "
                                                "An existing sleuth index there is replaced; anything else is refused."),
     force: bool = typer.Option(False, "--force", help="Replace --out even when it is not a sleuth index, or holds "
                                                        "'sleuth update' changes (which the rebuild drops)."),
@@ -84,6 +85,11 @@ def build(source: CorpusSource, kind: str, out: Path | None, device: str, method
     for what, target in selected_kinds(kind, out):
         start = time.perf_counter()
         built: BM25Index | DenseIndex
+        cached = ws.index_dir(ws.bm25_key(params, analyzer) if what == "bm25" else ws.dense_key(encoder, factory))
+        if target is not None and copy_cached(cached, target):
+            console.print(f"[green]{what}[/green] index copied from the cache {cached} to {target} "
+                          f"({time.perf_counter() - start:.1f} s; same corpus and parameters, nothing re-encoded)")
+            continue
         if target is not None:
             with removed_if_failed(target):
                 if what == "bm25":
@@ -101,6 +107,25 @@ def build(source: CorpusSource, kind: str, out: Path | None, device: str, method
                       f"({time.perf_counter() - start:.1f} s)")
 
 
+def copy_cached(cached: Path, target: Path) -> bool:
+    """Copy the index cached for the same corpus files and parameters to ``target`` (atomically; False when the
+    cache holds none, or only one changed by ``sleuth update``, which a build from the corpus would not reproduce)."""
+    import shutil
+
+    from sleuth.index.manifest import CURRENT, MANIFEST, build_directory, read_manifest
+
+    if not (cached / MANIFEST).is_file() or (cached / CURRENT).exists():
+        return False
+    try:
+        read_manifest(cached)  # checksums verified: a damaged cache entry is rebuilt, not copied
+    except SleuthError:
+        return False
+    with build_directory(target) as tmp:  # committed as a build is: a loadable index at target at every instant
+        assert tmp is not None  # a target is given
+        shutil.copytree(cached, tmp, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".update.lock"))
+    return True
+
+
 def selected_kinds(kind: str, out: Path | None) -> Iterator[tuple[str, Path | None]]:
     """The index kinds ``--kind`` asks for, each with its output folder (None: sleuth's cache)."""
     for what in ("bm25", "dense"):
@@ -112,7 +137,6 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
                   params: BM25Params, analyzer: Analyzer, encoder: str, factory: str, device: str,
                   ray_address: str | None, ray_workers: int, actor_cpus: float) -> None:
     """``--shards`` / ``--ray-address``: sharded BM25 and/or dense indexes, on this machine or on Ray."""
-
     from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex, read_root_manifest
 
     session: contextlib.AbstractContextManager = contextlib.nullcontext()

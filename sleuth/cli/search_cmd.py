@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import corpus_source, out, workspace
+from sleuth.cli.common import corpus_source, note_bundled, out, workspace
 from sleuth.cli.render import hits_json, hits_table
 from sleuth.models.device import check_device
 from sleuth.pipelines.config import load_pipeline
@@ -29,6 +29,7 @@ def search(
     if index is not None:
         stage = stage_for_index(index, k, device)
     else:
+        note_bundled(corpus)
         stage = load_pipeline(pipeline, workspace(corpus_source(corpus, fmt, field), device, progress=not as_json))
     hits = stage.search(query, k=k)
     if as_json:

@@ -17,11 +17,18 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import console, corpus_source, workspace
+from sleuth.cli.common import console, corpus_source, note_bundled, workspace
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.models.device import check_device
 from sleuth.service.admin import ENV_VAR
 from sleuth.service.hosts import LOOPBACK_ADDRESSES
+
+#: the built-in pipelines served on the bundled SciFact when no --pipeline is given: every one, as each runs on a flat
+#: corpus of abstracts (lexical, dense, fused, DHR's document structure, Chain-of-Skills' linked hops, QUEST's set
+#: operations; checked by tests/core/test_newcomer_defaults.py). The first start builds their indexes (cached after).
+BUNDLED_PIPELINES = ("bm25", "dense", "hybrid", "dhr", "dhr-p", "dhr-parallel", "dhr-serial", "cos-hotpotqa",
+                     "cos-nq", "cos-retrieval", "quest-bm25", "quest-bm25-classify", "quest-bm25-setops",
+                     "quest-dense", "quest-dense-classify", "quest-dense-setops")
 
 
 def serve(
@@ -29,7 +36,9 @@ def serve(
     corpus: Path | None = typer.Option(None, help="Corpus for --pipeline (default: the bundled SciFact)."),
     fmt: corpus_options.Format = None,
     field: corpus_options.Fields = None,
-    pipeline: list[str] | None = typer.Option(None, help="Pipeline to serve (repeatable): built-in or YAML."),
+    pipeline: list[str] | None = typer.Option(None, help="Pipeline to serve (repeatable): built-in or YAML. Default: "
+                                                         "bm25; on the bundled SciFact: every built-in pipeline (their "
+                                                         "indexes are built on the first start, then cached)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
     query_log: Path | None = typer.Option(None, help="Append every query to this JSONL file."),
@@ -102,7 +111,7 @@ def serve(
             stages[path.name] = stage
         if not index:
             ws = workspace(corpus_source(corpus, fmt, field), device)
-            for name in pipeline or ["bm25"]:
+            for name in served_pipelines(corpus, pipeline):
                 stage = load_pipeline(name, ws)
                 stage.description = str(read_config(name).get("description") or "")
                 stages[stage.name] = stage
@@ -112,6 +121,8 @@ def serve(
                     max_obfuscations=max_obfuscations, timeout_seconds=timeout, text_chars=text_chars,
                     max_text_chars=max_text_chars, max_response_bytes=max_response_bytes, workers=workers,
                     max_queued=max_queued)
+    if not index:
+        note_bundled(corpus, "serving")
     try:
         import uvicorn
     except ImportError:
@@ -166,6 +177,19 @@ def bind_port(host: str, port: int) -> socket.socket:
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     listener.set_inheritable(True)
     return listener
+
+
+def served_pipelines(corpus: Path | None, pipeline: list[str] | None) -> list[str]:
+    """The pipelines ``sleuth serve`` loads: those given; else on the bundled SciFact every built-in pipeline that
+    runs on it (:data:`BUNDLED_PIPELINES`, those of systems that are installed); else ``bm25``."""
+    if pipeline:
+        return list(pipeline)
+    if corpus is not None:
+        return ["bm25"]
+    from sleuth.pipelines.config import builtin_pipelines
+
+    known = builtin_pipelines()
+    return [name for name in BUNDLED_PIPELINES if name in known]
 
 
 def check_index_names(folders: list[Path]) -> None:

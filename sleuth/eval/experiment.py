@@ -30,7 +30,7 @@ from sleuth.eval.depth import common_depth, differing_depths
 from sleuth.eval.measures import MeasureLike, mean, parse_measures, per_query
 from sleuth.eval.self_hits import drop_self_hits, queries_are_documents
 from sleuth.eval.significance import CORRECTIONS, TESTS
-from sleuth.stages.base import Stage, as_queries
+from sleuth.stages.base import Stage, as_queries, transform_counted
 from sleuth.stages.run import Run
 
 Pipelines = Mapping[str, Stage] | Sequence[tuple[str, Stage] | Stage]
@@ -197,6 +197,8 @@ class Experiment:
     with the query's id holds the query's text, as in ArguAna and Quora). ``same_depth``: cut every run to the depth all
     share before measuring and testing (default); False leaves the runs whole and withholds the test of any
     pipeline whose depth differs from the baseline's.
+    ``show_progress``: each pipeline's queries done, queries/s and time left (:mod:`sleuth.progress`; the
+    queries then run in chunks).
     """
 
     def __init__(self, pipelines: Pipelines, queries: Iterable[Query | str], qrels: Qrels | None = None,
@@ -205,7 +207,7 @@ class Experiment:
                  ks: Iterable[int] = DEFAULT_KS, mode: str = "string", baseline: int | str | None = 0,
                  correction: str | None = "holm", test: str = "ttest", alpha: float = 0.05,
                  exclude_self: bool | None = None, corpus_texts: Mapping[str, str] | None = None,
-                 same_depth: bool = True):
+                 same_depth: bool = True, show_progress: bool = False):
         self.pipelines = named_pipelines(pipelines)
         topics = as_queries(queries)
         if qrels is None and answers is None:
@@ -233,6 +235,7 @@ class Experiment:
         if correction is not None and correction not in CORRECTIONS:
             raise ConfigError(f"unknown correction '{correction}'; expected None or one of {', '.join(CORRECTIONS)}")
         self.test, self.correction, self.alpha = test, correction, alpha
+        self.show_progress = show_progress
 
     def score(self, run: Run) -> dict[str, dict[str, float]]:
         """``{metric: {qid: value}}`` of one run: IR measures, then top-k accuracies."""
@@ -249,7 +252,7 @@ class Experiment:
         runs, seconds = {}, {}
         for name, stage in self.pipelines.items():
             start = time.perf_counter()
-            run = stage.transform(self.queries, None)
+            run = transform_counted(stage, self.queries, f"evaluating {name}", self.show_progress)
             seconds[name] = time.perf_counter() - start
             if not isinstance(run, Run):
                 raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a Run")

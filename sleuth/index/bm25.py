@@ -21,6 +21,7 @@ from sleuth.index.manifest import (
     write_manifest,
 )
 from sleuth.index.tokenize import Analyzer
+from sleuth.progress import counted, progress
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 
@@ -66,18 +67,21 @@ class BM25Index:
     def build(cls, passages: Iterable[Passage], path: str | Path | None = None, params: BM25Params = BM25Params(),
               analyzer: Analyzer = Analyzer(), corpus_info: dict | None = None, show_progress: bool = True) -> BM25Index:
         """Index passages; with ``path`` the index is written atomically there (an old index stays until done)."""
-        with build_directory(path) as tmp:
-            docstore = DocStore.from_passages(passages)
+        with build_directory(path) as tmp, progress("bm25 index: reading", None, "passages", show_progress) as task:
+            docstore = DocStore.from_passages(counted(passages, task))
             check_unique(docstore.ids)
-            tokens = analyzer.tokenize_ids(docstore.contents(), show_progress=show_progress)
+            task.describe(f"bm25 index: tokenizing {len(docstore):,} passages")
+            tokens = analyzer.tokenize_ids(docstore.contents())
             if not tokens.vocab:
                 raise InputError("the corpus has no indexable words (all stopwords?); an empty BM25 index is refused")
             model = bm25s.BM25(method=params.method, k1=params.k1, b=params.b, delta=params.delta)
-            model.index(tokens, show_progress=show_progress)
+            task.describe(f"bm25 index: indexing {len(docstore):,} passages")
+            model.index(tokens, show_progress=False)
             manifest = Manifest(kind=cls.kind, count=len(docstore), corpus=corpus_info or {},
                                 params={"bm25": vars(params), "analyzer": analyzer.to_dict()})
             built = cls(model, analyzer, docstore, manifest)
             if tmp is not None:
+                task.describe("bm25 index: writing")
                 built.save(tmp)
         return built
 

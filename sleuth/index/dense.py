@@ -27,6 +27,7 @@ from sleuth.index.manifest import (
 )
 from sleuth.index.prebuilt import encode_passages
 from sleuth.models.encoder import Encoder
+from sleuth.progress import counted, progress
 
 VECTORS = "vectors.faiss"
 
@@ -182,20 +183,24 @@ class DenseIndex:
         """Encode passages (taking the vectors of passages the encoder's prebuilt file holds from there:
         ``sleuth.index.prebuilt``) and index them; with ``path`` the index is written atomically there."""
         with build_directory(path) as tmp:
-            docstore = DocStore.from_passages(passages)
+            with progress("dense index: reading", None, "passages", show_progress) as task:
+                docstore = DocStore.from_passages(counted(passages, task))
             check_unique(docstore.ids)
             if not any(content.strip() for content in docstore.contents()):
                 raise InputError(f"all {len(docstore):,} passages of the corpus are empty (no title, no text): "
                                  "a dense index of them would rank every query the same; nothing to index")
-            index = make_faiss_index(factory, encoder.dim)
-            check_trainable(index, factory, len(docstore))
+            check_trainable(make_faiss_index(factory, encoder.dim), factory, len(docstore))  # before encoding
             vectors = encode_passages(encoder, docstore.contents(), show_progress=show_progress)
-            add_vectors(index, vectors)
-            manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory},
-                                encoder=encoder.spec(), dimensions=encoder.dim, corpus=corpus_info or {})
-            built = cls(index, docstore, encoder.spec(), manifest)
-            if tmp is not None:
-                built.save(tmp)
+            with progress(f"dense index: adding {len(docstore):,} vectors ({factory})", None, "steps",
+                          show_progress) as task:
+                index = make_faiss_index(factory, encoder.dim)
+                add_vectors(index, vectors)
+                manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory},
+                                    encoder=encoder.spec(), dimensions=encoder.dim, corpus=corpus_info or {})
+                built = cls(index, docstore, encoder.spec(), manifest)
+                if tmp is not None:
+                    task.describe("dense index: writing")
+                    built.save(tmp)
         return built
 
     def save(self, directory: Path) -> None:

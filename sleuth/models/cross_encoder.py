@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from sleuth.errors import MissingExtraError, SleuthError
 from sleuth.models.encoder import length_sorted_batches
+from sleuth.progress import progress
 
 MAX_LENGTH = 384  # tokens of query + document the classifier reads (QUEST, Appendix A)
 DEFAULT_BACKBONE = "minilm"
@@ -47,20 +47,19 @@ class CrossEncoderClassifier:
         try:
             import torch  # noqa: F401
             from transformers import AutoModelForSequenceClassification, AutoTokenizer
-            from transformers.utils import logging as hf_logging
         except ImportError:
             raise MissingExtraError("transformers", "torch", "the cross-encoder classifier") from None
-        hf_logging.set_verbosity_error()  # a fresh classification head is expected when starting from a backbone
-        hf_logging.disable_progress_bar()
         from sleuth.models.adapters import adapter_info, is_adapter, load_adapter
+        from sleuth.models.quiet import quiet_model_load
 
         adapter = model if is_adapter(model) else None
         path = backbone_path(adapter_info(adapter)["backbone"] if adapter else model)
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
-            if adapter:
-                self.model = load_adapter(self.model, adapter)
+            with quiet_model_load():  # a fresh classification head is expected when starting from a backbone
+                self.tokenizer = AutoTokenizer.from_pretrained(path)
+                self.model = AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+                if adapter:
+                    self.model = load_adapter(self.model, adapter)
         except (OSError, ValueError) as exc:
             raise SleuthError(f"cannot load classifier '{model}': {str(exc).splitlines()[0]}") from None
         self.model.to(device)
@@ -73,14 +72,13 @@ class CrossEncoderClassifier:
     def quantize(self) -> CrossEncoderClassifier:
         """Switch to int8 dynamic quantisation of the linear layers (CPU inference only, about 2x faster; do not
         train or save afterwards)."""
-        import warnings
-
         import torch
+
+        from sleuth.models.quiet import quiet_quantisation
 
         if self.device != "cpu":
             raise SleuthError("int8 quantisation runs on the CPU only; use device='cpu'")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with quiet_quantisation():
             self.model = torch.ao.quantization.quantize_dynamic(self.model, {torch.nn.Linear}, dtype=torch.qint8)
         self.int8 = True
         return self
@@ -114,10 +112,11 @@ class CrossEncoderClassifier:
         out = np.zeros(len(texts), dtype=np.float32)
         self.model.eval()
         batches = length_sorted_batches(texts, self.batch_size)
-        with torch.inference_mode():
-            for batch in tqdm(batches, desc="classifying", unit="batch", disable=not show_progress):
+        with torch.inference_mode(), progress("classifying", len(texts), "pairs", show_progress) as task:
+            for batch in batches:
                 logits = self.model(**self.tokenize([texts[i] for i in batch])).logits.reshape(-1)
                 out[batch] = logits.float().cpu().numpy()
+                task.advance(len(batch))
         return out
 
     def probabilities(self, texts: Sequence[str], show_progress: bool = False) -> np.ndarray:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from sleuth.errors import SleuthError
 from sleuth.models.encoder import Encoder, length_sorted_batches
+from sleuth.progress import progress
 
 
 class OnnxEncoder(Encoder):
@@ -44,14 +44,20 @@ class OnnxEncoder(Encoder):
     def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         batches = length_sorted_batches(texts, self.batch_size)
-        for batch in tqdm(batches, desc="encoding", unit="batch", disable=not show_progress):
-            encodings = self.tokenizer.encode_batch([texts[i] for i in batch])
-            feeds = {
-                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
-                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
-            }
-            hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self.input_names})[0]
-            mask = feeds["attention_mask"][..., None].astype(np.float32)
-            out[batch] = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
+        with progress(f"encoding with {Path(self.name).name}", len(texts), "passages", show_progress) as task:
+            for batch in batches:
+                self._encode_batch(texts, batch, out)
+                task.advance(len(batch))
         return out
+
+    def _encode_batch(self, texts: list[str], batch: list[int], out: np.ndarray) -> None:
+        """Mean-pooled vectors of ``texts[i]`` for ``i`` in ``batch``, written to ``out[batch]``."""
+        encodings = self.tokenizer.encode_batch([texts[i] for i in batch])
+        feeds = {
+            "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+        }
+        hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self.input_names})[0]
+        mask = feeds["attention_mask"][..., None].astype(np.float32)
+        out[batch] = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)

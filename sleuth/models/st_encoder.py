@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 
 from sleuth.errors import MissingExtraError, SleuthError
-from sleuth.models.encoder import Encoder
+from sleuth.models.encoder import Encoder, length_sorted_batches
+from sleuth.progress import progress
 
 
 class SentenceTransformerEncoder(Encoder):
@@ -39,5 +41,12 @@ class SentenceTransformerEncoder(Encoder):
         self.dim = int(dim)
 
     def _encode(self, texts: list[str], show_progress: bool) -> np.ndarray:
-        return self.model.encode(texts, batch_size=self.batch_size, show_progress_bar=show_progress,
-                                 convert_to_numpy=True, normalize_embeddings=False)
+        """Batches of ``batch_size`` texts, longest first, counted on sleuth's progress (:mod:`sleuth.progress`)."""
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        with progress(f"encoding with {Path(self.name).name}", len(texts), "passages", show_progress) as task:
+            for batch in length_sorted_batches(texts, self.batch_size):
+                out[batch] = self.model.encode([texts[i] for i in batch], batch_size=self.batch_size,
+                                               show_progress_bar=False, convert_to_numpy=True,
+                                               normalize_embeddings=False)
+                task.advance(len(batch))
+        return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -86,6 +87,8 @@ class Workspace:
     show_progress: bool = True
     passage_memo_bytes: int = DEFAULT_MEMO_BYTES
     _loaded: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: seconds each index built (not loaded from the cache) by this workspace took, by cache key
+    build_seconds: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_device(self.device)
@@ -115,8 +118,11 @@ class Workspace:
             path = self.index_dir(key)
             if (path / "manifest.json").is_file():
                 return load(path)
+            start = time.perf_counter()
             with removed_if_failed(path):  # a failed build leaves no empty cache folders behind
-                return build(path)
+                built = build(path)
+            self.build_seconds[key] = time.perf_counter() - start
+            return built
 
         return self.memo(key, load_or_build)
 

@@ -30,6 +30,8 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     def invalid_request(request, exc: RequestValidationError):
         first = exc.errors()[0] if exc.errors() else {}
+        if first.get("type") == "json_invalid":
+            return JSONResponse(status_code=400, content={"error": json_error_message(first, exc.body)})
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         return JSONResponse(status_code=400, content={"error": f"{where or 'request'}: {first.get('msg', 'invalid')}"})
 
@@ -40,3 +42,16 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     def unexpected(request, exc: Exception):
         return JSONResponse(status_code=500, content={"error": f"internal error ({type(exc).__name__})"})
+
+
+def json_error_message(error: dict, body: object) -> str:
+    """``request body is not valid JSON: Expecting value at line 1 column 5`` from FastAPI's ``json_invalid`` error
+    (whose location holds the character offset of the fault in ``body``)."""
+    reason = str((error.get("ctx") or {}).get("error") or "JSON decode error")
+    position = error.get("loc", ("body", None))[-1]
+    if isinstance(position, int) and isinstance(body, (str, bytes)):
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        line = text.count("\n", 0, position) + 1
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        return f"request body is not valid JSON: {reason} at line {line} column {column}"
+    return f"request body is not valid JSON: {reason}"

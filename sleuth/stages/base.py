@@ -37,6 +37,29 @@ def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
         raise QueryError(f"query '{query.id}' has {len(query.text)} characters; the limit is {max_chars}")
 
 
+def transform_counted(stage: Stage, queries: Sequence[Query], description: str, enabled: bool = True,
+                      chunk: int | None = None, unit: str = "queries") -> Run:
+    """``stage.transform(queries)`` in chunks of queries (default: a 20th of them, 16 to 256), with the queries done
+    (in ``unit``), their rate and time left shown by :mod:`sleuth.progress`; the same Run as one call for stages that treat queries
+    independently (every sleuth stage); one call when not ``enabled``."""
+    from sleuth.progress import progress
+
+    if not enabled:
+        return stage.transform(queries, None)
+    size = chunk or min(256, max(16, -(-len(queries) // 20)))
+    parts = []
+    with progress(description, len(queries), unit, enabled) as task:
+        for start in range(0, len(queries), size):
+            part = queries[start:start + size]
+            parts.append(stage.transform(part, None))
+            task.advance(len(part))
+    if len(parts) == 1:
+        return parts[0]
+    if not all(isinstance(part, Run) for part in parts):
+        return parts[0]  # not a Run: the caller reports it
+    return Run.concat(parts)
+
+
 class Stage(ABC):
     """One step of a pipeline: ``transform(queries, candidates) -> Run``.
 

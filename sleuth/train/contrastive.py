@@ -22,6 +22,7 @@ from typing import Any
 
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.io import atomic_write_text
+from sleuth.progress import progress
 from sleuth.train.optimisation import Optimisation
 
 
@@ -163,17 +164,16 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
     optimisation = Optimisation(st, config.lr, total, config.warmup_ratio, config.weight_decay, config.max_grad_norm)
     losses: list[float] = []
     start = time.perf_counter()
-    progress = progress_bar(total, config.show_progress, f"training {Path(out).name}")
-    while len(losses) < total:
-        for batch in batches(examples, config.batch_size, rng):
-            if len(losses) >= total:
-                break
-            queries, candidates, positives, masks = batch_layout(batch)
-            loss = contrastive_loss(embed(st, queries), embed(st, candidates), positives, masks, config.scale)
-            losses.append(optimisation.step(loss))
-            progress.update(1)
-            progress.set_postfix(loss=f"{losses[-1]:.3f}")
-    progress.close()
+    with progress(f"training {Path(out).name}", total, "steps", config.show_progress) as task:
+        while len(losses) < total:
+            for batch in batches(examples, config.batch_size, rng):
+                if len(losses) >= total:
+                    break
+                queries, candidates, positives, masks = batch_layout(batch)
+                loss = contrastive_loss(embed(st, queries), embed(st, candidates), positives, masks, config.scale)
+                losses.append(optimisation.step(loss))
+                task.advance()
+                task.note(f"loss {losses[-1]:.3f}")
     st.eval()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -188,10 +188,3 @@ def write_loss_log(path: Path, result: TrainResult, config: TrainConfig, example
     payload: dict[str, Any] = {"base_model": base, "examples": examples, "steps": result.steps,
                                "seconds": round(result.seconds, 2), "config": asdict(config), "losses": result.losses}
     atomic_write_text(path, json.dumps(payload, indent=1) + "\n")
-
-
-def progress_bar(total: int, enabled: bool, description: str):
-    """A tqdm progress bar (disabled: a no-op bar with the same methods)."""
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, disable=not enabled, desc=description, unit="step")

@@ -161,3 +161,29 @@ def test_private_search_fails_when_every_obfuscation_is_withheld(server, scifact
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: nothing was sent") and "--epsilon" in lines[0]
     assert len(log.entries()) == before
+
+
+def test_private_search_reports_what_the_engine_saw(server, scifact_rows):
+    """The privacy summary (JSON and the line after the table) counts exactly what reached the server's query log:
+    the queries sent and, per original word, how many of them held it verbatim."""
+    url, log = server
+    query = claims(scifact_rows, 3)[2]
+    args = [sys.executable, "-m", "sleuth", "privacy", "search", query, "--engine", url, "--epsilon", "12.5",
+            "-n", "8", "--depth", "10", "-k", "3", "--encoder", "minilm-onnx", "--seed", "3"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "COLUMNS": "250"}
+    before = len(log.entries())
+    result = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=600, env=env)
+    assert result.returncode == 0, result.stderr
+    privacy = json.loads(result.stdout)["privacy"]
+    seen = [entry["query"] for entry in log.entries()[before:]]
+    assert privacy["queries_sent"] == len(seen) >= 1
+    words = list(dict.fromkeys(tokenize(query)))
+    counts = {w: sum(w in tokenize(text) for text in seen) for w in words}
+    assert privacy["original_words"] == len(words)
+    assert privacy["verbatim_counts"] == {w: c for w, c in counts.items() if c}
+    assert privacy["words_sent_verbatim"] == sum(1 for c in counts.values() if c)
+    text = subprocess.run(args, capture_output=True, text=True, timeout=600, env=env)
+    assert text.returncode == 0, text.stderr
+    assert f"privacy: engine saw {privacy['queries_sent']} quer" in text.stderr
+    assert f"{privacy['words_sent_verbatim']} of {len(words)} original words sent verbatim" in " ".join(
+        text.stderr.split()) or privacy["words_sent_verbatim"] == 0

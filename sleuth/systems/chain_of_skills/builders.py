@@ -65,7 +65,7 @@ def skill_index(ws: Workspace, model: str | None, skill: str, search: VectorSear
     key = params_key(KIND, {"encoder": encoder, "skill": skill, "factory": search.factory})
     loaded = ws.cached_index(key, SkillIndex.load, lambda path: SkillIndex.build(
         corpus.passages(), cos_model(ws, model), skill, search.factory, path=path, encoder=encoder,
-        corpus_info=corpus.info()))
+        corpus_info=corpus.info(), show_progress=ws.show_progress))
     search.apply(loaded.index)
     return loaded
 

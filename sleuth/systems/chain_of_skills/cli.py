@@ -66,7 +66,7 @@ def cos_eval_command(
         raise ConfigError(f"--k-hop2-rerank must be >= 1, got {k_hop2_rerank}")
     limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank)
     rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
-                                             device=device, int8=int8)]
+                                             device=device, int8=int8, show_progress=True)]
     name = model or SHIPPED_MODEL
     shown = "/".join(str(v) for v in values.values())
     table = Table(title=f"Chain-of-Skills on {questions.name} ({rows[0]['questions']} questions, model {name}"

@@ -55,12 +55,14 @@ def ranked_paths(chain: str, hits, ks: Sequence[int]) -> tuple[dict[int, list[se
 def evaluate_chains(model_dir: str | None, questions_path: str | Path, chains: Sequence[str] = EVAL_CHAINS,
                     limit: int | None = None, limits: ChainLimits = ChainLimits(), ks: Sequence[int] = EVAL_KS,
                     device: str = "cpu", span_seed: int = 0, int8: bool = False,
-                    runs: dict | None = None) -> list[ChainScores]:
+                    runs: dict | None = None, show_progress: bool = False) -> list[ChainScores]:
     """Scores of each chain over the first ``limit`` questions with supporting facts (``model_dir``: None for the
     shipped model, "minilm" for untrained experts, or a saved multi-expert model directory); ``int8``: the chains'
     encoder quantised (``quantise``), the skill indexes still encoded in float32. With ``runs`` (a dict) each
-    chain's Run is also left there by chain name (for path-level analysis)."""
+    chain's Run is also left there by chain name (for path-level analysis). ``show_progress``: a bar per chain
+    (questions done, questions/s, time left; :mod:`sleuth.progress`)."""
     from sleuth.corpus.model import Query
+    from sleuth.stages.base import transform_counted
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
     from sleuth.systems.chain_of_skills.model import load_model, model_path
     from sleuth.systems.chain_of_skills.skill_index import SkillIndex
@@ -89,8 +91,8 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path, chains: S
     path = model_path(model_dir)
     model = load_model(path, device=device).for_inference()
     head = model_span_head(path, model.dim, device, span_seed)
-    retrieval_index = SkillIndex.build(passages, model, "retrieval")
-    link_index = SkillIndex.build(passages, model, "linking")
+    retrieval_index = SkillIndex.build(passages, model, "retrieval", show_progress=show_progress)
+    link_index = SkillIndex.build(passages, model, "linking", show_progress=show_progress)
     if int8:
         from sleuth.systems.chain_of_skills.quantise import quantise
 
@@ -103,7 +105,8 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path, chains: S
                          expanded=ExpandedRetrieve(model, retrieval_index) if chain in EXPANDING else None,
                          limits=limits)
         start = time.perf_counter()
-        run = stage.transform([Query(id=q.id, text=q.text) for q in questions])
+        run = transform_counted(stage, [Query(id=q.id, text=q.text) for q in questions], f"chain {chain}",
+                                show_progress, chunk=1, unit="questions")
         if runs is not None:
             runs[chain] = run
         recall: dict[int, list[float]] = {k: [] for k in ks}

@@ -281,11 +281,15 @@ class MultiExpertEncoder:
         """Experts initialised from a pretrained encoder ("minilm" = the shipped all-MiniLM-L6-v2, or a path)."""
         from transformers import AutoModel, AutoTokenizer
 
+        from sleuth.models.quiet import quiet_model_load
+
         path = _backbone_path(backbone)
         if not Path(path).is_dir():
             raise SleuthError(f"backbone model directory not found: {path}")
-        bert = AutoModel.from_pretrained(path, add_pooling_layer=False)
-        model = cls(bert, AutoTokenizer.from_pretrained(path), config, device)
+        with quiet_model_load():
+            bert = AutoModel.from_pretrained(path, add_pooling_layer=False)
+            tokenizer = AutoTokenizer.from_pretrained(path)
+        model = cls(bert, tokenizer, config, device)
         model.backbone = str(backbone) if str(backbone) == "minilm" else str(Path(path).resolve())
         return model
 
@@ -329,6 +333,8 @@ class MultiExpertEncoder:
         """Load a saved model directory; any problem is one SleuthError line naming it."""
         from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+        from sleuth.models.quiet import quiet_model_load
+
         directory = Path(directory)
         if (directory / ADAPTER_FILE).is_file():
             return cls._load_adapter(directory, device)
@@ -337,8 +343,9 @@ class MultiExpertEncoder:
                 raise SleuthError(f"{directory} is not a multi-expert model directory: {name} is missing")
         config = _read_config(directory)
         try:
-            bert = AutoModel.from_config(AutoConfig.from_pretrained(directory), add_pooling_layer=False)
-            tokenizer = AutoTokenizer.from_pretrained(directory)
+            with quiet_model_load():
+                bert = AutoModel.from_config(AutoConfig.from_pretrained(directory), add_pooling_layer=False)
+                tokenizer = AutoTokenizer.from_pretrained(directory)
         except (OSError, ValueError) as error:
             raise SleuthError(f"{directory}: cannot read the backbone config or tokenizer "
                               f"({str(error).splitlines()[0]})") from None
@@ -403,10 +410,14 @@ class MultiExpertEncoder:
                                       batch.get("token_type_ids"))
             yield rows, batch, states
 
-    def encode(self, texts: Sequence[Text], skill: str, side: str = "query", batch_size: int = 32) -> np.ndarray:
-        """One float32 vector per text (shape (n, dim)), pooled as configured ([CLS] by default)."""
+    def encode(self, texts: Sequence[Text], skill: str, side: str = "query", batch_size: int = 32,
+               task: Any = None) -> np.ndarray:
+        """One float32 vector per text (shape (n, dim)), pooled as configured ([CLS] by default); ``task``: a
+        :class:`sleuth.progress.Task` advanced by each batch's texts."""
         result = np.zeros((len(texts), self.dim), dtype=np.float32)
         for rows, batch, states in self._batches(texts, skill, side, batch_size, offsets=False):
+            if task is not None:
+                task.advance(len(rows))
             if self.config.pooling == "cls":
                 pooled = states[:, 0]
             else:

@@ -20,6 +20,7 @@ def quantise(model: Any, merge: bool = True) -> Any:
     quantised too; ``merge=False`` keeps them as float32 products beside the quantised frozen layer (slower)."""
     import torch
 
+    from sleuth.models.quiet import quiet_quantisation
     from sleuth.systems.chain_of_skills.experts import ExpertSwitch
 
     if str(model.device) != "cpu":
@@ -27,7 +28,8 @@ def quantise(model: Any, merge: bool = True) -> Any:
     if merge:
         model = model.for_inference()
     bert = copy.deepcopy(model.bert)
-    bert = torch.ao.quantization.quantize_dynamic(bert, quantised_linears(bert), dtype=torch.qint8)
+    with quiet_quantisation():
+        bert = torch.ao.quantization.quantize_dynamic(bert, quantised_linears(bert), dtype=torch.qint8)
     quantised = copy.copy(model)
     quantised.bert = bert.eval()
     quantised.switches = [m for m in bert.modules() if isinstance(m, ExpertSwitch)]

@@ -22,6 +22,7 @@ from sleuth.index.bm25 import check_unique
 from sleuth.index.dense import VECTORS, add_vectors, make_faiss_index, save_vectors
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import Manifest, build_directory, load_generation, read_manifest
+from sleuth.progress import progress
 
 KIND = "cos-skill"
 
@@ -50,13 +51,15 @@ class SkillIndex:
     @classmethod
     def build(cls, passages: Iterable[Passage], model, skill: str = "retrieval", factory: str = "Flat",
               batch_size: int = 32, path: str | Path | None = None, encoder: dict[str, Any] | None = None,
-              corpus_info: dict[str, Any] | None = None) -> SkillIndex:
+              corpus_info: dict[str, Any] | None = None, show_progress: bool = False) -> SkillIndex:
         """Encode ``passages`` with ``model.encode(..., skill, side="context")`` and index them; with ``path`` the
-        index is also written there atomically (``encoder`` and ``corpus_info`` go into its manifest)."""
+        index is also written there atomically (``encoder`` and ``corpus_info`` go into its manifest); ``show_progress``:
+        the passages encoded (:mod:`sleuth.progress`)."""
         with build_directory(path) as tmp:
             docstore = DocStore.from_passages(passages)
             check_unique(docstore.ids)
-            vectors = model.encode(docstore.contents(), skill, side="context", batch_size=batch_size)
+            with progress(f"cos {skill} index: encoding", len(docstore), "passages", show_progress) as task:
+                vectors = model.encode(docstore.contents(), skill, side="context", batch_size=batch_size, task=task)
             index = make_faiss_index(factory, model.dim)
             if len(docstore):
                 add_vectors(index, np.ascontiguousarray(vectors, dtype=np.float32))

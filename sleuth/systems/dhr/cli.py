@@ -95,9 +95,12 @@ def accuracy_row(name: str, run: Run, seconds: float, setup: Setup, questions: l
     return {"name": name, "measures": values, "seconds": seconds, "queries_per_second": len(questions) / seconds}
 
 
-def timed(stage, questions: list[Query]) -> tuple[Run, float]:
+def timed(stage, questions: list[Query], description: str = "questions") -> tuple[Run, float]:
+    """The stage's run on the questions (their progress shown) and its seconds."""
+    from sleuth.stages.base import transform_counted
+
     start = time.perf_counter()
-    run = stage.transform(questions)
+    run = transform_counted(stage, questions, description, unit="questions")
     return run, max(time.perf_counter() - start, 1e-9)
 
 
@@ -124,8 +127,7 @@ def comparison_rows(setup: Setup, questions: list[Query], k1: int, lam: float, k
                                                        document_encoder=doc_enc, passage_encoder=psg_enc), True),
     ]
     for name, make, passages in stages:
-        console.print(f"[dim]{name} ...[/dim]")
-        run, seconds = timed(make(), questions)
+        run, seconds = timed(make(), questions, name)
         rows.append(accuracy_row(name, run, seconds, setup, questions, ks, passages))
     return rows
 

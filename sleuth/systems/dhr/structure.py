@@ -93,13 +93,28 @@ def group_passages_into_documents(passages: Iterable[Passage]) -> list[DocumentP
     return grouped
 
 
+def note_merged_titles(groups: Iterable[DocumentPassages]) -> tuple[int, int]:
+    """Say on stderr how many distinct input documents grouping by title merged (9 Cranfield papers with one title
+    become one document; SciFact's three "Summary" abstracts too): ``(documents merged, titles they share)``."""
+    import sys
+
+    shared = [ids for g in groups if len(ids := {p.id for p in g.passages}) > 1]
+    merged = sum(len(ids) for ids in shared)
+    if shared:
+        print(f"note: dhr groups passages by title (grouping 'title', or 'auto' on a corpus without sections): "
+              f"{merged:,} documents with distinct ids share {len(shared):,} title(s) and were merged; "
+              "grouping: document keeps every document apart", file=sys.stderr)
+    return merged, len(shared)
+
+
 def documents_to_groups(docs: Iterable[Document], splitter: Callable[[Document], list[Passage]] | None,
                         grouping: str = "auto") -> list[DocumentPassages]:
     """Documents and passages of a corpus for a hierarchical index.
 
     ``grouping``: "document" keeps each input document (split by ``splitter``, or one passage per document when
     ``splitter`` is None); "title" turns every input document into one passage and groups passages by title (NQ);
-    "auto" picks "title" when there is no splitter and no document has sections, else "document".
+    "auto" picks "title" when there is no splitter and no document has sections, else "document". Grouping by title
+    says on stderr how many distinct documents it merged (:func:`note_merged_titles`).
     """
     docs = list(docs)
     if grouping not in ("auto", "title", "document"):
@@ -109,5 +124,7 @@ def documents_to_groups(docs: Iterable[Document], splitter: Callable[[Document],
     if grouping == "auto":
         grouping = "title" if splitter is None and not any(d.sections for d in docs) else "document"
     if grouping == "title":
-        return group_passages_into_documents(Passage.from_document(d) for d in docs)
+        groups = group_passages_into_documents(Passage.from_document(d) for d in docs)
+        note_merged_titles(groups)
+        return groups
     return list(split_documents(docs, splitter or (lambda d: [Passage.from_document(d)])))

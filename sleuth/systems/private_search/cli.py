@@ -139,6 +139,7 @@ def private_search(
     from sleuth.corpus.model import Query
     from sleuth.stages.base import check_query
     from sleuth.systems.private_search.client import PrivateSearch, queries_to_send
+    from sleuth.systems.private_search.exposure import Exposure
     from sleuth.systems.private_search.remote import RemoteEngine
     from sleuth.systems.private_search.rescore import local_reranker
 
@@ -161,13 +162,16 @@ def private_search(
     if not queries_to_send(query, obfuscated[0], client.withhold_original):
         how = f"epsilon {epsilon:g} hides nothing for it; lower --epsilon" if epsilon else "rephrase it"
         raise QueryError(f"nothing was sent: all {n} obfuscations of the query are its own words ({how})")
-    hits = client.rerank([asked], *client.pools([asked], obfuscated)).get(asked.id, [])[:k]
+    pools, sent = client.pools([asked], obfuscated)
+    hits = client.rerank([asked], pools, sent).get(asked.id, [])[:k]
+    exposure = Exposure.of(query, sent[asked.id])
     if as_json:
-        print(hits_json(query, hits))
+        print(json.dumps({**json.loads(hits_json(query, hits)), "privacy": exposure.to_dict()}))
         return
-    sent = hits[0].extras["obfuscated_queries"] if hits else []
-    console.print(f"sent {len(sent)} obfuscated queries, e.g. {'; '.join(sent[:3])}")
+    console.print(f"sent {len(sent[asked.id])} obfuscated queries, e.g. {'; '.join(sent[asked.id][:3])}",
+                  highlight=False)
     out.print(hits_table(query, hits))
+    console.print(f"privacy: {exposure.line()}", highlight=False, soft_wrap=True)
 
 
 def parse_system(spec: str) -> tuple[str, float | None]:
@@ -347,9 +351,8 @@ def run_effectiveness(systems, obfuscators, queries, qrels, corpus, fmt, reranke
                       seed, progress):
     """Each system through the private-search client: engine = BM25 over the corpus (in process, standing in for
     the remote server), local reranking = dense rescoring with ``reranker`` vectors of the same documents."""
-    from tqdm.auto import tqdm
-
     from sleuth.cli.common import corpus_source, workspace
+    from sleuth.progress import track
     from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
     from sleuth.systems.private_search.evaluation import NoObfuscation, evaluate_system
     from sleuth.systems.private_search.remote import StageEngine
@@ -358,7 +361,7 @@ def run_effectiveness(systems, obfuscators, queries, qrels, corpus, fmt, reranke
     engine = StageEngine(BM25Retrieve(ws.bm25(), k=depth), name="bm25")
     local = DenseRetrieve(ws.dense(reranker), encoder=ws.encoder(reranker), name=f"rerank-{reranker}")
     results = []
-    for name, eps in tqdm(systems, desc="systems", unit="system", disable=not progress):
+    for name, eps in track(systems, "privacy eval: systems", unit="systems", enabled=progress):
         obfuscator = NoObfuscation() if name == "original" else obfuscators[name]
         results.append(evaluate_system(name, obfuscator, eps, queries, qrels, engine, local, encoder, n=n,
                                        depth=depth, seed=seed))

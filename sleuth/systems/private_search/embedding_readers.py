@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from sleuth.errors import ConfigError, InputError, MissingExtraError
 from sleuth.io import open_text
+from sleuth.progress import track
 from sleuth.systems.private_search.embeddings import WordEmbeddings
 
 DEFAULT_EMBEDDINGS = "glove-6b-50d"
@@ -92,8 +92,8 @@ def read_glove_text(path: str | Path, show_progress: bool = False) -> WordEmbedd
     rows: list[np.ndarray] = []
     dim = None
     with open_text(path) as handle:
-        for number, line in enumerate(tqdm(handle, desc="reading embeddings", unit=" words",
-                                           disable=not show_progress), start=1):
+        for number, line in enumerate(track(handle, "reading embeddings", unit="words", enabled=show_progress),
+                                      start=1):
             parts = line.rstrip("\r\n ").split(" ")
             if number == 1 and len(parts) == 2 and all(p.isdigit() for p in parts):
                 continue  # "count dim" header

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from sleuth.corpus.model import Qrels, Query
 from sleuth.eval.measures import evaluate, mean
 from sleuth.models.encoder import Encoder
+from sleuth.progress import track
 from sleuth.stages.base import Stage
 from sleuth.stages.run import Run
 from sleuth.systems.private_search.client import PrivateSearch
@@ -113,7 +113,7 @@ def similarity_table(queries: Sequence[str], obfuscators: dict[str, QueryObfusca
     rng = make_rng(seed)
     table: dict[str, dict[float | None, float]] = {}
     jobs = [(name, eps) for name, o in obfuscators.items() for eps in (epsilons if o.uses_epsilon else [None])]
-    for name, eps in tqdm(jobs, desc="table 1", unit="cell", disable=not show_progress):
+    for name, eps in track(jobs, "privacy eval: table 1", unit="cells", enabled=show_progress):
         obfuscated = obfuscators[name].obfuscate(list(queries), n, eps, rng)
         table.setdefault(name, {})[eps] = mean(similarities(queries, obfuscated, encoder))
     return table

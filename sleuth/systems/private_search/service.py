@@ -54,7 +54,10 @@ class ObfuscateEndpoint:
         model = self.obfuscator(name)
         epsilon = (DEFAULT_EPSILON if epsilon is None else epsilon) if model.uses_epsilon else None
         texts = service.timed(lambda: model.obfuscate_one(query, n=n, epsilon=epsilon, seed=seed))
-        return {"query": query, "mechanism": name, "epsilon": epsilon, "obfuscated": texts}
+        from sleuth.systems.private_search.exposure import Exposure
+
+        return {"query": query, "mechanism": name, "epsilon": epsilon, "obfuscated": texts,
+                "privacy": Exposure.of(query, texts).to_dict(summary=False)}
 
     def __call__(self, app, service) -> None:
         from fastapi import Body

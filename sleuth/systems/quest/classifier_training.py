@@ -22,12 +22,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.io import atomic_directory, atomic_write_text
 from sleuth.models.cross_encoder import DEFAULT_BACKBONE, MAX_LENGTH, CrossEncoderClassifier, pair_text
+from sleuth.progress import progress
 from sleuth.stages.run import Run
 from sleuth.train.optimisation import Optimisation
 
@@ -153,7 +152,7 @@ def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig 
     losses: list[float] = []
     deadline = None if config.max_minutes is None else time.perf_counter() + 60 * config.max_minutes
     model.train()
-    with tqdm(total=total, desc="training classifier", unit="step", disable=not show_progress) as bar:
+    with progress("training classifier", total, "steps", show_progress) as bar:
         for _ in range(config.epochs):
             for indices in length_grouped_batches([text for text, _ in pairs], config.batch_size, rng):
                 if len(losses) >= total or (deadline is not None and time.perf_counter() > deadline):
@@ -165,8 +164,8 @@ def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig 
                 losses.append(optimisation.step(loss_fn(model(**inputs).logits.reshape(-1), labels)))
                 if seconds is not None:
                     seconds.append(time.perf_counter() - started)
-                bar.update(1)
-                bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}")
+                bar.advance()
+                bar.note(f"loss {sum(losses[-20:]) / len(losses[-20:]):.3f}")
     model.eval()
     return classifier, losses
 

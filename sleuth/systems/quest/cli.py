@@ -54,6 +54,7 @@ def predict_command(
     from sleuth.corpus.model import Query
     from sleuth.corpus.quest import write_quest_predictions
     from sleuth.pipelines.config import load_pipeline, validate_pipeline
+    from sleuth.stages.base import transform_counted
     from sleuth.systems.quest.methods import quest_workspace
     from sleuth.systems.quest.task import load_task
 
@@ -64,7 +65,7 @@ def predict_command(
     if not queries:
         raise ConfigError("no queries to answer")
     stage = load_pipeline(pipeline, quest_workspace(documents, device))
-    run = stage.transform(queries)
+    run = transform_counted(stage, queries, f"predicting with {stage.name}")
     predictions = []
     for query in queries:
         hits = run.get(query.id, [])

@@ -1,0 +1,36 @@
+"""Third-party noise silenced at its source: transformers' load reports ("UNEXPECTED" keys), weight-loading bars and
+deprecation FutureWarnings while a model is loaded, and torch's deprecation warning of quantised tensors while a model
+is quantised. Only inside these blocks, and only these warnings: anything else still shows."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+@contextmanager
+def quiet_model_load() -> Iterator[None]:
+    """Load a transformers model without its load report, progress bars or FutureWarnings (restored afterwards)."""
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()  # the load report: keys a task head leaves unused (a backbone's pooler)
+    hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|peft)(\.|$)")
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
+@contextmanager
+def quiet_quantisation() -> Iterator[None]:
+    """Quantise without torch's "quantized tensor creation functions ... are deprecated" warning (torch 2.10+ warns
+    on every ``quantize_dynamic``; sleuth's int8 paths are measured and kept until torchao replaces them)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=UserWarning, message=r"torch\.quantize_per_tensor.*deprecated")
+        yield
