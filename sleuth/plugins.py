@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from sleuth.errors import ConfigError
 
@@ -33,8 +34,11 @@ class System:
     ``cli`` names a module of ``package`` with ``register(app, train_app)`` (adds ``sleuth <name> ...``);
     ``stages`` a module whose import registers its stage builders; ``service`` a module with
     ``endpoints() -> list`` of callables ``(app, service)`` that add routes to a FastAPI app; ``updates`` a module
-    whose ``UPDATERS`` maps the index kinds it owns to :class:`sleuth.index.updates.Updater`. Built-in pipeline
-    YAML files live in the package's ``pipelines/`` folder.
+    whose ``UPDATERS`` maps the index kinds it owns to :class:`sleuth.index.updates.Updater`; ``shards`` a module
+    whose ``SHARD_LOADERS`` maps the kind of one shard folder it owns to a loader ``(path) -> index`` (what a shard
+    actor runs) and whose ``REMOTE_INDEXES`` maps the sharded kinds it owns to ``(path, ShardActorOptions) ->
+    index`` served by shard actors (:mod:`sleuth.scale.shard_actors`). Built-in pipeline YAML files live in the
+    package's ``pipelines/`` folder.
     """
 
     name: str
@@ -44,6 +48,7 @@ class System:
     stages: str | None = "builders"
     service: str | None = None
     updates: str | None = None
+    shards: str | None = None
 
     def module(self, name: str) -> ModuleType:
         """Import the system's module ``name`` (relative to its package)."""
@@ -82,3 +87,15 @@ def system(name: str) -> System:
         if candidate.name == name:
             return candidate
     raise ConfigError(f"unknown system '{name}' (registered: {', '.join(s.name for s in systems()) or 'none'})")
+
+
+def system_entry(hook: str, table: str, kind: str) -> Any | None:
+    """What a registered system lists for index ``kind`` in the ``table`` of its ``hook`` module (e.g. the
+    ``UPDATERS`` of its ``updates`` module), or None when no system does."""
+    for candidate in systems():
+        module = getattr(candidate, hook)
+        if module is not None:
+            entry = getattr(candidate.module(module), table, {}).get(kind)
+            if entry is not None:
+                return entry
+    return None

@@ -95,3 +95,29 @@ def scifact_jsonl(tmp_path, scifact_rows) -> Path:
     path = tmp_path / "corpus.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in scifact_rows), encoding="utf-8")
     return path
+
+
+RAY_OBJECT_STORE = 100 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def two_nodes():
+    """A real Ray cluster of two nodes on this machine (head and one worker, 1 CPU and a 100 MB object store each,
+    ``ray.cluster_utils.Cluster``), the driver connected to it; skipped without Ray."""
+    ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sleuth[ray]')")
+    import logging
+
+    from ray.cluster_utils import Cluster
+
+    if ray.is_initialized():
+        ray.shutdown()
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": RAY_OBJECT_STORE,
+                                                             "include_dashboard": False})
+    cluster.add_node(num_cpus=1, object_store_memory=RAY_OBJECT_STORE)
+    ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.WARNING)
+    cluster.wait_for_nodes()
+    try:
+        yield cluster
+    finally:
+        ray.shutdown()
+        cluster.shutdown()

@@ -71,11 +71,24 @@ def merge_topk(parts: Sequence[tuple[np.ndarray, np.ndarray]], offsets: Sequence
                k: int) -> tuple[np.ndarray, np.ndarray]:
     """Exact merge of per-shard (positions, scores) of shape (queries, k_s): the k best per query by score, ties by
     global position; FAISS's -1 padding stays -1 and sorts last."""
+    positions, scores, _ = merge_order(parts, offsets, k)
+    return positions, scores
+
+
+def merge_order(parts: Sequence[tuple[np.ndarray, np.ndarray]], offsets: Sequence[int],
+                k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`merge_topk`, and the order it took: indices into the shards' columns concatenated (shard by shard), to
+    carry further per-hit values of the shards along (:func:`take_merged`)."""
     positions = np.concatenate([np.where(p >= 0, p + offset, -1) for (p, _), offset in zip(parts, offsets)], axis=1)
     scores = np.concatenate([np.asarray(s, dtype=np.float32) for _, s in parts], axis=1)
     missing = positions < 0
     order = np.lexsort((np.where(missing, np.iinfo(np.int64).max, positions), -scores, missing), axis=-1)[:, :k]
-    return np.take_along_axis(positions, order, axis=1), np.take_along_axis(scores, order, axis=1)
+    return np.take_along_axis(positions, order, axis=1), np.take_along_axis(scores, order, axis=1), order
+
+
+def take_merged(columns: Sequence[np.ndarray], order: np.ndarray) -> np.ndarray:
+    """Per-hit values of the shards (one (queries, k_s) array per shard) in a merged order (:func:`merge_order`)."""
+    return np.take_along_axis(np.concatenate(columns, axis=1), order, axis=1)
 
 
 _POOLS: dict[int, ThreadPoolExecutor] = {}
@@ -381,19 +394,24 @@ def set_remote_loader(loader: RemoteLoader | None) -> None:
     _REMOTE_LOADER[:] = [loader] if loader is not None else []
 
 
+def load_sharded(path: str | Path, kind: str, local: Callable[[Path], T]) -> T | Any:
+    """A sharded folder of ``kind``: from the remote loader when one is set (shard actors), else ``local(path)``."""
+    return _REMOTE_LOADER[0](Path(path), kind) if _REMOTE_LOADER else local(Path(path))
+
+
 def load_bm25(path: str | Path, mmap: bool = False) -> BM25Index | ShardedBM25Index:
     """A BM25 index folder, sharded or not (dispatch on the manifest kind; sharded folders go to the remote loader
     when one is set)."""
     if index_kind(path) != SHARDED_BM25:
         return BM25Index.load(path, mmap)
-    return _REMOTE_LOADER[0](Path(path), SHARDED_BM25) if _REMOTE_LOADER else ShardedBM25Index.load(path, mmap)
+    return load_sharded(path, SHARDED_BM25, lambda where: ShardedBM25Index.load(where, mmap))
 
 
 def load_dense(path: str | Path, mmap: bool = False) -> DenseIndex | ShardedDenseIndex:
     """A dense index folder, sharded or not (dispatch on the manifest kind, as :func:`load_bm25`)."""
     if index_kind(path) != SHARDED_DENSE:
         return DenseIndex.load(path, mmap)
-    return _REMOTE_LOADER[0](Path(path), SHARDED_DENSE) if _REMOTE_LOADER else ShardedDenseIndex.load(path, mmap)
+    return load_sharded(path, SHARDED_DENSE, lambda where: ShardedDenseIndex.load(where, mmap))
 
 
 def set_search_params(index: DenseIndex | ShardedDenseIndex, search: VectorSearch) -> None:

@@ -85,15 +85,13 @@ def system_updater(kind: str, index_dir: str | Path) -> Updater:
     """The Updater for ``kind``: the core's for sharded indexes, else a registered system's (ConfigError when none
     does)."""
     from sleuth.index.sharded_updates import UPDATERS as SHARDED
-    from sleuth.plugins import systems
+    from sleuth.plugins import system_entry
 
     if kind in SHARDED:
         return SHARDED[kind]
-    for system in systems():
-        if system.updates is not None:
-            updater = getattr(system.module(system.updates), "UPDATERS", {}).get(kind)
-            if updater is not None:
-                return updater
+    updater = system_entry("updates", "UPDATERS", kind)
+    if updater is not None:
+        return updater
     raise ConfigError(f"{index_dir}: '{kind}' indexes cannot be updated (no system registers an updater for them)")
 
 

@@ -48,16 +48,32 @@ class ShardActorOptions:
     rows_with_search_k: int = 100
 
 
+def load_shard(path: str) -> Any:
+    """One shard folder: an ordinary ``bm25`` or ``dense`` index, or a kind a system's ``SHARD_LOADERS`` lists."""
+    from sleuth.index.bm25 import BM25Index
+    from sleuth.index.dense import DenseIndex
+    from sleuth.index.manifest import read_manifest
+    from sleuth.plugins import system_entry
+
+    kind = read_manifest(path, verify=False).kind
+    if kind in (BM25Index.kind, DenseIndex.kind):
+        return BM25Index.load(path) if kind == BM25Index.kind else DenseIndex.load(path)
+    loader = system_entry("shards", "SHARD_LOADERS", kind)
+    if loader is None:
+        raise IndexError_(f"{path}: no shard loader for '{kind}' indexes (no system registers one)")
+    return loader(path)
+
+
 class ShardActor:
-    """A Ray actor holding one shard (an ordinary ``bm25`` or ``dense`` index folder), loaded once."""
+    """A Ray actor holding one shard (an ordinary index folder: ``bm25``, ``dense`` or a system's kind), loaded
+    once."""
 
     def __init__(self, path: str):
-        from sleuth.index.bm25 import BM25Index
-        from sleuth.index.dense import DenseIndex
-        from sleuth.index.manifest import read_manifest
+        self.index: Any = load_shard(path)
 
-        kind = read_manifest(path, verify=False).kind
-        self.index: Any = BM25Index.load(path) if kind == "bm25" else DenseIndex.load(path)
+    def run(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(shard index, *args)``: a system's own per-shard work (e.g. DHR's passage scoring)."""
+        return function(self.index, *args)
 
     def facts(self) -> dict[str, Any]:
         """Row count, node id, process id and the manifest's parameters (to check against the sharded manifest)."""
@@ -352,10 +368,17 @@ class RayShardedDenseIndex(_RaySharded):
 def serve_shards_on_ray(options: ShardActorOptions = ShardActorOptions()) -> None:
     """From now on, sharded index folders loaded by :func:`sleuth.index.sharded.load_bm25` / ``load_dense`` (so by
     ``sleuth serve --index``, ``sleuth search --index`` and pipelines' ``index:`` keys) are served by shard actors in
-    the connected Ray cluster."""
+    the connected Ray cluster; so are a system's sharded kinds (its ``REMOTE_INDEXES``, e.g. DHR's
+    ``sharded-hierarchical``) loaded through :func:`sleuth.index.sharded.load_sharded`."""
     from sleuth.index import sharded
+    from sleuth.plugins import system_entry
 
-    def load(path: Path, kind: str) -> RayShardedBM25Index | RayShardedDenseIndex:
-        return RayShardedBM25Index(path, options) if kind == SHARDED_BM25 else RayShardedDenseIndex(path, options)
+    def load(path: Path, kind: str) -> Any:
+        if kind in (SHARDED_BM25, SHARDED_DENSE):
+            return RayShardedBM25Index(path, options) if kind == SHARDED_BM25 else RayShardedDenseIndex(path, options)
+        remote = system_entry("shards", "REMOTE_INDEXES", kind)
+        if remote is None:
+            raise IndexError_(f"{path}: no system serves '{kind}' indexes on shard actors")
+        return remote(path, options)
 
     sharded.set_remote_loader(load)

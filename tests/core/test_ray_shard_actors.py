@@ -5,7 +5,6 @@ an error naming it (HTTP 503 from the service)."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 
@@ -20,28 +19,6 @@ from sleuth.index.sharded import ShardedBM25Index
 from sleuth.pipelines.workspace import CorpusSource
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sleuth[ray]')")
-
-OBJECT_STORE = 100 * 1024 * 1024
-
-
-@pytest.fixture(scope="module")
-def two_nodes():
-    """A Ray cluster of two nodes on this machine (head and one worker, 1 CPU each), the driver connected to it."""
-    from ray.cluster_utils import Cluster
-
-    if ray.is_initialized():
-        ray.shutdown()
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "object_store_memory": OBJECT_STORE,
-                                                             "include_dashboard": False})
-    cluster.add_node(num_cpus=1, object_store_memory=OBJECT_STORE)
-    ray.init(address=cluster.address, log_to_driver=False, logging_level=logging.WARNING)
-    cluster.wait_for_nodes()
-    try:
-        yield cluster
-    finally:
-        ray.shutdown()
-        cluster.shutdown()
-
 
 @pytest.fixture(scope="module")
 def passages():

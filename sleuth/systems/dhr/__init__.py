@@ -4,4 +4,4 @@ Hierarchical Retrieval for Open-Domain Question Answering*, Findings of EMNLP 20
 from sleuth.plugins import System
 
 SYSTEM = System(name="dhr", title="Dense Hierarchical Retrieval for Open-Domain Question Answering (EMNLP 2021)",
-                package=__name__, updates="updates")
+                package=__name__, updates="updates", shards="sharded")

@@ -8,7 +8,7 @@ corpus becomes documents and passages, see :func:`sleuth.systems.dhr.structure.d
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from sleuth.constraints import Count, OneOf
 from sleuth.corpus.model import Passage
@@ -19,6 +19,7 @@ from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace, params_key
 from sleuth.stages.base import Stage
 from sleuth.systems.dhr.index import COMBINATIONS, DOCUMENT_SCORES, HierarchicalIndex
+from sleuth.systems.dhr.sharded import load_hierarchical
 from sleuth.systems.dhr.stages import (
     DEFAULT_K1,
     DEFAULT_LAMBDA,
@@ -27,6 +28,7 @@ from sleuth.systems.dhr.stages import (
     PassageInDocuments,
     PassageRetrieve,
     dhr,
+    require_whole,
 )
 from sleuth.systems.dhr.structure import DEFAULT_SEPARATOR, documents_to_groups
 
@@ -53,16 +55,19 @@ def corpus_groups(ws: Workspace, grouping: str):
 
 
 def hierarchical_index(ws: Workspace, index: str | None, document_encoder: str, passage_encoder: str,
-                       search: VectorSearch, separator: str, grouping: str) -> HierarchicalIndex:
-    """A hierarchical index from a path, or the workspace corpus's (built once per parameter set, then cached)."""
+                       search: VectorSearch, separator: str, grouping: str) -> Any:
+    """A hierarchical index from a path (sharded or not: :func:`load_hierarchical`), or the workspace corpus's (built
+    once per parameter set, then cached)."""
     if index is not None:
-        loaded = HierarchicalIndex.load(index)
-    else:
-        key = params_key("hierarchical", {"document_encoder": document_encoder, "passage_encoder": passage_encoder,
-                                          "factory": search.factory, "separator": separator, "grouping": grouping})
-        loaded = ws.cached_index(key, HierarchicalIndex.load, lambda path: HierarchicalIndex.build(
-            corpus_groups(ws, grouping), ws.encoder(document_encoder), ws.encoder(passage_encoder), path, search.factory,
-            separator, ws.source().info(), ws.show_progress))
+        loaded = load_hierarchical(index)
+        if isinstance(loaded, HierarchicalIndex):
+            search.apply(loaded.document_index)
+        return loaded
+    key = params_key("hierarchical", {"document_encoder": document_encoder, "passage_encoder": passage_encoder,
+                                      "factory": search.factory, "separator": separator, "grouping": grouping})
+    loaded = ws.cached_index(key, HierarchicalIndex.load, lambda path: HierarchicalIndex.build(
+        corpus_groups(ws, grouping), ws.encoder(document_encoder), ws.encoder(passage_encoder), path, search.factory,
+        separator, ws.source().info(), ws.show_progress))
     search.apply(loaded.document_index)
     return loaded
 
@@ -101,7 +106,7 @@ def dhr_stage(ws: Workspace, *, mode: Mode = DEFAULT_MODE, k1: Count = DEFAULT_K
     if documents not in DOCUMENT_BACKENDS:
         raise ConfigError(f"dhr: unknown documents backend '{documents}' (known: {', '.join(DOCUMENT_BACKENDS)})")
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
-    bm25 = document_bm25(ws, loaded, separator, grouping) if documents == "bm25" else None
+    bm25 = document_bm25(ws, require_whole(loaded, name), separator, grouping) if documents == "bm25" else None
     doc_enc, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
     return dhr(loaded, mode=mode, k1=k1, k2=k, lam=lam, document_encoder=doc_enc if bm25 is None else None,
                passage_encoder=passage_enc, bm25=bm25, device=ws.device, name=name, document=document, combine=combine,
@@ -119,7 +124,7 @@ def dhr_documents_stage(ws: Workspace, *, k: Count = DEFAULT_K1, documents: Back
         raise ConfigError(f"dhr_documents: unknown documents backend '{documents}'")
     loaded = hierarchical_index(ws, index, document_encoder, passage_encoder, search, separator, grouping)
     if documents == "bm25":
-        bm25 = document_bm25(ws, loaded, separator, grouping)
+        bm25 = document_bm25(ws, require_whole(loaded, name), separator, grouping)
         return DocumentRetrieve(loaded, k=k, name=name, device=ws.device, bm25=bm25, document=document)
     doc_enc, passage_enc = encoders_for(ws, index, document_encoder, passage_encoder)
     return DocumentRetrieve(loaded, passage_enc if document != "summary" else doc_enc, k=k, name=name,

@@ -280,12 +280,27 @@ def prior_candidates(setup: Setup, questions: list[Query], metric_k: int):
                                     lambda qid, hit: matchers[qid](hit.text or ""), [q.id for q in questions])
 
 
+def shard_command(
+    index: Path = typer.Argument(..., help="A hierarchical index folder."),
+    shards: int = typer.Option(..., "--shards", help="Number of shards (each holds whole documents)."),
+    out_dir: Path = typer.Option(..., "--out", help="Where to write the sharded index folder."),
+) -> None:
+    """Cut a hierarchical index into shards of whole documents with near-equal passage counts (same vectors), served
+    by `sleuth serve` and pipelines' `index:` keys, on Ray shard actors with --ray-address."""
+    from sleuth.systems.dhr.index import HierarchicalIndex
+    from sleuth.systems.dhr.sharded import shard_hierarchical
+
+    written = shard_hierarchical(HierarchicalIndex.load(index), out_dir, shards)
+    out.print(f"{written}: {shards} shards of whole documents")
+
+
 def register(app: typer.Typer, train_app: typer.Typer) -> None:
-    """``sleuth dhr train|compare|tune``, and the old ``sleuth dhr train`` as a hidden alias."""
+    """``sleuth dhr train|compare|tune|shard``, and the old ``sleuth dhr train`` as a hidden alias."""
     from sleuth.systems.dhr.train_cli import train_dhr_command
 
     dhr_app.command("train")(train_dhr_command)
     dhr_app.command("compare")(compare_command)
     dhr_app.command("tune")(tune_command)
+    dhr_app.command("shard")(shard_command)
     app.add_typer(dhr_app, name="dhr")
     train_app.command("dhr", hidden=True)(train_dhr_command)

@@ -201,6 +201,19 @@ class HierarchicalIndex:
         return len(self.passages)
 
     @property
+    def docstore(self) -> DocStore:
+        """The passage store (what shard actors fetch hit passages from)."""
+        return self.passages
+
+    @property
+    def document_dim(self) -> int:
+        return int(self.document_vectors.shape[1])
+
+    @property
+    def passage_dim(self) -> int:
+        return int(self.passage_vectors.shape[1])
+
+    @property
     def passage_document(self) -> np.ndarray:
         """Document row of every passage row."""
         if self._passage_document is None:

@@ -20,6 +20,8 @@ then carry the prior added to them in ``document_prior`` (0 where the gate left 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -59,16 +61,24 @@ def check_encoder(encoder: Encoder, dim: int, what: str) -> Encoder:
     return encoder
 
 
+def require_whole(index: Any, name: str) -> HierarchicalIndex:
+    """``index`` when it is one hierarchical index; a sharded one serves the parallel mode and dhr_p only."""
+    if not isinstance(index, HierarchicalIndex):
+        raise ConfigError(f"{name}: a sharded hierarchical index serves mode parallel and dhr_p; the serial mode, "
+                          "document stages and BM25 documents need the unsharded index")
+    return index
+
+
 def resolve_document_encoder(index: HierarchicalIndex, encoder: Encoder | None, device: str) -> Encoder:
     """The given document encoder (checked against the index), or the one the index was built with."""
     encoder = encoder or encoder_from_spec(index.document_encoder_spec, device=device)
-    return check_encoder(encoder, index.document_vectors.shape[1], "document")
+    return check_encoder(encoder, index.document_dim, "document")
 
 
 def resolve_passage_encoder(index: HierarchicalIndex, encoder: Encoder | None, device: str) -> Encoder:
     """The given passage encoder (checked against the index), or the one the index was built with."""
     encoder = encoder or encoder_from_spec(index.passage_encoder_spec, device=device)
-    return check_encoder(encoder, index.passage_vectors.shape[1], "passage")
+    return check_encoder(encoder, index.passage_dim, "passage")
 
 
 def check_length_prior(beta: float, name: str) -> float:
@@ -94,12 +104,6 @@ def document_priors(index: HierarchicalIndex, beta: float) -> np.ndarray | None:
     return index.length_prior(beta) if beta else None
 
 
-def prior_extras(index: HierarchicalIndex, row: int, prior: np.ndarray | None) -> dict[str, float]:
-    """``{"document_prior": ...}``, the passage row's document prior (``prior``: one value per document, as added for
-    this query), when a prior is set, else {}."""
-    return {} if prior is None else {"document_prior": float(prior[index.passage_document[row]])}
-
-
 def passage_hit(index: HierarchicalIndex, row: int, score: float, **extras) -> Hit:
     """A Hit for a passage row, carrying its document id and hierarchical title."""
     store = index.passages
@@ -119,6 +123,7 @@ class DocumentRetrieve(Stage):
         if k < 1:
             raise ConfigError(f"{name}: k must be at least 1, got {k}")
         check_choice(document, DOCUMENT_SCORES, "document score")
+        require_whole(index, name)
         if document != "summary" and bm25 is not None:
             raise ConfigError(f"{name}: {document} documents are dense; BM25 documents need document: summary")
         self.index, self.k, self.name, self.bm25, self.document = index, k, name, bm25, document
@@ -180,7 +185,7 @@ class PassageInDocuments(Stage):
                  length_prior: float = 0.0, length_prior_below: float | None = None):
         if k < 1:
             raise ConfigError(f"{name}: k must be at least 1, got {k}")
-        self.index, self.lam, self.k, self.name = index, float(lam), k, name
+        self.index, self.lam, self.k, self.name = require_whole(index, name), float(lam), k, name
         self.length_prior = check_length_prior(length_prior, name)
         self.length_prior_below = check_prior_gate(length_prior_below, name)
         self.combine = check_choice(combine, COMBINATIONS, "score combination")
@@ -239,54 +244,108 @@ def rank_passages_in_documents(index: HierarchicalIndex, query_vector: np.ndarra
     return rows[best], final[best], passage_scores[best], per_passage[best], ranks[best], added[best]
 
 
+@dataclass(frozen=True)
+class ParallelParams:
+    """What a parallel DHR ranking takes besides the query vectors (see :class:`ParallelDHR`)."""
+
+    k: int
+    lam: float = DEFAULT_LAMBDA
+    document: str = "summary"
+    combine: str = "add"
+    length_prior: float = 0.0
+    length_prior_below: float | None = None
+
+    @property
+    def gated(self) -> bool:
+        """Whether the length prior is added per query by its best passage score (then that score is needed)."""
+        return bool(self.length_prior) and self.length_prior_below is not None
+
+
+@dataclass
+class ParallelRanking:
+    """A parallel DHR ranking, arrays of queries x hits: passage rows, final scores, passage scores, document scores
+    and the prior added (zeros without one)."""
+
+    rows: np.ndarray
+    scores: np.ndarray
+    passage_scores: np.ndarray
+    document_scores: np.ndarray
+    priors: np.ndarray
+
+
+def parallel_document_scores(index: HierarchicalIndex, document_query_vectors: np.ndarray,
+                             passage_query_vectors: np.ndarray,
+                             params: ParallelParams) -> tuple[np.ndarray, np.ndarray | None]:
+    """Every document's score for every query, and each query's best passage score when the prior's gate needs it
+    (else None): the best "max" document score, or one more scan of the passages."""
+    document_scores = index.document_scores(document_query_vectors, params.document)
+    if not params.gated:
+        return document_scores, None
+    best = document_scores if params.document == "max" else index.max_passage_scores(passage_query_vectors)
+    return document_scores, best.max(axis=1)
+
+
+def rank_parallel(index: HierarchicalIndex, document_scores: np.ndarray, passage_query_vectors: np.ndarray,
+                  params: ParallelParams, applies: np.ndarray | None) -> ParallelRanking:
+    """Every passage scored and combined with its document's score (Eq. 3 or the gate), the length prior added for
+    the queries ``applies`` marks (every query when None), top ``k``."""
+    prior = document_priors(index, params.length_prior)
+    priors = None
+    if prior is not None:
+        priors = (np.broadcast_to(prior, document_scores.shape) if applies is None
+                  else applies.astype(np.float32)[:, None] * prior[None, :])
+    rows, scores = index.scan_passages(passage_query_vectors, params.k, document_weight=params.lam,
+                                       document_scores=document_scores, combine=params.combine,
+                                       document_prior=priors)
+    owners = index.passage_document[rows]
+    own = [index.score_passages(vector, query_rows) for vector, query_rows in zip(passage_query_vectors, rows)]
+    return ParallelRanking(rows, scores, np.array(own, dtype=np.float32).reshape(rows.shape),
+                           np.take_along_axis(document_scores, owners, axis=1),
+                           np.zeros_like(scores) if priors is None else np.take_along_axis(priors, owners, axis=1))
+
+
+def parallel_ranking(index: Any, document_query_vectors: np.ndarray, passage_query_vectors: np.ndarray,
+                     params: ParallelParams) -> ParallelRanking:
+    """The parallel DHR ranking over a hierarchical index, or over a sharded one (its ``parallel_search``: every
+    shard ranks its own documents' passages, merged exactly)."""
+    if not isinstance(index, HierarchicalIndex):
+        return index.parallel_search(document_query_vectors, passage_query_vectors, params)
+    document_scores, best = parallel_document_scores(index, document_query_vectors, passage_query_vectors, params)
+    applies = None if best is None else prior_applies(best, params.length_prior_below)
+    return rank_parallel(index, document_scores, passage_query_vectors, params, applies)
+
+
 class ParallelDHR(Stage):
     """DHR's parallel variant: all passages and all documents scored exactly, added by Eq. 3, top ``k``. The length
-    prior's gate (``length_prior_below``) reads the query's best passage score over the whole index."""
+    prior's gate (``length_prior_below``) reads the query's best passage score over the whole index. ``index``: a
+    hierarchical index or a sharded one (in this process or on shard actors: :mod:`sleuth.systems.dhr.sharded`)."""
 
     def __init__(self, index: HierarchicalIndex, document_encoder: Encoder | None = None,
                  passage_encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA, k: int = 100,
                  name: str = "dhr_parallel", device: str = "cpu", document: str = "summary", combine: str = "add",
                  length_prior: float = 0.0, length_prior_below: float | None = None):
-        self.index, self.lam, self.k, self.name = index, float(lam), k, name
-        self.length_prior = check_length_prior(length_prior, name)
-        self.length_prior_below = check_prior_gate(length_prior_below, name)
-        self.document = check_choice(document, DOCUMENT_SCORES, "document score")
-        self.combine = check_choice(combine, COMBINATIONS, "score combination")
+        self.index, self.k, self.name = index, k, name
+        self.params = ParallelParams(k, float(lam), check_choice(document, DOCUMENT_SCORES, "document score"),
+                                     check_choice(combine, COMBINATIONS, "score combination"),
+                                     check_length_prior(length_prior, name), check_prior_gate(length_prior_below, name))
         self.passage_encoder = resolve_passage_encoder(index, passage_encoder, device)
         self.document_encoder = (self.passage_encoder if document != "summary"
                                  else resolve_document_encoder(index, document_encoder, device))
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         texts = [q.text for q in queries]
-        document_scores = self.index.document_scores(self.document_encoder.encode_queries(texts), self.document)
-        passage_vectors = self.passage_encoder.encode_queries(texts)
-        priors = self.query_priors(passage_vectors, document_scores)
-        rows, scores = self.index.scan_passages(passage_vectors, self.k, document_weight=self.lam,
-                                                document_scores=document_scores, combine=self.combine,
-                                                document_prior=priors)
+        document_vectors = self.document_encoder.encode_queries(texts)
+        ranked = parallel_ranking(self.index, document_vectors, self.passage_encoder.encode_queries(texts),
+                                  self.params)
         run = Run()
         for i, query in enumerate(queries):
-            doc_scores = document_scores[i, self.index.passage_document[rows[i]]]
-            own = self.index.score_passages(passage_vectors[i], rows[i])
-            prior = None if priors is None else priors[i]
-            run[query.id] = [passage_hit(self.index, row, score, passage_score=float(p), document_score=float(d),
-                                         **prior_extras(self.index, row, prior))
-                             for row, score, p, d in zip(rows[i].tolist(), scores[i].tolist(), own.tolist(),
-                                                         doc_scores.tolist())]
+            run[query.id] = [passage_hit(self.index, row, score, passage_score=p, document_score=d,
+                                         **({"document_prior": added} if self.params.length_prior else {}))
+                             for row, score, p, d, added in zip(ranked.rows[i].tolist(), ranked.scores[i].tolist(),
+                                                                ranked.passage_scores[i].tolist(),
+                                                                ranked.document_scores[i].tolist(),
+                                                                ranked.priors[i].tolist())]
         return run
-
-    def query_priors(self, passage_vectors: np.ndarray, document_scores: np.ndarray) -> np.ndarray | None:
-        """The length prior per query and document (queries x documents; a row of zeros for a query the gate leaves
-        out), or None without a prior. The gate reads each query's best passage score: the best of the "max"
-        document scores when those are the document scores, else one more scan of the passages."""
-        prior = document_priors(self.index, self.length_prior)
-        if prior is None:
-            return None
-        if self.length_prior_below is None:
-            return np.broadcast_to(prior, document_scores.shape)
-        best = document_scores if self.document == "max" else self.index.max_passage_scores(passage_vectors)
-        applies = prior_applies(best.max(axis=1), self.length_prior_below)
-        return applies.astype(np.float32)[:, None] * prior[None, :]
 
 
 class PassageRetrieve(Stage):
