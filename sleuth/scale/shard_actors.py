@@ -11,7 +11,9 @@ store: hit texts are fetched from the actors that hold them (:class:`RemoteDocSt
 
 Failures: an actor that dies is restarted in its bundle (``max_restarts``) and reloads its shard; calls in flight
 are retried (``max_task_retries``). A shard that stays down is a :class:`~sleuth.errors.ShardUnavailableError`
-naming it (HTTP 503 from the service), never a ranking silently missing a shard.
+naming it (HTTP 503 from the service), never a ranking silently missing a shard; searches inside
+:func:`sleuth.scale.partial.partial_results` (``partial=true`` over HTTP) merge the shards that answered instead and
+report the rest.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import numpy as np
 from sleuth.errors import IndexError_, ShardUnavailableError
 from sleuth.index.manifest import Manifest, current_generation
 from sleuth.index.sharded import SHARDED_BM25, SHARDED_DENSE, by_shard, merge_topk, read_root_manifest
+from sleuth.scale.partial import current_report
 from sleuth.scale.session import require_ray
 
 FIELDS = ("id", "doc_id", "title", "text")
@@ -161,41 +164,61 @@ class ShardActors:
         """The node each shard actor runs on now."""
         return [facts["node_id"] for facts in self.call_all(lambda actor: actor.facts.remote())]
 
-    def call_all(self, call: Callable[[Any], Any]) -> list[Any]:
-        """``call(actor)`` on every actor at once (scatter), then every result (gather)."""
-        return self.gather([(i, call(actor)) for i, actor in enumerate(self.actors)])
+    def call_all(self, call: Callable[[Any], Any], partial: bool = False) -> list[Any]:
+        """``call(actor)`` on every actor at once (scatter), then every result (gather; ``partial``: None for a shard
+        down inside :func:`sleuth.scale.partial.partial_results`)."""
+        return self.gather([(i, call(actor)) for i, actor in enumerate(self.actors)], partial)
 
-    def gather(self, pending: list[tuple[int, Any]]) -> list[Any]:
+    def gather(self, pending: list[tuple[int, Any]], partial: bool = False) -> list[Any]:
         """Results of ``(shard, object ref)`` pairs in order; a shard that stays down (its restarts spent) or does not
-        answer within the time limit is a ShardUnavailableError naming it."""
+        answer within the time limit is a ShardUnavailableError naming it -- or, with ``partial`` inside
+        :func:`sleuth.scale.partial.partial_results`, a None result, recorded in that block's report."""
         import time
 
         ray = require_ray()
+        report = current_report() if partial else None
         deadline = time.monotonic() + self.options.timeout_s
         out = []
         for shard, ref in pending:
             try:
                 out.append(ray.get(ref, timeout=max(deadline - time.monotonic(), 0.001)))
             except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as exc:
-                raise ShardUnavailableError(f"{self.describe(shard)} is down "
-                                            f"({type(exc).__name__}, restarts spent): no ranking") from None
+                error = ShardUnavailableError(f"{self.describe(shard)} is down "
+                                              f"({type(exc).__name__}, restarts spent): no ranking")
             except ray.exceptions.GetTimeoutError:
-                raise ShardUnavailableError(f"{self.describe(shard)} did not answer within "
-                                            f"{self.options.timeout_s:g} s: no ranking") from None
+                error = ShardUnavailableError(f"{self.describe(shard)} did not answer within "
+                                              f"{self.options.timeout_s:g} s: no ranking")
+            else:
+                if report is not None:
+                    report.ok(self.describe(shard))
+                continue
+            if report is None:
+                raise error
+            report.failed(self.describe(shard), str(error).removesuffix(": no ranking"))
+            out.append(None)
+        if report is not None and pending and all(result is None for result in out):
+            raise ShardUnavailableError(f"{self.path}: no shard answered ({'; '.join(report.down.values())})")
         return out
+
+    def answering(self, results: list[Any]) -> tuple[list[Any], list[int]]:
+        """The results of the shards that answered (a partial gather's non-None ones) and those shards' offsets."""
+        kept = [(result, int(offset)) for result, offset in zip(results, self.offsets.tolist()) if result is not None]
+        return [result for result, _ in kept], [offset for _, offset in kept]
 
     def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray, dict[int, tuple] | None]:
         """Scatter ``queries`` to every shard, merge the local top-k exactly (global rows, ties by row); up to
-        ``rows_with_search_k``, also the passages of the shards' top-k rows by global row (else None)."""
+        ``rows_with_search_k``, also the passages of the shards' top-k rows by global row (else None). Inside
+        :func:`sleuth.scale.partial.partial_results`, the shards that answered are merged and the rest reported."""
         ray = require_ray()
         shared = ray.put(queries)
         if k > self.options.rows_with_search_k:
-            parts = self.call_all(lambda actor: actor.search.remote(shared, k))
-            return (*merge_topk(parts, self.offsets.tolist(), min(k, len(self))), None)
-        answers = self.call_all(lambda actor: actor.search_with_rows.remote(shared, k))
-        records = {offset + row: tuple(record) for offset, (_, _, rows) in zip(self.offsets.tolist(), answers)
+            parts, offsets = self.answering(self.call_all(lambda actor: actor.search.remote(shared, k), partial=True))
+            return (*merge_topk(parts, offsets, min(k, len(self))), None)
+        answers, offsets = self.answering(self.call_all(lambda actor: actor.search_with_rows.remote(shared, k),
+                                                        partial=True))
+        records = {offset + row: tuple(record) for offset, (_, _, rows) in zip(offsets, answers)
                    for row, record in rows}
-        positions, scores = merge_topk([(p, s) for p, s, _ in answers], self.offsets.tolist(), min(k, len(self)))
+        positions, scores = merge_topk([(p, s) for p, s, _ in answers], offsets, min(k, len(self)))
         return positions, scores, records
 
     def close(self) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from sleuth.scale.partial import partial_results
 from sleuth.service.executor import BoundedExecutor, Deadline
-from sleuth.service.limits import Limits
+from sleuth.service.limits import Limits, check_flag
 from sleuth.service.query_log import QueryLog
 from sleuth.service.served import ServedPipelines
 from sleuth.service.shape import Shape, encode, estimated_bytes, too_large
@@ -21,37 +22,42 @@ class Searcher:
     def __init__(self, served: ServedPipelines, executor: BoundedExecutor, limits: Limits, query_log: QueryLog):
         self.served, self.executor, self.limits, self.query_log = served, executor, limits, query_log
 
-    def _one(self, name: str, stage: Stage, query: str, k: int, shape: Shape) -> dict[str, Any]:
-        """``{"hits"}`` of one query (and ``obfuscated_queries`` when ``extras`` and the stage sent some)."""
-        hits = stage.search(query, k=k)
+    def _one(self, name: str, stage: Stage, query: str, k: int, shape: Shape, partial: bool) -> dict[str, Any]:
+        """``{"hits"}`` of one query (and ``obfuscated_queries`` when ``extras`` and the stage sent some); with
+        ``partial``, the ranking of the shards that answered and ``shards``: which answered, which are down."""
+        with partial_results(partial) as report:
+            hits = stage.search(query, k=k)
         self.query_log.record(pipeline=name, query=query, k=k, hits=len(hits))
         records, sent = shape.hits(hits)
-        return {"hits": records} if sent is None else {"hits": records, "obfuscated_queries": sent}
+        out: dict[str, Any] = {"hits": records} if sent is None else {"hits": records, "obfuscated_queries": sent}
+        return {**out, "shards": report.to_dict()} if partial else out
 
     async def search(self, query: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
-                     max_chars: Any = None, fields: Any = None) -> bytes:
-        """One search: ``{"query", "pipeline", "hits"}``."""
+                     max_chars: Any = None, fields: Any = None, partial: Any = False) -> bytes:
+        """One search: ``{"query", "pipeline", "hits"}`` (and ``shards`` with ``partial``)."""
         name, stage = self.served.pipeline(pipeline)
         query, k = self.limits.query(query), self.limits.k(k)
         shape = Shape.of(self.limits, max_chars, fields, extras)
+        partial = check_flag(partial, "partial")
         cap = self.limits.max_response_bytes
-        return await self.executor.run_async(
-            lambda deadline: encode({"query": query, "pipeline": name, **self._one(name, stage, query, k, shape)}, cap))
+        return await self.executor.run_async(lambda deadline: encode(
+            {"query": query, "pipeline": name, **self._one(name, stage, query, k, shape, partial)}, cap))
 
     async def search_batch(self, queries: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
-                           max_chars: Any = None, fields: Any = None) -> bytes:
+                           max_chars: Any = None, fields: Any = None, partial: Any = False) -> bytes:
         """Several searches in one request: ``{"pipeline", "results": [{"query", "hits"}]}``; the work stops between
         queries once the time limit passed or the response grew past its size cap."""
         name, stage = self.served.pipeline(pipeline)
         queries, k = self.limits.batch(queries), self.limits.k(k)
         shape = Shape.of(self.limits, max_chars, fields, extras)
+        partial = check_flag(partial, "partial")
         cap = self.limits.max_response_bytes
 
         def work(deadline: Deadline) -> bytes:
             results, size = [], 0
             for query in queries:
                 deadline.check()
-                results.append({"query": query, **self._one(name, stage, query, k, shape)})
+                results.append({"query": query, **self._one(name, stage, query, k, shape, partial)})
                 size += estimated_bytes(results[-1]["hits"])
                 if size > cap:
                     raise too_large(size, cap)

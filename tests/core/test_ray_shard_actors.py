@@ -121,12 +121,52 @@ def test_the_service_answers_from_shard_actors_and_503_names_a_shard_that_stays_
         with TestClient(create_app({"bm25": stage})) as client:
             body = client.get("/search", params={"query": claims[3], "k": 5}).json()
             assert [(h["id"], h["score"]) for h in body["hits"]] == [(h.id, pytest.approx(h.score)) for h in expected]
+            whole = client.get("/search", params={"query": claims[3], "k": 5, "partial": True}).json()
+            assert whole["hits"] == body["hits"] and whole["shards"]["complete"]
             ray.kill(index.actors.actors[1], no_restart=True)
             down = client.get("/search", params={"query": claims[3], "k": 5})
             assert down.status_code == 503
             assert "shard 2 of 2" in down.json()["error"] and "shard-001" in down.json()["error"]
+            # asked for: the ranking of the shard that answered, and which shard is down
+            first = ShardedBM25Index.load(sharded_dir).shards[0]  # shard 1 holds global rows 0 .. 299
+            rows, scores = first.search([claims[3]], k=5)
+            part = client.get("/search", params={"query": claims[3], "k": 5, "partial": "true"})
+            assert part.status_code == 200, part.text
+            assert [(h["id"], h["score"]) for h in part.json()["hits"]] == \
+                   [(first.docstore.ids[r], pytest.approx(float(s))) for r, s in zip(rows[0], scores[0])]
+            shards = part.json()["shards"]
+            assert not shards["complete"] and [s.split(" (")[0] for s in shards["answered"]] == ["shard 1 of 2"]
+            assert [d["shard"].split(" (")[0] for d in shards["down"]] == ["shard 2 of 2"]
+            assert "ActorDiedError" in shards["down"][0]["error"]
+            batch = client.post("/search/batch", json={"queries": claims[:2], "k": 3, "partial": True}).json()
+            assert [r["shards"]["complete"] for r in batch["results"]] == [False, False]
+            assert client.post("/search", json={"query": "x", "partial": "yes"}).status_code == 400
     finally:
         index.close()
+
+
+def test_partial_results_in_the_library(two_nodes, sharded_dir, claims):
+    from sleuth.scale.partial import partial_results
+    from sleuth.scale.shard_actors import RayShardedBM25Index, ShardActorOptions
+
+    remote = RayShardedBM25Index(sharded_dir, ShardActorOptions(actor_cpus=0.5, max_restarts=0, timeout_s=20))
+    try:
+        ray.kill(remote.actors.actors[0], no_restart=True)
+        with pytest.raises(ShardUnavailableError, match="shard 1 of 2"):
+            remote.search(claims[:5], k=10)  # the default: no ranking without a shard
+        with partial_results() as report:
+            positions, scores = remote.search(claims[:5], k=10)
+        second = ShardedBM25Index.load(sharded_dir).shards[1]  # shard 2: global rows 300 .. 599
+        rows, expected = second.search(claims[:5], k=10)
+        np.testing.assert_array_equal(positions, rows + 300)
+        np.testing.assert_array_equal(scores, expected)
+        assert [remote.docstore.ids[int(p)] for p in positions[0]] == [second.docstore.ids[int(r)] for r in rows[0]]
+        assert report.answered == [remote.actors.describe(1)] and list(report.down) == [remote.actors.describe(0)]
+        ray.kill(remote.actors.actors[1], no_restart=True)
+        with partial_results(), pytest.raises(ShardUnavailableError, match="no shard answered"):
+            remote.search(claims[:5], k=10)
+    finally:
+        remote.close()
 
 
 def test_dense_shard_actors_rank_like_one_flat_index(two_nodes, tmp_path, passages):

@@ -13,7 +13,7 @@ from sleuth.service.limits import check_fields
 from sleuth.service.routes import service_of
 from sleuth.service.searcher import DEFAULT_K
 
-SHAPE_FIELDS = {"k", "pipeline", "index", "extras", "max_chars", "fields"}
+SHAPE_FIELDS = {"k", "pipeline", "index", "extras", "max_chars", "fields", "partial"}
 router = APIRouter(tags=["search"])
 
 
@@ -25,24 +25,28 @@ def json_bytes(data: bytes) -> Response:
 async def search_get(request: Request, query: str = Query(...), k: int = Query(DEFAULT_K),
                pipeline: str | None = Query(None), index: str | None = Query(None), extras: bool = Query(False),
                max_chars: int | None = Query(None, description="Cut title and text to this many characters."),
-               fields: str | None = Query(None, description="Hit fields, comma-separated (default: all).")):
+               fields: str | None = Query(None, description="Hit fields, comma-separated (default: all)."),
+               partial: bool = Query(False, description="Shard actors: rank with the shards that answer and say "
+                                                        "which are down (default: 503 naming a shard that is down).")):
     """Search one query."""
-    return json_bytes(await service_of(request).searcher.search(query, k, pipeline or index, extras, max_chars, fields))
+    return json_bytes(await service_of(request).searcher.search(query, k, pipeline or index, extras, max_chars, fields,
+                                                                partial))
 
 
 @router.post("/search", response_class=Response)
 async def search_post(request: Request, body: Any = Body(...)):
-    """Search one query: ``{"query", "k"?, "pipeline"?, "extras"?, "max_chars"?, "fields"?}``."""
+    """Search one query: ``{"query", "k"?, "pipeline"?, "extras"?, "max_chars"?, "fields"?, "partial"?}``."""
     body = check_fields(body, {"query"} | SHAPE_FIELDS)
     return json_bytes(await service_of(request).searcher.search(
         body.get("query"), body.get("k", DEFAULT_K), body.get("pipeline") or body.get("index"),
-        body.get("extras", False), body.get("max_chars"), body.get("fields")))
+        body.get("extras", False), body.get("max_chars"), body.get("fields"), body.get("partial", False)))
 
 
 @router.post("/search/batch", response_class=Response)
 async def search_batch(request: Request, body: Any = Body(...)):
-    """Search several queries: ``{"queries": [...], "k"?, "pipeline"?, "extras"?, "max_chars"?, "fields"?}``."""
+    """Search several queries: ``{"queries": [...], "k"?, "pipeline"?, "extras"?, "max_chars"?, "fields"?,
+    "partial"?}``."""
     body = check_fields(body, {"queries"} | SHAPE_FIELDS)
     return json_bytes(await service_of(request).searcher.search_batch(
         body.get("queries"), body.get("k", DEFAULT_K), body.get("pipeline") or body.get("index"),
-        body.get("extras", False), body.get("max_chars"), body.get("fields")))
+        body.get("extras", False), body.get("max_chars"), body.get("fields"), body.get("partial", False)))

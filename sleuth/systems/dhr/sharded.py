@@ -169,24 +169,31 @@ class ShardedHierarchicalIndex:
 
     def scan_passages(self, vectors: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """DHR-P: the top-k passage rows (global) and scores over every shard."""
-        parts = self.call_all(scan_shard, np.asarray(vectors, dtype=np.float32), k)
-        rows, scores = merge_topk(parts, self.offsets, min(k, len(self)))
+        parts, offsets = self.answering(self.call_all(scan_shard, np.asarray(vectors, dtype=np.float32), k))
+        rows, scores = merge_topk(parts, offsets, min(k, len(self)))
         self.fetch(rows)
         return rows, scores
 
     def parallel_search(self, document_query_vectors: np.ndarray, passage_query_vectors: np.ndarray,
                         params: ParallelParams) -> ParallelRanking:
         """The parallel DHR ranking (global rows): every shard's, merged exactly (:func:`parallel_shard`)."""
-        parts = self.call_all(parallel_shard, np.asarray(document_query_vectors, dtype=np.float32),
-                              np.asarray(passage_query_vectors, dtype=np.float32), params)
+        parts, offsets = self.answering(self.call_all(parallel_shard, np.asarray(document_query_vectors, np.float32),
+                                                      np.asarray(passage_query_vectors, np.float32), params))
         applies = None
         if params.gated:
             applies = prior_applies(np.max([part["best"] for part in parts], axis=0), params.length_prior_below)
         chosen = [chosen_ranking(part, applies) for part in parts]
-        rows, scores, order = merge_order([(c.rows, c.scores) for c in chosen], self.offsets, min(params.k, len(self)))
+        rows, scores, order = merge_order([(c.rows, c.scores) for c in chosen], offsets, min(params.k, len(self)))
         self.fetch(rows)
         return ParallelRanking(rows, scores, *(take_merged([getattr(c, name) for c in chosen], order)
                                                for name in RANKING_FIELDS))
+
+    def answering(self, parts: list[Any]) -> tuple[list[Any], list[int]]:
+        """The shards' results and passage offsets, less the shards down in a partial search (None results:
+        :func:`sleuth.scale.partial.partial_results`; the prior's gate then reads the best of the shards that
+        answered)."""
+        kept = [(part, offset) for part, offset in zip(parts, self.offsets) if part is not None]
+        return [part for part, _ in kept], [offset for _, offset in kept]
 
     def fetch(self, rows: np.ndarray) -> None:
         """Fetch the hits' passages at once where they are held elsewhere (shard actors)."""
@@ -208,7 +215,7 @@ class RayShardedHierarchicalIndex(ShardedHierarchicalIndex):
 
         def call_all(function: Callable[..., Any], *args: Any) -> list[Any]:
             shared = [ray.put(arg) if isinstance(arg, np.ndarray) else arg for arg in args]
-            return self.actors.call_all(lambda actor: actor.run.remote(function, *shared))
+            return self.actors.call_all(lambda actor: actor.run.remote(function, *shared), partial=True)
 
         super().__init__(self.actors.manifest, call_all, RemoteDocStore(self.actors))
 
