@@ -161,6 +161,10 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
                 build_bm25_on_ray(passages, target, shards, params, analyzer, info, options)
             elif what == "bm25":
                 ShardedBM25Index.build(passages, target, shards, params, analyzer, info, ws.show_progress)
+            elif ray_address is not None and reads_on_ray_data(source):
+                from sleuth.scale.ray_read import build_dense_reading_on_ray
+
+                build_dense_reading_on_ray(source, target, shards, encoder, factory, device, options)
             elif ray_address is not None:
                 build_dense_on_ray(passages, target, shards, encoder, factory, info, device, options)
             else:

@@ -19,13 +19,19 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno})", path=path, line=number) from None
-            if not isinstance(obj, dict):
-                raise InputError(f"expected a JSON object, found {type(obj).__name__}", path=path, line=number)
-            yield number, obj
+            yield number, parse_record(line, path, number)
+
+
+def parse_record(text: str, path: str | Path, line: int | None = None) -> dict[str, Any]:
+    """One JSON Lines record: a JSON object, else an InputError naming the file (and line, when known)."""
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = "" if line is not None else f" in a line starting {text[:40]!r}"
+        raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno}){where}", path=path, line=line) from None
+    if not isinstance(obj, dict):
+        raise InputError(f"expected a JSON object, found {type(obj).__name__}", path=path, line=line)
+    return obj
 
 
 def require(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None, kind: type | tuple = str) -> Any:

@@ -35,6 +35,7 @@ from sleuth.index.manifest import (
     load_generation,
     read_manifest,
 )
+from sleuth.index.prebuilt import encode_passages
 from sleuth.index.tokenize import Analyzer
 from sleuth.io import atomic_write_text
 from sleuth.models.encoder import Encoder
@@ -279,8 +280,9 @@ class ShardedDenseIndex(_Sharded):
     def build(cls, passages: Iterable[Passage], encoder: Encoder | None = None, path: str | Path | None = None,
               factory: str = "Flat", shards: int = 2, corpus_info: dict | None = None, show_progress: bool = True,
               vectors: np.ndarray | None = None, encoder_spec: dict | None = None) -> ShardedDenseIndex:
-        """Encode passages (or take ``vectors`` already encoded, e.g. by Ray workers, with their ``encoder_spec``)
-        and index them as ``shards`` contiguous FAISS shards, atomically at ``path`` when given."""
+        """Encode passages (the vectors of passages in the encoder's prebuilt file taken from there, as the unsharded
+        build does: :mod:`sleuth.index.prebuilt`), or take ``vectors`` already encoded, e.g. by Ray workers, with
+        their ``encoder_spec``, and index them as ``shards`` contiguous FAISS shards, atomically at ``path`` when given."""
         with build_directory(path) as tmp:
             docstore = DocStore.from_passages(passages)
             check_unique(docstore.ids)
@@ -288,27 +290,20 @@ class ShardedDenseIndex(_Sharded):
             if vectors is None:
                 if encoder is None:
                     raise ConfigError("a sharded dense build needs an encoder or precomputed vectors")
-                vectors = encoder.encode_passages(docstore.contents(), show_progress=show_progress)
+                vectors = encode_passages(encoder, docstore.contents(), show_progress=show_progress)
                 encoder_spec = encoder.spec()
             vectors = np.ascontiguousarray(vectors, dtype=np.float32)
             if encoder_spec is None or len(vectors) != len(docstore):
                 raise ConfigError(f"sharded dense build: {len(vectors)} vectors for {len(docstore)} passages "
                                   "(and an encoder spec is required)")
-            dim = vectors.shape[1]
             built = []
             for i, (offset, count) in enumerate(bounds):
-                index = make_faiss_index(factory, dim)
-                add_vectors(index, vectors[offset:offset + count])
-                manifest = Manifest(kind=DenseIndex.kind, count=count, params={"factory": factory,
-                                    "shard": [i, len(bounds)]}, encoder=encoder_spec, dimensions=dim,
-                                    corpus=corpus_info or {})
-                shard = DenseIndex(index, docstore.slice(offset, count), encoder_spec, manifest)
+                shard = dense_shard(docstore.slice(offset, count), vectors[offset:offset + count], factory,
+                                    encoder_spec, i, len(bounds), corpus_info)
                 if tmp is not None:
                     write_shard(shard, tmp / shard_name(i))
                 built.append(shard)
-            manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory,
-                                "shards": shard_listing(bounds)}, encoder=encoder_spec, dimensions=dim,
-                                corpus=corpus_info or {})
+            manifest = dense_root_manifest(bounds, factory, encoder_spec, vectors.shape[1], corpus_info)
             if tmp is not None:
                 write_root_manifest(tmp, manifest)
         return cls(built, manifest)
@@ -344,6 +339,23 @@ class ShardedDenseIndex(_Sharded):
         """HNSW efSearch / IVF nprobe on every shard."""
         for shard in self.shards:
             apply_search_params(shard.index, ef_search=ef_search, nprobe=nprobe)
+
+
+def dense_shard(docstore: DocStore, vectors: np.ndarray, factory: str, encoder_spec: dict, shard: int, shards: int,
+                corpus_info: dict | None) -> DenseIndex:
+    """One dense shard: its passages and vectors in a FAISS index of ``factory``, with its manifest."""
+    index = make_faiss_index(factory, vectors.shape[1])
+    add_vectors(index, np.ascontiguousarray(vectors, dtype=np.float32))
+    manifest = Manifest(kind=DenseIndex.kind, count=len(docstore), params={"factory": factory, "shard": [shard, shards]},
+                        encoder=encoder_spec, dimensions=int(vectors.shape[1]), corpus=corpus_info or {})
+    return DenseIndex(index, docstore, encoder_spec, manifest)
+
+
+def dense_root_manifest(bounds: list[tuple[int, int]], factory: str, encoder_spec: dict, dim: int,
+                        corpus_info: dict | None) -> Manifest:
+    """The sharded dense manifest: factory, encoder, dimension and the shard listing."""
+    return Manifest(kind=SHARDED_DENSE, count=sum(c for _, c in bounds), params={"factory": factory,
+                    "shards": shard_listing(bounds)}, encoder=encoder_spec, dimensions=dim, corpus=corpus_info or {})
 
 
 def bm25_shard_manifest(shard: int, shards: int, count: int, params: BM25Params, analyzer: Analyzer,

@@ -1,4 +1,4 @@
-"""Sharded BM25 builds that read on Ray Data: the driver holds no document store.
+"""Sharded BM25 and dense builds that read on Ray Data: the driver holds no document store.
 
 A JSONL or BEIR corpus is read by Ray Data workers (``read_text``, lines in blocks, order kept), each block parsed
 by sleuth's JSONL record reader and split by the corpus' splitter on the workers, and cut into the same contiguous
@@ -7,6 +7,13 @@ shards as :meth:`sleuth.index.sharded.ShardedBM25Index.build` (``split_at_indice
 vocabularies and summed the statistics, which are per token, not per document -- builds its score matrix with the
 global statistics and writes its shard folder. The driver sees only counts, tokens and statistics; the result is
 the in-process sharded build's, array for array (tested).
+
+Dense (:func:`build_dense_reading_on_ray`): the same reading and cut; one :class:`DenseShardWriter` actor per shard
+loads the encoder, encodes its own passages (taking the vectors of passages in the encoder's prebuilt file from
+there, as every in-process build does) and writes its FAISS shard; the driver checks ids by hash and writes the root
+manifest. Vectors of passages found in a prebuilt file are the in-process build's bit for bit (tested); passages
+encoded by a shard are batched within the shard, so they may differ from a whole-corpus encoding by padding
+(about 1e-7 per component).
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import numpy as np
 
 from sleuth.corpus.beir import find_file
 from sleuth.corpus.formats import detect_format
-from sleuth.corpus.jsonl import document_from_record, field_mapping
+from sleuth.corpus.jsonl import document_from_record, field_mapping, parse_record
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, InputError
 from sleuth.index.bm25 import BM25Params
@@ -47,19 +54,12 @@ def corpus_file(source: CorpusSource) -> tuple[Path, dict[str, str] | None]:
 
 def passage_rows(lines: list[str], path: str, fields: dict[str, str] | None, splitter: Any) -> dict[str, list[str]]:
     """Passages (document-store columns) of JSONL lines: sleuth's record reader and the corpus' splitter."""
-    import json
-
     mapping = field_mapping(fields, path)
     out: dict[str, list[str]] = {name: [] for name in COLUMNS}
     for line in lines:
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno}) in a line starting "
-                             f"{line[:40]!r}", path=path) from None
-        if not isinstance(record, dict):
-            raise InputError(f"expected a JSON object, found {type(record).__name__}", path=path)
-        document = document_from_record(record, mapping, path, None)
+        if not line.strip():
+            continue
+        document = document_from_record(parse_record(line, path), mapping, path, None)
         for passage in ([Passage.from_document(document)] if splitter is None else splitter(document)):
             for name, value in zip(COLUMNS, (passage.id, passage.doc_id, passage.full_title(", "), passage.text)):
                 out[name].append(value)
@@ -88,27 +88,38 @@ def check_unique_ids(writers: list[Any], hashes: list[np.ndarray]) -> None:
             seen.add(item_id)
 
 
-class ShardWriter:
+class PieceHolder:
+    """What the shard writers share: their piece of the passages dataset as a document store, and its ids by hash."""
+
+    docstore: DocStore
+
+    def hold(self, piece: Any) -> np.ndarray:
+        """Read the piece into a document store; its ids' 64-bit hashes (the driver checks that ids are unique
+        without holding them)."""
+        columns: dict[str, list[str]] = {name: [] for name in COLUMNS}
+        for batch in piece.iter_batches(batch_size=4096, batch_format="numpy"):
+            for name in COLUMNS:
+                columns[name].extend(str(v) for v in batch[name].tolist())
+        self.docstore = DocStore(*(columns[name] for name in COLUMNS))
+        return np.array([id_hash(i) for i in self.docstore.ids], dtype=np.uint64)
+
+    def ids_with_hashes(self, hashes: list[int]) -> list[str]:
+        """The ids of this shard whose hash is one of ``hashes``."""
+        wanted = set(hashes)
+        return [i for i in self.docstore.ids if id_hash(i) in wanted]
+
+
+class ShardWriter(PieceHolder):
     """A Ray actor building one BM25 shard from its piece of the passages dataset."""
 
     def __init__(self, analyzer: dict):
         self.analyzer = Analyzer(**analyzer)
 
     def take(self, piece: Any) -> tuple[list[str], np.ndarray]:
-        """Read the piece into a document store and tokenise it; its tokens and its ids' 64-bit hashes (the driver
-        checks that ids are unique without holding them)."""
-        columns: dict[str, list[str]] = {name: [] for name in COLUMNS}
-        for batch in piece.iter_batches(batch_size=4096, batch_format="numpy"):
-            for name in COLUMNS:
-                columns[name].extend(str(v) for v in batch[name].tolist())
-        self.docstore = DocStore(*(columns[name] for name in COLUMNS))
+        """Hold the piece and tokenise it; its tokens and its ids' hashes."""
+        hashes = self.hold(piece)
         self.tokens = self.analyzer.tokenize_ids(self.docstore.contents(), show_progress=False)
-        return list(self.tokens.vocab), np.array([id_hash(i) for i in self.docstore.ids], dtype=np.uint64)
-
-    def ids_with_hashes(self, hashes: list[int]) -> list[str]:
-        """The ids of this shard whose hash is one of ``hashes``."""
-        wanted = set(hashes)
-        return [i for i in self.docstore.ids if id_hash(i) in wanted]
+        return list(self.tokens.vocab), hashes
 
     def count(self, vocab: dict[str, int]) -> ShardCounts:
         """Token ids in the merged vocabulary; this shard's document frequencies, documents and tokens."""
@@ -131,10 +142,31 @@ class ShardWriter:
         return len(self.docstore)
 
 
-def build_bm25_reading_on_ray(source: CorpusSource, path: str | Path, shards: int, params: BM25Params = BM25Params(),
-                              analyzer: Analyzer = Analyzer(), options: RayOptions = RayOptions()) -> Path:
-    """A sharded BM25 index of a JSONL/BEIR corpus, read, split, tokenised and written by Ray workers; the driver
-    merges vocabularies and statistics only. Atomic at ``path``. Needs a connected Ray."""
+class DenseShardWriter(PieceHolder):
+    """A Ray actor building one dense shard from its piece of the passages dataset: it loads the encoder, encodes
+    its passages and writes its FAISS shard."""
+
+    def __init__(self, encoder: str, device: str = "cpu"):
+        from sleuth.models.registry import load_encoder
+
+        self.encoder = load_encoder(encoder, device=device)
+
+    def write(self, factory: str, shard: int, shards: int, corpus_info: dict, directory: str) -> tuple[int, dict, int]:
+        """Encode the held passages (prebuilt vectors where the encoder has them) and write the shard folder; its
+        row count, encoder spec and dimension."""
+        from sleuth.index.prebuilt import encode_passages
+        from sleuth.index.sharded import dense_shard, shard_name, write_shard
+
+        vectors = encode_passages(self.encoder, self.docstore.contents())
+        spec = self.encoder.spec()
+        write_shard(dense_shard(self.docstore, vectors, factory, spec, shard, shards, corpus_info),
+                    Path(directory) / shard_name(shard))
+        return len(self.docstore), spec, int(vectors.shape[1])
+
+
+def read_pieces(source: CorpusSource, shards: int, options: RayOptions) -> tuple[list[Any], list[tuple[int, int]]]:
+    """A JSONL/BEIR corpus read and split into passages by Ray Data workers, cut into the in-process build's
+    contiguous shards (:func:`shard_bounds`): the pieces (Ray datasets) and their (offset, count)."""
     ray = require_ray()
     file, fields = corpus_file(source)
     context = ray.data.DataContext.get_current()
@@ -150,7 +182,15 @@ def build_bm25_reading_on_ray(source: CorpusSource, path: str | Path, shards: in
     if count == 0:
         raise InputError("the corpus has no passages; nothing to index", path=file)
     bounds = shard_bounds(count, shards)
-    pieces = rows.split_at_indices([offset for offset, _ in bounds[1:]])
+    return rows.split_at_indices([offset for offset, _ in bounds[1:]]), bounds
+
+
+def build_bm25_reading_on_ray(source: CorpusSource, path: str | Path, shards: int, params: BM25Params = BM25Params(),
+                              analyzer: Analyzer = Analyzer(), options: RayOptions = RayOptions()) -> Path:
+    """A sharded BM25 index of a JSONL/BEIR corpus, read, split, tokenised and written by Ray workers; the driver
+    merges vocabularies and statistics only. Atomic at ``path``. Needs a connected Ray."""
+    ray = require_ray()
+    pieces, bounds = read_pieces(source, shards, options)
     writer = ray.remote(ShardWriter).options(num_cpus=options.actor_cpus, scheduling_strategy="SPREAD")
     writers = [writer.remote(analyzer.to_dict()) for _ in bounds]
     try:
@@ -182,3 +222,32 @@ def write_shards(writers: list[Any], pieces: list[Any], bounds: list[tuple[int, 
         if written != [c for _, c in bounds]:
             raise RuntimeError(f"Ray shard writers wrote {written} rows, planned {[c for _, c in bounds]}")
         write_root_manifest(tmp, bm25_root_manifest(bounds, params, analyzer, stats, info))
+
+
+def build_dense_reading_on_ray(source: CorpusSource, path: str | Path, shards: int, encoder: str = "minilm",
+                               factory: str = "Flat", device: str = "cpu", options: RayOptions = RayOptions()) -> Path:
+    """A sharded dense index of a JSONL/BEIR corpus, read, split, encoded and written by Ray workers (one encoder
+    per shard writer); the driver checks ids by hash and writes the root manifest. Atomic at ``path``. Needs a
+    connected Ray."""
+    from sleuth.index.sharded import dense_root_manifest
+
+    ray = require_ray()
+    pieces, bounds = read_pieces(source, shards, options)
+    writer = ray.remote(DenseShardWriter).options(num_cpus=options.actor_cpus, scheduling_strategy="SPREAD")
+    writers = [writer.remote(encoder, device) for _ in bounds]
+    try:
+        hashes = ray.get([w.hold.remote(piece) for w, piece in zip(writers, pieces)])
+        check_unique_ids(writers, hashes)
+        info = source.info()
+        with build_directory(path) as tmp:
+            assert tmp is not None
+            written = ray.get([w.write.remote(factory, i, len(bounds), info, str(tmp)) for i, w in enumerate(writers)])
+            if [count for count, _, _ in written] != [c for _, c in bounds]:
+                raise RuntimeError(f"Ray shard writers wrote {[c for c, _, _ in written]} rows, planned "
+                                   f"{[c for _, c in bounds]}")
+            _, spec, dim = written[0]
+            write_root_manifest(tmp, dense_root_manifest(bounds, factory, spec, dim, info))
+    finally:
+        for w in writers:
+            ray.kill(w)
+    return Path(path)

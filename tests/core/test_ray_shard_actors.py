@@ -272,3 +272,33 @@ def test_an_admin_update_reloads_onto_new_shard_actors(two_nodes, tmp_path, pass
             app.state.service.pipelines["bm25"].index.close()
     finally:
         set_remote_loader(None)
+
+
+@pytest.mark.slow
+def test_dense_reading_on_ray_data_writes_the_in_process_shards(two_nodes, tmp_path, passages):
+    """Dense shards read, split, encoded and written by Ray workers (MiniLM ONNX, the shipped prebuilt vectors of
+    SciFact): the in-process sharded build's stores, vectors bit for bit, and rankings."""
+    import json
+
+    from sleuth.index.prebuilt import PREBUILT_DIR, PrebuiltVectors
+    from sleuth.index.sharded import ShardedDenseIndex
+    from sleuth.models.registry import load_encoder
+    from sleuth.scale.ray_build import RayOptions
+    from sleuth.scale.ray_read import build_dense_reading_on_ray
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"_id": p.id, "title": p.full_title(), "text": p.text}) + "\n"
+                              for p in passages[:300]))
+    source = CorpusSource(corpus, "jsonl")
+    build_dense_reading_on_ray(source, tmp_path / "ray", 3, encoder="minilm-onnx",
+                               options=RayOptions(actor_cpus=0.25))
+    on_ray = ShardedDenseIndex.load(tmp_path / "ray")
+    here = ShardedDenseIndex.build(source.passages(), load_encoder("minilm-onnx"), shards=3, show_progress=False)
+    assert on_ray.manifest.params == here.manifest.params and on_ray.encoder_spec == here.encoder_spec
+    for a, b in zip(on_ray.shards, here.shards):
+        assert a.docstore.ids == b.docstore.ids and a.docstore.texts == b.docstore.texts
+        rows = np.arange(len(a))
+        np.testing.assert_array_equal(a.vectors(rows), b.vectors(rows))
+    queries = PrebuiltVectors.load(PREBUILT_DIR / "minilm-onnx.npz").vectors[1000:1040].astype(np.float32)
+    for got, expected in zip(on_ray.search(queries, k=20), here.search(queries, k=20)):
+        np.testing.assert_array_equal(got, expected)
