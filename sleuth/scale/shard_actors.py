@@ -12,7 +12,7 @@ store: hit texts are fetched from the actors that hold them (:class:`RemoteDocSt
 Failures: an actor that dies is restarted in its bundle (``max_restarts``) and reloads its shard; calls in flight
 are retried (``max_task_retries``). A shard that stays down is a :class:`~sleuth.errors.ShardUnavailableError`
 naming it (HTTP 503 from the service), never a ranking silently missing a shard; searches inside
-:func:`sleuth.scale.partial.partial_results` (``partial=true`` over HTTP) merge the shards that answered instead and
+:func:`sleuth.index.partial.partial_results` (``partial=true`` over HTTP) merge the shards that answered instead and
 report the rest.
 """
 
@@ -30,8 +30,8 @@ import numpy as np
 
 from sleuth.errors import IndexError_, ShardUnavailableError
 from sleuth.index.manifest import Manifest, current_generation
+from sleuth.index.partial import current_report
 from sleuth.index.sharded import SHARDED_BM25, SHARDED_DENSE, by_shard, merge_topk, read_root_manifest
-from sleuth.scale.partial import current_report
 from sleuth.scale.session import require_ray
 
 FIELDS = ("id", "doc_id", "title", "text")
@@ -166,13 +166,13 @@ class ShardActors:
 
     def call_all(self, call: Callable[[Any], Any], partial: bool = False) -> list[Any]:
         """``call(actor)`` on every actor at once (scatter), then every result (gather; ``partial``: None for a shard
-        down inside :func:`sleuth.scale.partial.partial_results`)."""
+        down inside :func:`sleuth.index.partial.partial_results`)."""
         return self.gather([(i, call(actor)) for i, actor in enumerate(self.actors)], partial)
 
     def gather(self, pending: list[tuple[int, Any]], partial: bool = False) -> list[Any]:
         """Results of ``(shard, object ref)`` pairs in order; a shard that stays down (its restarts spent) or does not
         answer within the time limit is a ShardUnavailableError naming it -- or, with ``partial`` inside
-        :func:`sleuth.scale.partial.partial_results`, a None result, recorded in that block's report."""
+        :func:`sleuth.index.partial.partial_results`, a None result, recorded in that block's report."""
         import time
 
         ray = require_ray()
@@ -208,7 +208,7 @@ class ShardActors:
     def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray, dict[int, tuple] | None]:
         """Scatter ``queries`` to every shard, merge the local top-k exactly (global rows, ties by row); up to
         ``rows_with_search_k``, also the passages of the shards' top-k rows by global row (else None). Inside
-        :func:`sleuth.scale.partial.partial_results`, the shards that answered are merged and the rest reported."""
+        :func:`sleuth.index.partial.partial_results`, the shards that answered are merged and the rest reported."""
         ray = require_ray()
         shared = ray.put(queries)
         if k > self.options.rows_with_search_k:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sleuth.scale.partial import partial_results
+from sleuth.index.partial import partial_results
 from sleuth.service.executor import BoundedExecutor, Deadline
 from sleuth.service.limits import Limits, check_flag
 from sleuth.service.query_log import QueryLog

@@ -146,7 +146,7 @@ def test_the_service_answers_from_shard_actors_and_503_names_a_shard_that_stays_
 
 
 def test_partial_results_in_the_library(two_nodes, sharded_dir, claims):
-    from sleuth.scale.partial import partial_results
+    from sleuth.index.partial import partial_results
     from sleuth.scale.shard_actors import RayShardedBM25Index, ShardActorOptions
 
     remote = RayShardedBM25Index(sharded_dir, ShardActorOptions(actor_cpus=0.5, max_restarts=0, timeout_s=20))

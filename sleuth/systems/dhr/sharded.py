@@ -190,7 +190,7 @@ class ShardedHierarchicalIndex:
 
     def answering(self, parts: list[Any]) -> tuple[list[Any], list[int]]:
         """The shards' results and passage offsets, less the shards down in a partial search (None results:
-        :func:`sleuth.scale.partial.partial_results`; the prior's gate then reads the best of the shards that
+        :func:`sleuth.index.partial.partial_results`; the prior's gate then reads the best of the shards that
         answered)."""
         kept = [(part, offset) for part, offset in zip(parts, self.offsets) if part is not None]
         return [part for part, _ in kept], [offset for _, offset in kept]
