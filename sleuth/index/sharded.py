@@ -87,6 +87,13 @@ def merge_order(parts: Sequence[tuple[np.ndarray, np.ndarray]], offsets: Sequenc
     return np.take_along_axis(positions, order, axis=1), np.take_along_axis(scores, order, axis=1), order
 
 
+def answering(results: Sequence[Any], offsets: Sequence[int]) -> tuple[list[Any], list[int]]:
+    """The results of the shards that answered (a partial search's non-None ones, :mod:`sleuth.index.partial`) and
+    those shards' row offsets."""
+    kept = [(result, int(offset)) for result, offset in zip(results, offsets) if result is not None]
+    return [result for result, _ in kept], [offset for _, offset in kept]
+
+
 def take_merged(columns: Sequence[np.ndarray], order: np.ndarray) -> np.ndarray:
     """Per-hit values of the shards (one (queries, k_s) array per shard) in a merged order (:func:`merge_order`)."""
     return np.take_along_axis(np.concatenate(columns, axis=1), order, axis=1)

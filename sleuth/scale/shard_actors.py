@@ -31,7 +31,14 @@ import numpy as np
 from sleuth.errors import IndexError_, ShardUnavailableError
 from sleuth.index.manifest import Manifest, current_generation
 from sleuth.index.partial import current_report
-from sleuth.index.sharded import SHARDED_BM25, SHARDED_DENSE, by_shard, merge_topk, read_root_manifest
+from sleuth.index.sharded import (
+    SHARDED_BM25,
+    SHARDED_DENSE,
+    answering,
+    by_shard,
+    merge_topk,
+    read_root_manifest,
+)
 from sleuth.scale.session import require_ray
 
 FIELDS = ("id", "doc_id", "title", "text")
@@ -202,8 +209,7 @@ class ShardActors:
 
     def answering(self, results: list[Any]) -> tuple[list[Any], list[int]]:
         """The results of the shards that answered (a partial gather's non-None ones) and those shards' offsets."""
-        kept = [(result, int(offset)) for result, offset in zip(results, self.offsets.tolist()) if result is not None]
-        return [result for result, _ in kept], [offset for _, offset in kept]
+        return answering(results, self.offsets.tolist())
 
     def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray, dict[int, tuple] | None]:
         """Scatter ``queries`` to every shard, merge the local top-k exactly (global rows, ties by row); up to

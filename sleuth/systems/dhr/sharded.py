@@ -30,6 +30,7 @@ from sleuth.index.dense import add_vectors, make_faiss_index
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import Manifest, build_directory, load_generation, write_manifest
 from sleuth.index.sharded import (
+    answering,
     index_kind,
     load_sharded,
     load_shards,
@@ -192,8 +193,7 @@ class ShardedHierarchicalIndex:
         """The shards' results and passage offsets, less the shards down in a partial search (None results:
         :func:`sleuth.index.partial.partial_results`; the prior's gate then reads the best of the shards that
         answered)."""
-        kept = [(part, offset) for part, offset in zip(parts, self.offsets) if part is not None]
-        return [part for part, _ in kept], [offset for _, offset in kept]
+        return answering(parts, self.offsets)
 
     def fetch(self, rows: np.ndarray) -> None:
         """Fetch the hits' passages at once where they are held elsewhere (shard actors)."""
