@@ -4,6 +4,10 @@ metrics, OpenAPI docs, and admin reload and document add/delete behind an API ke
 Checked before serving (one line, exit 2): the port (bound before anything is loaded, so a port in use is named at
 once, never after "serving ..."), index folders with the same name, a writable query log, the
 API key file. On a loopback address only loopback ``Host`` values are answered unless ``--allowed-host`` adds some.
+
+Of the pipelines served, the first (the default) is built before serving and the others in the background, in
+order (:mod:`sleuth.service.lazy`): the startup line says which are ready and which are building, and the log has a
+line as each build ends. Every config is checked before anything is built.
 """
 
 from __future__ import annotations
