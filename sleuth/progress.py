@@ -120,6 +120,8 @@ class RateColumn(ProgressColumn):
 
 _live: Progress | None = None
 _live_users = 0
+#: the tasks open on each thread (by thread id), innermost last: what :func:`running` reads
+_open_tasks: dict[int, list[Task]] = {}
 _live_lock = threading.Lock()
 
 
@@ -153,9 +155,40 @@ def _close_bar(task: Task) -> None:
 def progress(description: str, total: int | None = None, unit: str = "items", enabled: bool = True) -> Iterator[Task]:
     """Show the progress of the work in the ``with`` block (nothing when not ``enabled``); yields its :class:`Task`."""
     task = Task(description, total, unit)
-    if not enabled:
-        yield task
-        return
+    with _opened(task):
+        if not enabled:
+            yield task
+            return
+        yield from _shown(task)
+
+
+def running(thread_id: int) -> Task | None:
+    """The innermost task open on the thread ``thread_id`` (shown or not), e.g. to report how far a build running
+    on another thread has come; None when it runs none."""
+    with _live_lock:
+        tasks = _open_tasks.get(thread_id)
+        return tasks[-1] if tasks else None
+
+
+@contextmanager
+def _opened(task: Task) -> Iterator[None]:
+    """``task`` listed among its thread's open tasks while the block runs."""
+    thread_id = threading.get_ident()
+    with _live_lock:
+        _open_tasks.setdefault(thread_id, []).append(task)
+    try:
+        yield
+    finally:
+        with _live_lock:
+            tasks = _open_tasks.get(thread_id, [])
+            if task in tasks:
+                tasks.remove(task)
+            if not tasks:
+                _open_tasks.pop(thread_id, None)
+
+
+def _shown(task: Task) -> Iterator[Task]:
+    """Yields ``task`` while its progress is shown: a live bar on a terminal, else periodic lines on stderr."""
     if console.is_terminal:
         _open_bar(task)
         try:

@@ -23,9 +23,20 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def all_built(url: str) -> bool:
+    """Whether every served pipeline is ready (a failed build fails the test with its status)."""
+    statuses = {p["name"]: p.get("status", "ready") for p in httpx.get(url + "/pipelines", timeout=2).json()["pipelines"]}
+    failed = {name: status for name, status in statuses.items() if status.startswith("failed")}
+    if failed:
+        pytest.fail(f"pipelines failed to build: {failed}")
+    return all(status == "ready" for status in statuses.values())
+
+
 @contextlib.contextmanager
-def sleuth_server(args: list[str], env: dict[str, str] | None = None, ready: str = "/health") -> Iterator[str]:
-    """Start `sleuth serve ARGS` on 127.0.0.1, wait until ``ready`` answers 200, yield its URL, kill it at the end."""
+def sleuth_server(args: list[str], env: dict[str, str] | None = None, ready: str = "/health",
+                  built: bool = True) -> Iterator[str]:
+    """Start `sleuth serve ARGS` on 127.0.0.1, wait until ``ready`` answers 200 (and, when ``built``, until every
+    pipeline built in the background is ready: ``GET /pipelines``), yield its URL, kill it at the end."""
     port = free_port()
     command = [sys.executable, "-m", "sleuth", "serve", *args, "--host", "127.0.0.1", "--port", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -37,7 +48,7 @@ def sleuth_server(args: list[str], env: dict[str, str] | None = None, ready: str
             if process.poll() is not None:
                 pytest.fail(f"sleuth serve exited: {process.stderr.read()}")
             try:
-                if httpx.get(url + ready, timeout=2).status_code == 200:
+                if httpx.get(url + ready, timeout=2).status_code == 200 and (not built or all_built(url)):
                     break
             except httpx.HTTPError:
                 pass

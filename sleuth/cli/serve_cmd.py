@@ -4,15 +4,21 @@ metrics, OpenAPI docs, and admin reload and document add/delete behind an API ke
 Checked before serving (one line, exit 2): the port (bound before anything is loaded, so a port in use is named at
 once, never after "serving ..."), index folders with the same name, a writable query log, the
 API key file. On a loopback address only loopback ``Host`` values are answered unless ``--allowed-host`` adds some.
+
+Of the pipelines served, the first (the default) is built before serving and the others in the background, in
+order (:mod:`sleuth.service.lazy`): the startup line says which are ready and which are building, and the log has a
+line as each build ends. Every config is checked before anything is built.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -23,9 +29,13 @@ from sleuth.models.device import check_device
 from sleuth.service.admin import ENV_VAR
 from sleuth.service.hosts import LOOPBACK_ADDRESSES
 
+if TYPE_CHECKING:
+    from sleuth.stages.base import Stage
+
 #: the built-in pipelines served on the bundled SciFact when no --pipeline is given: every one, as each runs on a flat
 #: corpus of abstracts (lexical, dense, fused, DHR's document structure, Chain-of-Skills' linked hops, QUEST's set
-#: operations; checked by tests/core/test_newcomer_defaults.py). The first start builds their indexes (cached after).
+#: operations; checked by tests/core/test_newcomer_defaults.py). Only the first is built before serving; the others
+#: build in this order in the background (their indexes cached after), see :func:`pipeline_stages`.
 BUNDLED_PIPELINES = ("bm25", "dense", "hybrid", "dhr", "dhr-p", "dhr-parallel", "dhr-serial", "cos-hotpotqa",
                      "cos-nq", "cos-retrieval", "quest-bm25", "quest-bm25-classify", "quest-bm25-setops",
                      "quest-dense", "quest-dense-classify", "quest-dense-setops")
@@ -37,8 +47,9 @@ def serve(
     fmt: corpus_options.Format = None,
     field: corpus_options.Fields = None,
     pipeline: list[str] | None = typer.Option(None, help="Pipeline to serve (repeatable): built-in or YAML. Default: "
-                                                         "bm25; on the bundled SciFact: every built-in pipeline (their "
-                                                         "indexes are built on the first start, then cached)."),
+                                                         "bm25; on the bundled SciFact: every built-in pipeline. The "
+                                                         "first is built before serving, the others in the background "
+                                                         "(GET /pipelines gives their status)."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
     query_log: Path | None = typer.Option(None, help="Append every query to this JSONL file."),
@@ -71,7 +82,6 @@ def serve(
 ) -> None:
     """Serve search over HTTP; the first pipeline or index is the default."""
     from sleuth.index.manifest import current_generation, read_manifest
-    from sleuth.pipelines.config import load_pipeline, read_config
     from sleuth.pipelines.index_stage import stage_for_index
     from sleuth.service.admin import read_api_key
     from sleuth.service.app import create_app
@@ -102,8 +112,8 @@ def serve(
 
     def load() -> dict:
         """The served stages, loaded from the index folders or pipeline configs (again on each reload), each with
-        a ``description`` for ``GET /pipelines`` and the web page."""
-        stages = {}
+        a ``description`` for ``GET /pipelines`` and the web page; of pipelines, all but the first are lazy."""
+        stages: dict[str, Stage] = {}
         for path in index or []:
             stage = stage_for_index(path, max_k, device)
             manifest = read_manifest(current_generation(path), verify=False)  # stage_for_index verified it
@@ -111,10 +121,7 @@ def serve(
             stages[path.name] = stage
         if not index:
             ws = workspace(corpus_source(corpus, fmt, field), device)
-            for name in served_pipelines(corpus, pipeline):
-                stage = load_pipeline(name, ws)
-                stage.description = str(read_config(name).get("description") or "")
-                stages[stage.name] = stage
+            stages = pipeline_stages(served_pipelines(corpus, pipeline), ws)
         return stages
 
     limits = Limits(max_query_chars=max_query_chars, max_k=max_k, max_batch=max_batch, max_body_bytes=max_body_bytes,
@@ -135,7 +142,7 @@ def serve(
                          index_dirs={path.name: path for path in index or []}, allowed_hosts=hosts)
         admin = "admin enabled" if api_key else "admin disabled"
         where = f", shards on Ray ({ray_address})" if ray_address else ""
-        console.print(f"serving {', '.join(stages)} on http://{host}:{port} ({admin}{where})")
+        console.print(f"serving on http://{host}:{port} ({admin}{where}): {startup_line(stages)}", soft_wrap=True)
         uvicorn.Server(server_config(app, host, port, read_timeout)).run(sockets=[listener])
 
 
@@ -190,6 +197,51 @@ def served_pipelines(corpus: Path | None, pipeline: list[str] | None) -> list[st
 
     known = builtin_pipelines()
     return [name for name in BUNDLED_PIPELINES if name in known]
+
+
+def pipeline_stages(names: list[str], ws) -> dict[str, Stage]:
+    """The served pipelines by name: the first built now (it is the default), the others as
+    :class:`~sleuth.service.lazy.LazyStage` s the service builds in the background, in this order. Every config is
+    checked first, so a typo in any of them is a one-line error before anything is built."""
+    from sleuth.pipelines.config import builtin_pipelines, load_pipeline, validate_pipeline
+    from sleuth.pipelines.registry import STAGES, load_stage_modules
+    from sleuth.service.lazy import LazyStage
+
+    load_stage_modules()
+    builtin = builtin_pipelines()
+    configs = {name: ({"name": name} if name in STAGES and name not in builtin else validate_pipeline(name))
+               for name in names}
+    stages: dict[str, Stage] = {}
+    for i, (source, config) in enumerate(configs.items()):
+        description = str(config.get("description") or "")
+        if i == 0:
+            stage = load_pipeline(source, ws)
+            stage.description = description
+        else:
+            stage = LazyStage(str(config["name"]), functools.partial(load_pipeline, source, ws), description,
+                              on_built=announce_built)
+        stages[stage.name] = stage
+    return stages
+
+
+def announce_built(stage, seconds: float) -> None:
+    """The server log's line when a background build ends: ``pipeline 'dense' ready (built in 4 min 2 s)`` or
+    ``pipeline 'x' failed: <one line> (after 0.1 s)``."""
+    from sleuth.progress import format_duration
+
+    outcome = "ready (built in" if stage.ready else f"{stage.status} (after"
+    console.print(f"pipeline '{stage.name}' {outcome} {format_duration(seconds)})", soft_wrap=True, markup=False,
+                  highlight=False)
+
+
+def startup_line(stages: dict[str, Stage]) -> str:
+    """``ready: bm25; building in the background: dense, hybrid`` (the second part only when some are lazy)."""
+    from sleuth.service.lazy import status_of
+
+    ready = [name for name, stage in stages.items() if status_of(stage) == "ready"]
+    later = [name for name in stages if name not in ready]
+    line = f"ready: {', '.join(ready)}"
+    return f"{line}; building in the background: {', '.join(later)}" if later else line
 
 
 def check_index_names(folders: list[Path]) -> None:

@@ -8,7 +8,9 @@ with ``extras: true`` every hit also has its stage ``extras`` (JSON-safe; eviden
 and a private search's answer has the ``obfuscated_queries`` it sent. Titles and texts are cut to 1,000 characters
 (such hits carry ``"truncated": true``) unless ``max_chars`` asks for more (up to the server's limit), ``fields``
 picks the hit fields, and a response larger than the limit is refused. ``/pipelines`` lists the served pipelines
-with their descriptions, and ``/`` is the web page (:mod:`sleuth.service.page`).
+with their descriptions and status, and ``/`` is the web page (:mod:`sleuth.service.page`). A pipeline given as a
+:class:`~sleuth.service.lazy.LazyStage` is built in the background and answered with a 503 (``Retry-After``, its
+status line) until it is ready.
 
 Searches run concurrently on a bounded pool: a 503 when it is full, a 504 past the time limit (and a batch stops
 between queries). Bad requests get a 4xx status with ``{"error": one line}`` (413 for large bodies, 401/403 for

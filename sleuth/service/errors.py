@@ -1,5 +1,6 @@
 """The service's error answers: every failure is ``{"error": one line}`` with its status (4xx for bad requests,
-503 when busy or a shard is down, 504 past the time limit, 500 without details for anything unexpected)."""
+503 when busy, a shard is down or a pipeline is not built yet (then with ``Retry-After``), 504 past the time limit,
+500 without details for anything unexpected)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestError)
     def request_error(request, exc: RequestError):
-        return JSONResponse(status_code=exc.status, content={"error": str(exc)})
+        return JSONResponse(status_code=exc.status, content={"error": str(exc)}, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(ShardUnavailableError)
     def shard_down(request, exc: ShardUnavailableError):

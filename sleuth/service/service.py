@@ -40,8 +40,8 @@ class SearchService:
 
     @property
     def ready(self) -> bool:
-        """Whether pipelines are loaded and requests can be answered."""
-        return bool(self.pipelines)
+        """Whether the default pipeline is loaded and its requests can be answered (others may still build)."""
+        return self.served.ready
 
     def timed(self, work: Callable[[], T]) -> T:
         """``work()`` run on the bounded executor within the time limit (503 when busy, 504 when it takes longer)."""

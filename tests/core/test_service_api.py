@@ -273,14 +273,14 @@ def test_fuzzed_requests_never_give_500(client):
 
 
 def test_pipelines_lists_names_descriptions_and_limits(client, index_dir, scifact_passages):
-    assert client.get("/pipelines").json() == {"pipelines": [{"name": index_dir.name, "description": ""}],
+    assert client.get("/pipelines").json() == {"pipelines": [{"name": index_dir.name, "description": "", "status": "ready"}],
                                                "default": index_dir.name, "max_k": LIMITS.max_k}
     first, second = stage_for_index_from(scifact_passages[:20]), stage_for_index_from(scifact_passages[:20])
     first.description = "the first twenty abstracts"
     with TestClient(create_app({"a": first, "b": second})) as two:
         listed = two.get("/pipelines").json()
-    assert listed["pipelines"] == [{"name": "a", "description": "the first twenty abstracts"},
-                                   {"name": "b", "description": ""}]
+    assert listed["pipelines"] == [{"name": "a", "description": "the first twenty abstracts", "status": "ready"},
+                                   {"name": "b", "description": "", "status": "ready"}]
     assert listed["default"] == "a" and "/pipelines" in client.get("/openapi.json").json()["paths"]
 
 

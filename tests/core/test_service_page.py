@@ -254,3 +254,25 @@ def test_private_search_shows_the_queries_that_were_sent(browser, chains, scifac
     assert found and all(f"of {len(shown)} sent queries" in hit.find_element(By.CSS_SELECTOR, ".meta").text
                          for hit in found)
     screenshot(browser, "page-private.png", folder)
+
+
+def test_the_selector_shows_a_pipeline_that_is_not_built(browser, folder, scifact_rows):
+    """A pipeline whose background build failed is listed with its status, and a search with it shows the 503's
+    line, while the ready one searches."""
+    corpus = folder / "forty.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in scifact_rows[:40]), encoding="utf-8")
+    broken = write_yaml(folder / "broken.yaml", {
+        "name": "broken", "description": "dense retrieval with an encoder file that is not there",
+        "stages": [{"dense": {"encoder": str(folder / "missing" / "model.onnx")}}]})
+    args = ["--corpus", str(corpus), "--pipeline", "bm25", "--pipeline", str(broken)]
+    with sleuth_server(args, env={"SLEUTH_HOME": str(folder / "home-broken")}, built=False) as url:
+        WebDriverWait(browser, WAIT_SECONDS).until(lambda d: httpx.get(url + "/pipelines").json()["pipelines"][1][
+            "status"].startswith("failed"))
+        open_page(browser, url)
+        select = Select(browser.find_element(By.ID, "pipeline"))
+        labels = [option.text for option in select.options]
+        assert labels[0] == "bm25" and labels[1].startswith("broken (failed: encoder file not found: "), labels
+        run_search(browser, "cells", "broken")
+        error = browser.find_element(By.ID, "error").text
+        assert error.startswith("Error 503: pipeline 'broken' is not available: failed: encoder file not found"), error
+        assert "not there" in browser.find_element(By.ID, "pipeline-description").text

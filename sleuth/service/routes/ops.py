@@ -21,7 +21,7 @@ def health(request: Request) -> dict[str, Any]:
 
 @router.get("/ready")
 def ready(request: Request):
-    """Readiness: pipelines are loaded (503 otherwise)."""
+    """Readiness: the default pipeline is loaded (503 otherwise; the others may still build: see ``/pipelines``)."""
     service = service_of(request)
     body = {"ready": service.ready, "pipelines": list(service.pipelines), "loaded_at": service.served.current.loaded_at}
     return JSONResponse(status_code=200 if service.ready else 503, content=body)
@@ -35,7 +35,8 @@ def metrics(request: Request):
 
 @router.get("/pipelines")
 def pipelines(request: Request) -> dict[str, Any]:
-    """The served pipelines: ``{"pipelines": [{name, description}], "default", "max_k"}``."""
+    """The served pipelines: ``{"pipelines": [{name, description, status}], "default", "max_k"}``; ``status`` is
+    ``ready``, ``building on first use``, ``building: <phase> n%`` or ``failed: <one line>``."""
     return service_of(request).describe()
 
 

@@ -1,4 +1,5 @@
-/* The sleuth search page: fills the pipeline selector from /pipelines, searches through /search with extras,
+/* The sleuth search page: fills the pipeline selector from /pipelines (each pipeline's status beside its name, the
+   list refreshed while some are still building), searches through /search with extras,
    and renders hits with the query's words highlighted, evidence paths hop by hop, and the obfuscated queries a
    private search sent. Server text only ever reaches the page through textContent, never parsed as HTML. */
 "use strict";
@@ -167,9 +168,17 @@ function renderSent(sent) {
 
 let pipelines = [];
 
+const REFRESH_MS = 10000;
+
+/** "building: encoding 40%" for a pipeline not ready yet, "" for a ready one (older servers give no status). */
+function notReady(p) {
+  return p.status && p.status !== "ready" ? p.status : "";
+}
+
 function describePipeline() {
   const chosen = pipelines.find((p) => p.name === $("pipeline").value);
-  $("pipeline-description").textContent = chosen ? chosen.description : "";
+  const status = chosen ? notReady(chosen) : "";
+  $("pipeline-description").textContent = chosen ? (status ? `${chosen.description} (${status})` : chosen.description) : "";
 }
 
 async function loadExtras() {
@@ -189,17 +198,20 @@ async function loadPipelines() {
     const response = await fetch("/pipelines", { headers: { Accept: "application/json" } });
     const body = await response.json();
     if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
+    const first = pipelines.length === 0;
     pipelines = body.pipelines;
     const select = $("pipeline");
+    const chosen = select.value;
     select.replaceChildren(...pipelines.map((p) => {
-      const option = el("option", null, p.name);
+      const option = el("option", null, notReady(p) ? `${p.name} (${notReady(p)})` : p.name);
       option.value = p.name;
       option.title = p.description;
       return option;
     }));
-    select.value = body.default;
+    select.value = first || !pipelines.some((p) => p.name === chosen) ? body.default : chosen;
     $("k").max = body.max_k;
     describePipeline();
+    if (pipelines.some((p) => notReady(p) && !p.status.startsWith("failed"))) setTimeout(loadPipelines, REFRESH_MS);
   } catch (error) {
     showError(`Could not list the pipelines: ${error.message}`);
   }
