@@ -27,7 +27,7 @@ from sleuth.corpus.beir import load_beir
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.eval.experiment import Experiment
 from sleuth.models.device import check_device
-from sleuth.pipelines.config import build_stages
+from sleuth.pipelines.config import load_pipeline
 
 DEMO_QUERIES = (
     "0-dimensional biomaterials show inductive properties.",
@@ -39,25 +39,21 @@ DEMO_DEPTH = 100
 MEASURES = ("nDCG@10", "R@100", "RR@10")
 
 
-def _stages(ws, configs: dict[str, list[dict]]) -> dict:
-    stages = {}
-    for name, entries in configs.items():
-        stages[name] = build_stages(entries, ws, where=f"demo {name}")
-        stages[name].name = name
-    return stages
+def builtin(names: tuple[str, ...], ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> dict:
+    """The built-in pipelines ``names`` (their shipped YAML) with ``depth`` candidates per retriever and ``encoder``
+    for dense retrieval, bound to ``ws``; building a dense one encodes the corpus unless its index is cached."""
+    keys: dict[str, dict] = {"bm25": {"k": depth}, "dense": {"k": depth, "encoder": encoder}}
+    return {name: load_pipeline(name, ws, stage_keys=keys) for name in names}
 
 
 def bm25_pipeline(ws, depth: int = DEMO_DEPTH) -> dict:
-    """The demo's bm25 pipeline (the built-in's settings, ``depth`` candidates), bound to ``ws``."""
-    return _stages(ws, {"bm25": [{"bm25": {"k": depth}}]})
+    """The demo's bm25 pipeline, bound to ``ws``."""
+    return builtin(("bm25",), ws, depth=depth)
 
 
 def dense_pipelines(ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> dict:
-    """dense and hybrid (the built-ins' stages with ``encoder``, ``depth`` candidates), bound to ``ws``; building
-    them encodes the corpus unless its index is cached."""
-    dense = {"dense": {"k": depth, "encoder": encoder}}
-    hybrid = {"fuse": {"method": "rrf", "rrf_k": 60, "branches": [{"bm25": {"k": depth}}, dense]}}
-    return _stages(ws, {"dense": [dense], "hybrid": [hybrid]})
+    """The demo's dense and hybrid pipelines, bound to ``ws``."""
+    return builtin(("dense", "hybrid"), ws, encoder, depth)
 
 
 def demo_pipelines(ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> dict:
