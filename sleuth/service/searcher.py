@@ -22,11 +22,12 @@ class Searcher:
         self.served, self.executor, self.limits, self.query_log = served, executor, limits, query_log
 
     def _one(self, name: str, stage: Stage, query: str, k: int, shape: Shape) -> dict[str, Any]:
-        """``{"hits"}`` of one query (and ``obfuscated_queries`` when ``extras`` and the stage sent some)."""
+        """``{"hits"}`` of one query, with ``extras``: and each declared ``per_query`` extra the hits carry, under its
+        own key (:mod:`sleuth.pipelines.extras`)."""
         hits = stage.search(query, k=k)
         self.query_log.record(pipeline=name, query=query, k=k, hits=len(hits))
-        records, sent = shape.hits(hits)
-        return {"hits": records} if sent is None else {"hits": records, "obfuscated_queries": sent}
+        records, per_query = shape.hits(hits)
+        return {**per_query, "hits": records}
 
     async def search(self, query: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
                      max_chars: Any = None, fields: Any = None) -> bytes:
