@@ -21,12 +21,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import typer
 
-from sleuth.cli.common import console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.cli.render import hits_table
 from sleuth.corpus.beir import load_beir
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.eval.experiment import Experiment
-from sleuth.models.device import check_device
 from sleuth.pipelines.config import load_pipeline
 
 DEMO_QUERIES = (
@@ -64,7 +63,7 @@ def demo_pipelines(ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> 
 def demo(
     k: int = typer.Option(3, "-k", help="Results shown per query."),
     max_queries: int = typer.Option(0, help="Evaluate on the first N train queries only (0: all 809)."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
     encoder: str = typer.Option(DEMO_ENCODER, help="Dense encoder (minilm: torch at 256 tokens, slower to index)."),
 ) -> None:
     """Build BM25 and MiniLM indexes of the bundled SciFact, search, and evaluate bm25 / dense / hybrid."""

@@ -8,14 +8,13 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
 from sleuth.eval.experiment import Experiment
-from sleuth.models.device import check_device
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.progress import format_duration
 
@@ -86,7 +85,7 @@ def eval_command(
     max_queries: int | None = typer.Option(None, min=1, help="Evaluate only the first N queries."),
     runs_dir: Path | None = typer.Option(None, help="Write each pipeline's TREC run file here."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
     index: list[Path] | None = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
                                                           "or not), as well as any --pipeline."),
     depth: int = typer.Option(1000, min=1, help="Results per query retrieved from an --index folder."),

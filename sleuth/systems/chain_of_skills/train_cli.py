@@ -12,9 +12,8 @@ from typing import Any
 
 import typer
 
-from sleuth.cli.common import console
+from sleuth.cli.common import DEVICE, console
 from sleuth.errors import ConfigError
-from sleuth.models.device import check_device
 
 
 def parse_weights(pairs: list[str]) -> dict[str, float]:
@@ -134,7 +133,7 @@ def train_cos_command(
     cache_context: bool = typer.Option(True, help="Cache the vectors of frozen context experts."),
     threads: int | None = typer.Option(None, help="Torch CPU threads (1 is fastest on a busy shared CPU)."),
     seed: int = typer.Option(13, help="Seed of sampling, negatives and the span head."),
-    device: str = typer.Option("cpu", callback=check_device, help="torch device: cpu or cuda."),
+    device: str = DEVICE,
 ) -> None:
     """Multi-task training: single retrieval, expanded queries, reranking, entity linking and span proposal."""
     from sleuth.systems.chain_of_skills.experts import LoraSpec

@@ -8,11 +8,10 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
-from sleuth.models.device import check_device
 from sleuth.stages.run import Run
 
 dhr_app = typer.Typer(help="Dense hierarchical retrieval (DHR): train, tune lambda, compare with flat retrieval.",
@@ -100,7 +99,7 @@ def compare_command(
     lam: float = typer.Option(1.0, "--lambda", help="Weight of the document score."),
     top_k: list[int] | None = typer.Option(None, "--top-k", help="Accuracy cut-offs (default 1 5 20 100)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
-    device: str = typer.Option("cpu", callback=check_device, help="Torch device: cpu, cuda, cuda:N, mps."),
+    device: str = DEVICE,
 ) -> None:
     """Passage- and document-level top-k answer accuracy of BM25, flat dense, DHR-D, DHR-P and DHR (w/o rerank,
     serial, parallel) on the same questions, each tested against BM25."""
@@ -140,7 +139,7 @@ def tune_command(
                                                "gate length_prior_below."),
     k1: int = typer.Option(100, help="Documents passed to the passage stage (search lambda)."),
     metric_k: int = typer.Option(20, "--metric-k", help="Maximise passage-level Top-k accuracy (the paper: 20)."),
-    device: str = typer.Option("cpu", callback=check_device, help="Torch device: cpu, cuda, cuda:N, mps."),
+    device: str = DEVICE,
 ) -> None:
     """Grid-search serial DHR's lambda (0..2 step 0.1, then step 0.01 around the best), or the default dhr score's
     length prior (0..0.1 step 0.005, then 0.001) for each gate (the 5th..95th percentiles of the questions' best

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.errors import ConfigError, QueryError
-from sleuth.models.device import check_device
 from sleuth.service.limits import MAX_OBFUSCATIONS
 from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM, check_epsilon
 from sleuth.systems.private_search.obfuscator import OOV_POLICIES
@@ -84,7 +83,7 @@ def private_search(
                                               "(0: the whole pool, slower)."),
     seed: int | None = typer.Option(None, help="Seed (default: OS randomness)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
 ) -> None:
     """Search a remote engine privately: send only obfuscated queries, rerank the pooled results locally.
 
@@ -169,7 +168,7 @@ def eval_privacy(
     max_queries: int | None = typer.Option(None, help="Use only the first N queries."),
     out_dir: Path | None = typer.Option(None, "--out", help="Write tables (.md, .json) and radar plots here."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
 ) -> None:
     """Measure obfuscation (1 - MiniLM similarity), pooled recall@100 and nDCG@10 after local reranking."""
     from sleuth.corpus.formats import read_queries
