@@ -44,12 +44,13 @@ class Setup:
         from sleuth.index.dense import VectorSearch
         from sleuth.models.registry import encoder_from_spec
         from sleuth.pipelines.mixed_source import with_distractors
-        from sleuth.systems.dhr.builders import hierarchical_index
+        from sleuth.systems.dhr.builders import HierarchySource, hierarchical_index
 
         self.source = with_distractors(corpus_source(corpus, fmt, None, splitter), distractors)
         self.ws = workspace(self.source, device)
-        self.index = hierarchical_index(self.ws, str(index) if index else None, document_encoder, passage_encoder,
-                                        VectorSearch(factory), separator, grouping)
+        self.index = hierarchical_index(self.ws, HierarchySource(str(index) if index else None, document_encoder,
+                                                                 passage_encoder, separator, grouping),
+                                        VectorSearch(factory))
         specs = self.index.document_encoder_spec, self.index.passage_encoder_spec
         self.document_encoder = encoder_from_spec(specs[0], device=device)
         self.passage_encoder = (self.document_encoder if specs[0]["name"] == specs[1]["name"]
