@@ -1,17 +1,8 @@
 """`sleuth demo`: index the bundled SciFact, answer a few real queries and print an evaluation table.
 
-The demo's dense retriever is all-MiniLM-L6-v2 as int8 ONNX (``minilm-onnx``, 256 tokens like torch): it indexes
-the 5,183 abstracts faster than torch with nDCG@10 within 0.005 of it, and needs no torch at all (measured with
-``bench/demo_bench.py``; reading only 128 tokens, ``minilm-onnx-128``, would be faster still but loses 0.02). Its
-index has its own cache key (the encoder name), so it never mixes with the torch ``dense`` pipeline's index;
-queries are encoded by the same model.
-
-Encoding the abstracts would be the one slow step of a first run (about 280 CPU seconds), so sleuth ships their
-``minilm-onnx`` vectors (``sleuth/data/vectors``, looked up by passage content: ``sleuth.index.prebuilt``) and the
-first run builds the dense index from them in about a second. With another encoder, or ``SLEUTH_PREBUILT=0``, the
-abstracts are encoded in a background thread while the BM25 index is built and BM25's results and table are shown;
-the dense and hybrid results follow when the dense index is ready. Every pipeline retrieves ``DEMO_DEPTH`` = 100 candidates, the deepest cut the table
-measures (R@100): retrieving 1,000 made the evaluation build ten times as many hits for the same figures.
+The dense retriever is the int8 ONNX MiniLM (``minilm-onnx``, its own cache key), whose SciFact vectors ship with
+sleuth (``sleuth.index.prebuilt``); another encoder encodes the abstracts in a background thread while BM25's results
+are shown. Every pipeline retrieves ``DEMO_DEPTH`` candidates. Why these choices (measured): docs/demo/README.md.
 """
 
 from __future__ import annotations
