@@ -25,7 +25,7 @@ import faiss
 import numpy as np
 
 from bench.common import Report, ResultTable, base_parser, bench_main, measure_interleaved, progress, ratio
-from sleuth.index.dense import VectorSearch, add_vectors, apply_search_params, make_faiss_index
+from sleuth.index.dense import add_vectors, apply_search_params, make_faiss_index
 from sleuth.index.docstore import DocStore
 from sleuth.systems.dhr.index import HierarchicalIndex, passage_offsets
 from sleuth.systems.dhr.stages import rank_passages_in_documents
@@ -101,13 +101,13 @@ def nq_accuracy(k1: int, lam: float) -> dict:
     from sleuth.models.registry import load_encoder
     from sleuth.paths import shared_data_dir
     from sleuth.pipelines.workspace import CorpusSource, Workspace
-    from sleuth.systems.dhr.builders import hierarchical_index
+    from sleuth.systems.dhr.builders import HierarchySource, hierarchical_index
     from sleuth.systems.dhr.cli import select_questions
     from sleuth.systems.dhr.stages import PassageRetrieve, dhr
 
     folder = shared_data_dir() / "nq"
     ws = Workspace(corpus=CorpusSource(folder / "corpus.jsonl"))
-    index = hierarchical_index(ws, None, "minilm", "minilm", VectorSearch(), ", ", "auto")
+    index = hierarchical_index(ws, HierarchySource(separator=", "))
     encoder = load_encoder("minilm")
     questions = select_questions(folder / "questions.jsonl", "dev", 0.2, 13)
     answers = {q.id: q.metadata["answers"] for q in questions}

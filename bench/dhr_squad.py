@@ -40,13 +40,12 @@ from bench.dhr_squad_scores import (
 )
 from sleuth.corpus.squad import read_squad_questions
 from sleuth.eval.answers import answer_matcher
-from sleuth.index.dense import VectorSearch
 from sleuth.paths import shared_data_dir
 from sleuth.pipelines.config import read_config
 from sleuth.pipelines.mixed_source import MixedCorpusSource
 from sleuth.pipelines.workspace import Workspace
 from sleuth.systems.dhr.article_split import split_by_article
-from sleuth.systems.dhr.builders import corpus_groups, hierarchical_index
+from sleuth.systems.dhr.builders import HierarchySource, corpus_groups, hierarchical_index
 from sleuth.systems.dhr.index import unit_centroids
 from sleuth.systems.dhr.training_data import DHRCorpus
 from sleuth.train.contrastive import TrainConfig
@@ -78,7 +77,7 @@ class SquadSetting:
         data = shared_data_dir()
         squad, nq = data / "squad2" / "dev-v2.0.json", data / "nq" / "corpus.jsonl"
         ws = Workspace(MixedCorpusSource(squad, distractors=(nq,)), show_progress=False)
-        index = hierarchical_index(ws, None, "minilm", "minilm", VectorSearch(), separator, "auto")
+        index = hierarchical_index(ws, HierarchySource(separator=separator))
         questions = list(read_squad_questions(squad))
         nq_questions = [json.loads(line) for line in (data / "nq" / "questions.jsonl").open(encoding="utf-8")]
         row_of = {pid: i for i, pid in enumerate(index.passages.ids)}

@@ -130,16 +130,16 @@ def effectiveness(args: argparse.Namespace) -> tuple[ResultTable, dict[str, Any]
     from sleuth.corpus.qrels import read_qrels
     from sleuth.corpus.trec import read_trec_topics
     from sleuth.paths import shared_data_dir
-    from sleuth.stages.retrieve import BM25Retrieve
-    from sleuth.systems.private_search.cli import build_obfuscators, corpus_words
+    from sleuth.pipelines.index_stage import bm25_retrieve
     from sleuth.systems.private_search.evaluation import NoObfuscation, evaluate_system
+    from sleuth.systems.private_search.registry import build_obfuscators, corpus_words
     from sleuth.systems.private_search.remote import StageEngine
 
     folder = shared_data_dir() / "vaswani"
     qrels = read_qrels(folder / "qrels")
     queries = [q for q in read_trec_topics(folder / "query-text.trec") if q.id in qrels]
     ws = workspace(corpus_source(folder / "doc-text.trec", None), "cpu", False)
-    engine = StageEngine(BM25Retrieve(ws.bm25(), k=100), name="bm25")
+    engine = StageEngine(bm25_retrieve(ws, 100), name="bm25")
     obfuscator = build_obfuscators([MECHANISM], "glove-6b-50d", corpus_words(folder / "doc-text.trec"),
                                    "drop")[MECHANISM]
     rerankers = {"before": local_reranker("minilm-onnx", depth=None)}

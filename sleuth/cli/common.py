@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import sys
 
+import typer
 from rich.console import Console
 
+from sleuth.models.device import check_device
 from sleuth.pipelines.sources import SPLITTERS, corpus_source, make_splitter, parse_fields
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 from sleuth.progress import console as progress_console
@@ -13,6 +15,9 @@ from sleuth.progress import console as progress_console
 console = progress_console  # stderr, shared with the progress bars so messages print above them
 # a table piped to a file or another program keeps its full width instead of rich's 80-column default
 out = Console(width=None if sys.stdout.isatty() else 160)
+#: the ``--device`` option of every command that runs a model, declared once (checked before any work)
+DEVICE = typer.Option("cpu", callback=check_device, help="Torch device of the encoders and models: cpu, cuda, "
+                                                         "cuda:N or mps.")
 
 
 def show_progress() -> bool:
@@ -32,4 +37,4 @@ def workspace(source: CorpusSource | None, device: str = "cpu", progress: bool =
     return Workspace(corpus=source, device=device, show_progress=progress and show_progress())
 
 
-__all__ = ["SPLITTERS", "console", "corpus_source", "make_splitter", "note_bundled", "out", "parse_fields", "show_progress", "workspace"]
+__all__ = ["DEVICE", "SPLITTERS", "console", "corpus_source", "make_splitter", "note_bundled", "out", "parse_fields", "show_progress", "workspace"]

@@ -1,17 +1,8 @@
 """`sleuth demo`: index the bundled SciFact, answer a few real queries and print an evaluation table.
 
-The demo's dense retriever is all-MiniLM-L6-v2 as int8 ONNX (``minilm-onnx``, 256 tokens like torch): it indexes
-the 5,183 abstracts faster than torch with nDCG@10 within 0.005 of it, and needs no torch at all (measured with
-``bench/demo_bench.py``; reading only 128 tokens, ``minilm-onnx-128``, would be faster still but loses 0.02). Its
-index has its own cache key (the encoder name), so it never mixes with the torch ``dense`` pipeline's index;
-queries are encoded by the same model.
-
-Encoding the abstracts would be the one slow step of a first run (about 280 CPU seconds), so sleuth ships their
-``minilm-onnx`` vectors (``sleuth/data/vectors``, looked up by passage content: ``sleuth.index.prebuilt``) and the
-first run builds the dense index from them in about a second. With another encoder, or ``SLEUTH_PREBUILT=0``, the
-abstracts are encoded in a background thread while the BM25 index is built and BM25's results and table are shown;
-the dense and hybrid results follow when the dense index is ready. Every pipeline retrieves ``DEMO_DEPTH`` = 100 candidates, the deepest cut the table
-measures (R@100): retrieving 1,000 made the evaluation build ten times as many hits for the same figures.
+The dense retriever is the int8 ONNX MiniLM (``minilm-onnx``, its own cache key), whose SciFact vectors ship with
+sleuth (``sleuth.index.prebuilt``); another encoder encodes the abstracts in a background thread while BM25's results
+are shown. Every pipeline retrieves ``DEMO_DEPTH`` candidates. Why these choices (measured): docs/demo/README.md.
 """
 
 from __future__ import annotations
@@ -21,13 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import typer
 
-from sleuth.cli.common import console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.cli.render import hits_table
 from sleuth.corpus.beir import load_beir
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.eval.experiment import Experiment
-from sleuth.models.device import check_device
-from sleuth.pipelines.config import build_stages
+from sleuth.pipelines.config import load_pipeline
 
 DEMO_QUERIES = (
     "0-dimensional biomaterials show inductive properties.",
@@ -39,25 +29,21 @@ DEMO_DEPTH = 100
 MEASURES = ("nDCG@10", "R@100", "RR@10")
 
 
-def _stages(ws, configs: dict[str, list[dict]]) -> dict:
-    stages = {}
-    for name, entries in configs.items():
-        stages[name] = build_stages(entries, ws, where=f"demo {name}")
-        stages[name].name = name
-    return stages
+def builtin(names: tuple[str, ...], ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> dict:
+    """The built-in pipelines ``names`` (their shipped YAML) with ``depth`` candidates per retriever and ``encoder``
+    for dense retrieval, bound to ``ws``; building a dense one encodes the corpus unless its index is cached."""
+    keys: dict[str, dict] = {"bm25": {"k": depth}, "dense": {"k": depth, "encoder": encoder}}
+    return {name: load_pipeline(name, ws, stage_keys=keys) for name in names}
 
 
 def bm25_pipeline(ws, depth: int = DEMO_DEPTH) -> dict:
-    """The demo's bm25 pipeline (the built-in's settings, ``depth`` candidates), bound to ``ws``."""
-    return _stages(ws, {"bm25": [{"bm25": {"k": depth}}]})
+    """The demo's bm25 pipeline, bound to ``ws``."""
+    return builtin(("bm25",), ws, depth=depth)
 
 
 def dense_pipelines(ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> dict:
-    """dense and hybrid (the built-ins' stages with ``encoder``, ``depth`` candidates), bound to ``ws``; building
-    them encodes the corpus unless its index is cached."""
-    dense = {"dense": {"k": depth, "encoder": encoder}}
-    hybrid = {"fuse": {"method": "rrf", "rrf_k": 60, "branches": [{"bm25": {"k": depth}}, dense]}}
-    return _stages(ws, {"dense": [dense], "hybrid": [hybrid]})
+    """The demo's dense and hybrid pipelines, bound to ``ws``."""
+    return builtin(("dense", "hybrid"), ws, encoder, depth)
 
 
 def demo_pipelines(ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> dict:
@@ -68,7 +54,7 @@ def demo_pipelines(ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> 
 def demo(
     k: int = typer.Option(3, "-k", help="Results shown per query."),
     max_queries: int = typer.Option(0, help="Evaluate on the first N train queries only (0: all 809)."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
     encoder: str = typer.Option(DEMO_ENCODER, help="Dense encoder (minilm: torch at 256 tokens, slower to index)."),
 ) -> None:
     """Build BM25 and MiniLM indexes of the bundled SciFact, search, and evaluate bm25 / dense / hybrid."""

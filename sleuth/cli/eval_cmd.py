@@ -3,23 +3,52 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
 from sleuth.eval.experiment import Experiment
-from sleuth.models.device import check_device
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.progress import format_duration
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
+
+
+@dataclass
+class Targets:
+    """What is evaluated: pipelines (built-in names or YAML files) and index folders (``depth`` results each)."""
+
+    names: list[str]
+    indexes: list[Path] = field(default_factory=list)
+    depth: int = 1000
+
+
+@dataclass
+class Task:
+    """The queries, their judgements (None: answers only) and whether answer accuracy is measured."""
+
+    queries: list[Query]
+    qrels: Qrels | None
+    with_answers: bool = False
+
+
+@dataclass
+class ReportOptions:
+    """How the experiment is measured and written: IR measures, answer cut-offs, run files, JSON, self-hits."""
+
+    metrics: list[str] | None = None
+    top_k: list[int] | None = None
+    runs_dir: Path | None = None
+    as_json: bool = False
+    exclude_self: bool = False
 
 
 def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None,
@@ -86,7 +115,7 @@ def eval_command(
     max_queries: int | None = typer.Option(None, min=1, help="Evaluate only the first N queries."),
     runs_dir: Path | None = typer.Option(None, help="Write each pipeline's TREC run file here."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
     index: list[Path] | None = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
                                                           "or not), as well as any --pipeline."),
     depth: int = typer.Option(1000, min=1, help="Results per query retrieved from an --index folder."),
@@ -122,20 +151,20 @@ def eval_command(
 
         source = with_distractors(source, distractors)
     ws = workspace(source, device, progress=not as_json)
+    targets, task = Targets(names, index or [], depth), Task(query_list, judged, with_answers)
+    options = ReportOptions(metric, top_k, runs_dir, as_json, bool(exclude_self))
     if ray_address is not None:
-        run_on_ray(ray_address, ray_workers, names, index or [], depth, source, ws, device, query_list, judged,
-                   with_answers, metric, top_k, runs_dir, as_json, bool(exclude_self))
+        run_on_ray(ray_address, ray_workers, targets, ws, task, options)
         return
     stages = {}
-    for name in names:
+    for name in targets.names:
         stage = load_pipeline(name, ws)
         stages[stage.name if stage.name not in stages else name] = stage
-    for path in index or []:
+    for path in targets.indexes:
         from sleuth.pipelines.index_stage import stage_for_index
 
-        stages[index_stage_name(path, stages)] = stage_for_index(path, depth, device)
-    report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json, bool(exclude_self),
-           ws.build_seconds)
+        stages[index_stage_name(path, stages)] = stage_for_index(path, targets.depth, device)
+    report(stages, task, options, ws.build_seconds)
 
 
 def query_ids_in_corpus(query_list: list[Query], source) -> bool:
@@ -152,28 +181,27 @@ def index_stage_name(path: Path, taken: dict) -> str:
     return path.name if path.name not in taken else str(path)
 
 
-def report(stages: dict, query_list: list[Query], judged: Qrels | None, with_answers: bool,
-           metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None, as_json: bool,
-           exclude_self: bool = False, build_seconds: dict[str, float] | None = None,
+def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict[str, float] | None = None,
            progress: bool = True) -> None:
     """Run the experiment and print its table (or JSON), writing the run files when asked; topics left out
     (without judgements) and judgements without a topic are warned about on stderr, loudly when most are;
     ``build_seconds``: the indexes the workspace built (by cache key), reported under the table (and as
     ``index_build_seconds``); ``progress``: each pipeline's queries done (off for Ray, whose workers split the
     queries of one call)."""
-    answers = ({q.id: q.metadata["answers"] for q in query_list if q.metadata.get("answers")}  # unanswerable: none
-               if with_answers else None)
-    experiment = Experiment(stages, query_list, qrels=judged, answers=answers,
-                            measures=metric or DEFAULT_METRICS, ks=top_k or DEFAULT_KS, exclude_self=exclude_self,
-                            show_progress=progress and not as_json)
+    answers = ({q.id: q.metadata["answers"] for q in task.queries if q.metadata.get("answers")}  # unanswerable: none
+               if task.with_answers else None)
+    as_json = options.as_json
+    experiment = Experiment(stages, task.queries, qrels=task.qrels, answers=answers,
+                            measures=options.metrics or DEFAULT_METRICS, ks=options.top_k or DEFAULT_KS,
+                            exclude_self=options.exclude_self, show_progress=progress and not as_json)
     style = "bold red" if experiment.coverage.poor else "yellow"
     for line in experiment.coverage.warnings():
         console.print(f"[{style}]warning: {line}[/{style}]")
     if not as_json:
         console.print(f"evaluating {len(stages)} pipeline(s) on {len(experiment.queries)} queries ...")
     result = experiment.run()
-    if runs_dir is not None:
-        result.save_runs(runs_dir)
+    if options.runs_dir is not None:
+        result.save_runs(options.runs_dir)
     built = build_seconds or {}
     if as_json:
         print(json.dumps({**result.to_dict(include_per_query=False), "index_build_seconds": built}))
@@ -192,11 +220,9 @@ def build_note(built: dict[str, float]) -> str:
             f"({each})")
 
 
-def run_on_ray(address: str, workers: int, names: list[str], indexes: list[Path], depth: int, source, ws,
-               device: str, query_list: list[Query], judged: Qrels | None, with_answers: bool,
-               metric: list[str] | None, top_k: list[int] | None, runs_dir: Path | None,
-               as_json: bool, exclude_self: bool = False) -> None:
-    """The experiment with every pipeline run by Ray workers (the queries split across them, runs merged)."""
+def run_on_ray(address: str, workers: int, targets: Targets, ws, task: Task, options: ReportOptions) -> None:
+    """The experiment with every pipeline run by Ray workers (the queries split across them, runs merged); the
+    workers build the pipelines over the workspace's corpus, home and device."""
     from functools import partial
 
     from sleuth.pipelines.index_stage import stage_for_index
@@ -204,15 +230,15 @@ def run_on_ray(address: str, workers: int, names: list[str], indexes: list[Path]
     from sleuth.scale.session import ray_session
 
     builders: dict = {}
-    for name in names:
+    for name in targets.names:
         stage_name = load_pipeline_name(name)
-        builders[stage_name if stage_name not in builders else name] = pipeline_builder(name, source, ws.home, device)
-    for path in indexes:
-        builders[index_stage_name(path, builders)] = partial(stage_for_index, path.resolve(), depth, device)
+        builders[stage_name if stage_name not in builders else name] = pipeline_builder(name, ws.corpus, ws.home,
+                                                                                        ws.device)
+    for path in targets.indexes:
+        builders[index_stage_name(path, builders)] = partial(stage_for_index, path.resolve(), targets.depth, ws.device)
     with ray_session(address):
         stages = ray_pipelines(builders, workers)
-        report(stages, query_list, judged, with_answers, metric, top_k, runs_dir, as_json, exclude_self,
-               progress=False)
+        report(stages, task, options, progress=False)
 
 
 def load_pipeline_name(name: str) -> str:

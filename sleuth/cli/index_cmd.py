@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import console, corpus_source, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, workspace
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params
@@ -18,7 +18,6 @@ from sleuth.index.commit import index_lock
 from sleuth.index.dense import DenseIndex
 from sleuth.index.manifest import check_build_target, is_index_directory
 from sleuth.index.tokenize import Analyzer
-from sleuth.models.device import check_device
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 
 KINDS = ("bm25", "dense", "all")
@@ -45,7 +44,7 @@ def index(
     stopwords: str = typer.Option("en", help="Stopword list: en, or 'none'."),
     token_pattern: str = typer.Option(Analyzer.pattern, help="BM25 token regex; the default drops one-letter "
                                       "words ('vitamin d' -> vitamin); '(?u)\\b\\w+\\b' keeps them."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device: cpu, cuda, cuda:1, mps."),
+    device: str = DEVICE,
     shards: int | None = typer.Option(None, min=1, help="Build a sharded index of N shards (global BM25 statistics, "
                                                     "exact merging); search/eval take its folder with --index."),
     ray_address: str | None = typer.Option(None, help="Build the shards on Ray: local (a bounded local Ray), "

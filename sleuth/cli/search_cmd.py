@@ -7,9 +7,8 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import corpus_source, note_bundled, out, workspace
+from sleuth.cli.common import DEVICE, corpus_source, note_bundled, out, workspace
 from sleuth.cli.render import hits_json, hits_table
-from sleuth.models.device import check_device
 from sleuth.pipelines.config import load_pipeline
 from sleuth.pipelines.index_stage import stage_for_index
 
@@ -23,7 +22,7 @@ def search(
     index: Path | None = typer.Option(None, help="Search this index folder directly (overrides --pipeline)."),
     k: int = typer.Option(10, "-k", min=1, help="How many results to show."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
 ) -> None:
     """Search a corpus or an index and print the top k results."""
     if index is not None:

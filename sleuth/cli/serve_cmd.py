@@ -23,9 +23,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import console, corpus_source, note_bundled, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, workspace
 from sleuth.errors import ConfigError, MissingExtraError
-from sleuth.models.device import check_device
 from sleuth.service.admin import ENV_VAR
 from sleuth.service.hosts import LOOPBACK_ADDRESSES
 
@@ -74,7 +73,7 @@ def serve(
     api_key_file: Path | None = typer.Option(
         None, help=f"File holding the API key of the admin endpoints (default: ${ENV_VAR}; none: admin disabled)."),
     api_key: str | None = typer.Option(None, hidden=True, help="Admin API key (visible in the process list)."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
     ray_address: str | None = typer.Option(None, help="Serve sharded --index folders from shard actors on Ray "
                                                        "(one actor per shard, spread over the nodes): local, auto or "
                                                        "HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape

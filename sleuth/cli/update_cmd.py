@@ -8,10 +8,9 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import console
+from sleuth.cli.common import DEVICE, console
 from sleuth.corpus.jsonl import iter_jsonl
 from sleuth.errors import ConfigError
-from sleuth.models.device import check_device
 
 
 def update(
@@ -19,7 +18,7 @@ def update(
     add: Path | None = typer.Option(None, "--add", help="JSONL file of documents to add: id, title, text."),
     delete: str | None = typer.Option(None, "--delete", help="Comma-separated passage ids to delete."),
     encoder: str | None = typer.Option(None, help="Encoder of new dense documents (default: the index's)."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
 ) -> None:
     """Add (--add) or delete (--delete) documents; searches see the old or the new index, never half."""
     from sleuth.index.updates import add_documents, delete_documents, passages_from_records

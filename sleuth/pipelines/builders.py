@@ -9,6 +9,7 @@ from sleuth.index.bm25 import METHODS as BM25_METHODS
 from sleuth.index.bm25 import BM25Params
 from sleuth.index.dense import VectorSearch
 from sleuth.index.tokenize import Analyzer, stopwords_problem
+from sleuth.pipelines.index_stage import bm25_retrieve, dense_retrieve
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.base import Cutoff
@@ -23,28 +24,15 @@ def bm25_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None,
                stopwords: Annotated[Any, Check(stopwords_problem)] = "en", stemmer: str | None = "english",
                name: str = "bm25") -> BM25Retrieve:
     """BM25 over ``index`` (a path, sharded or not) or over the workspace corpus, built with these parameters."""
-    if index is not None:
-        from sleuth.index.sharded import load_bm25
-
-        return BM25Retrieve(load_bm25(index), k=k, name=name)
-    built = ws.bm25(BM25Params(method=method, k1=k1, b=b), Analyzer(stopwords=stopwords, stemmer=stemmer))
-    return BM25Retrieve(built, k=k, name=name)
+    return bm25_retrieve(ws, k, index=index, params=BM25Params(method=method, k1=k1, b=b),
+                         analyzer=Analyzer(stopwords=stopwords, stemmer=stemmer), name=name)
 
 
 @register_stage("dense")
 def dense_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None, encoder: str = "minilm",
                 search: VectorSearch = VectorSearch(), name: str = "dense") -> DenseRetrieve:
     """Dense retrieval over ``index`` (a path, sharded or not) or over the workspace corpus encoded with ``encoder``."""
-    from sleuth.index.sharded import load_dense, set_search_params
-
-    if index is not None:
-        loaded = load_dense(index)
-        stage = DenseRetrieve(loaded, k=k, name=name, device=ws.device)
-    else:
-        loaded = ws.dense(encoder, search.factory)
-        stage = DenseRetrieve(loaded, encoder=ws.encoder(encoder), k=k, name=name)
-    set_search_params(loaded, search)
-    return stage
+    return dense_retrieve(ws, k, index=index, encoder=encoder, search=search, name=name)
 
 
 def fusion_problem(params: dict[str, Any]) -> str | None:

@@ -95,11 +95,14 @@ def build_stages(entries: list[Any], workspace: Workspace, where: str) -> Stage:
     return stages[0] if len(stages) == 1 else Sequential(stages)
 
 
-def load_pipeline(source: str | Path, workspace: Workspace | None = None, **keys: Any) -> Stage:
+def load_pipeline(source: str | Path, workspace: Workspace | None = None,
+                  stage_keys: dict[str, dict[str, Any]] | None = None, **keys: Any) -> Stage:
     """Build a pipeline from a built-in name, a YAML file or a stage name, bound to ``workspace`` (for corpus
     indexes); the whole config is checked first, so a wrong key in a later stage or branch is reported
-    before any index is built. ``keys`` set keys of a one-stage pipeline's stage, checked like the config's own. The pipeline is its
-    stages wrapped under the config's name (a one-stage pipeline's stage keeps its own name)."""
+    before any index is built. ``keys`` set keys of a one-stage pipeline's stage, checked like the config's own;
+    ``stage_keys`` (``{stage name: {key: value}}``) set keys of every stage of that name, fusion branches included
+    (``stage_keys={"dense": {"encoder": "minilm-onnx"}}`` runs the built-in hybrid with another encoder). The
+    pipeline is its stages wrapped under the config's name (a one-stage pipeline's stage keeps its own name)."""
     load_stage_modules()
     if str(source) in STAGES and str(source) not in builtin_pipelines():
         config: dict[str, Any] = {"name": str(source), "stages": [{str(source): keys}]}
@@ -109,6 +112,8 @@ def load_pipeline(source: str | Path, workspace: Workspace | None = None, **keys
         where = config["_source"]
         if keys:
             config["stages"], where = [with_keys(config, keys)], f"pipeline '{config['name']}'"
+    if stage_keys:
+        config["stages"] = with_stage_keys(config["stages"], stage_keys, where)
     check_entries(config["stages"], where)  # all of it, before any index is built
     pipeline = Sequential([build_stages(config["stages"], workspace or Workspace(), where=where)],
                           name=config["name"])
@@ -123,6 +128,19 @@ def with_keys(config: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
                           "one-stage pipeline only (write a YAML config for the others)")
     name, params = parse_entry(config["stages"][0], config["_source"])
     return {name: {**params, **keys}}
+
+
+def with_stage_keys(entries: list[Any], stage_keys: dict[str, dict[str, Any]], where: str) -> list[Any]:
+    """``entries`` with ``stage_keys[name]`` set over the keys of every stage called ``name`` (branches too)."""
+    updated = []
+    for i, entry in enumerate(entries, start=1):
+        name, params = parse_entry(entry, f"{where}, stage {i}")
+        params = {**params, **stage_keys.get(name, {})}
+        if name == "fuse":
+            params["branches"] = [with_stage_keys(b if isinstance(b, list) else [b], stage_keys, f"{where}, stage {i}")
+                                  for b in params.get("branches", [])]
+        updated.append({name: params})
+    return updated
 
 
 def check_entries(entries: list[Any], where: str) -> None:

@@ -12,13 +12,18 @@ Display rules:
 - ``hop_label``: text shown for a hop of an evidence path (e.g. the mention that linked it);
 - ``per_query``: the same for every hit of a query: the service lifts it out of the hits into the response;
 - ``hidden``: kept in JSON, not shown on the page.
+
+A name with ``{stage}`` declares a family of keys, one per stage name: the core's ``{stage}_input_score`` is the
+score a hit had before the stage called ``<stage>`` rescored it (``sleuth.stages.hits.input_score_key``).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from sleuth.errors import ConfigError
+from sleuth.stages.hits import INPUT_SCORE
 
 DISPLAYS = ("chip", "evidence_path", "hop_score", "hop_label", "per_query", "hidden")
 
@@ -55,6 +60,15 @@ def declared() -> dict[str, ExtraKey]:
     return dict(EXTRAS)
 
 
+def key_for(name: str) -> ExtraKey | None:
+    """The declaration of an extras key: its own, or that of the ``{stage}`` family it belongs to (None: undeclared)."""
+    keys = declared()
+    if name in keys:
+        return keys[name]
+    return next((key for pattern, key in keys.items() if "{stage}" in pattern
+                 and re.fullmatch(re.escape(pattern).replace(r"\{stage\}", ".+"), name)), None)
+
+
 def keys_shown_as(display: str) -> list[str]:
     """The names of the declared keys with this display rule, in declaration order."""
     return [key.name for key in declared().values() if key.display == display]
@@ -66,3 +80,4 @@ def page_hidden() -> list[str]:
 
 
 register_extra("components", dict, "hidden", "fusion: each branch's score of the hit (None where it missed it)")
+register_extra(INPUT_SCORE, float, "chip", "the hit's score before the stage named <stage> rescored it")

@@ -1,20 +1,50 @@
-"""A retrieval stage straight over an index folder (``sleuth search --index``, ``sleuth serve --index``)."""
+"""BM25 and dense retrieval stages, built in this one place: over a workspace's corpus (its cached indexes) or over
+an index folder (``index``; ``sleuth search --index``, ``sleuth serve --index``). The ``bm25`` and ``dense``
+config stages, the CLIs and the systems all build their retrievers here."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from sleuth.index.bm25 import BM25Params
+from sleuth.index.dense import VectorSearch
+from sleuth.index.tokenize import Analyzer
+from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.base import Stage
+from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
+
+
+def bm25_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, params: BM25Params = BM25Params(),
+                  analyzer: Analyzer = Analyzer(), name: str = "bm25") -> BM25Retrieve:
+    """BM25 over ``index`` (a folder, sharded or not) or over the workspace corpus indexed with these settings."""
+    if index is not None:
+        from sleuth.index.sharded import load_bm25
+
+        return BM25Retrieve(load_bm25(index), k=k, name=name)
+    return BM25Retrieve(ws.bm25(params, analyzer), k=k, name=name)
+
+
+def dense_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, encoder: str = "minilm",
+                   search: VectorSearch = VectorSearch(), name: str = "dense") -> DenseRetrieve:
+    """Dense retrieval over ``index`` (a folder, sharded or not; queries encoded by the encoder its manifest
+    records) or over the workspace corpus encoded with ``encoder``, searched with ``search``'s settings."""
+    from sleuth.index.sharded import load_dense, set_search_params
+
+    if index is not None:
+        loaded = load_dense(index)
+        stage = DenseRetrieve(loaded, k=k, name=name, device=ws.device)
+    else:
+        loaded = ws.dense(encoder, search.factory)
+        stage = DenseRetrieve(loaded, encoder=ws.encoder(encoder), k=k, name=name)
+    set_search_params(loaded, search)
+    return stage
 
 
 def stage_for_index(path: Path, k: int, device: str) -> Stage:
     """A retrieval stage for an index folder, chosen by the kind its manifest records."""
-    from sleuth.index.sharded import SHARDED_BM25, index_kind, load_bm25, load_dense
+    from sleuth.index.sharded import SHARDED_BM25, index_kind
 
+    ws = Workspace(device=device, show_progress=False)
     if index_kind(path) in ("bm25", SHARDED_BM25):
-        from sleuth.stages.retrieve import BM25Retrieve
-
-        return BM25Retrieve(load_bm25(path), k=k)
-    from sleuth.stages.retrieve import DenseRetrieve
-
-    return DenseRetrieve(load_dense(path), k=k, device=device)
+        return bm25_retrieve(ws, k, index=path, name="bm25")
+    return dense_retrieve(ws, k, index=path, name="dense")

@@ -14,19 +14,20 @@ from sleuth.pipelines.extras import keys_shown_as
 from sleuth.stages.run import Hit, jsonable
 
 
-def hit_records(hits: Sequence[Hit], with_extras: bool) -> tuple[list[dict[str, Any]], list[str] | None]:
-    """The hits' JSON records (ranked from 1) and, when ``with_extras``, the first ``per_query`` extra the hits
-    carry (the obfuscated queries a private search sent; None when none does); with extras, each record gets a
-    JSON-safe ``extras`` (possibly empty) without the per-query keys."""
+def hit_records(hits: Sequence[Hit], with_extras: bool) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The hits' JSON records (ranked from 1) and, when ``with_extras``, the declared ``per_query`` extras the hits
+    carry, by key (the first hit's value of each; empty when none does); with extras, each record gets a JSON-safe
+    ``extras`` (possibly empty) without the per-query keys."""
     records = [hit.record(rank) for rank, hit in enumerate(hits, start=1)]
+    lifted: dict[str, Any] = {}
     if not with_extras:
-        return records, None
-    per_query, sent = keys_shown_as("per_query"), None
+        return records, lifted
+    per_query = keys_shown_as("per_query")
     for record, hit in zip(records, hits):
         extras = dict(hit.extras)
         for key in per_query:
-            lifted = extras.pop(key, None)
-            if sent is None and lifted is not None:
-                sent = [str(text) for text in lifted]
+            value = extras.pop(key, None)
+            if value is not None:
+                lifted.setdefault(key, jsonable(value))
         record["extras"] = jsonable(extras)
-    return records, sent
+    return records, lifted

@@ -23,13 +23,14 @@ class Searcher:
         self.served, self.executor, self.limits, self.query_log = served, executor, limits, query_log
 
     def _one(self, name: str, stage: Stage, query: str, k: int, shape: Shape, partial: bool) -> dict[str, Any]:
-        """``{"hits"}`` of one query (and ``obfuscated_queries`` when ``extras`` and the stage sent some); with
-        ``partial``, the ranking of the shards that answered and ``shards``: which answered, which are down."""
+        """``{"hits"}`` of one query, with ``extras``: and each declared ``per_query`` extra the hits carry, under its
+        own key (:mod:`sleuth.pipelines.extras`); with ``partial``, the ranking of the shards that answered and
+        ``shards``: which answered, which are down."""
         with partial_results(partial) as report:
             hits = stage.search(query, k=k)
         self.query_log.record(pipeline=name, query=query, k=k, hits=len(hits))
-        records, sent = shape.hits(hits)
-        out: dict[str, Any] = {"hits": records} if sent is None else {"hits": records, "obfuscated_queries": sent}
+        records, per_query = shape.hits(hits)
+        out: dict[str, Any] = {**per_query, "hits": records}
         return {**out, "shards": report.to_dict()} if partial else out
 
     async def search(self, query: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,

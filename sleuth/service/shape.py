@@ -34,10 +34,10 @@ class Shape:
         chars = limits.text_chars if max_chars is None else limits.count(max_chars, "max_chars", limits.max_text_chars)
         return cls(chars, hit_fields(fields), check_flag(extras, "extras"))
 
-    def hits(self, hits: Sequence[Hit]) -> tuple[list[dict[str, Any]], list[str] | None]:
-        """The hits' records in this shape, and the obfuscated queries a private search sent (see ``hit_records``)."""
-        records, sent = hit_records(hits, self.extras)
-        return [self.record(record) for record in records], sent
+    def hits(self, hits: Sequence[Hit]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        """The hits' records in this shape, and the per-query extras lifted out of them (see ``hit_records``)."""
+        records, per_query = hit_records(hits, self.extras)
+        return [self.record(record) for record in records], per_query
 
     def record(self, record: dict[str, Any]) -> dict[str, Any]:
         shaped = {name: record[name] for name in self.fields}

@@ -33,8 +33,17 @@ def candidate_rows(docstore: DocStore, hits: Sequence[Hit]) -> tuple[list[Hit], 
     return kept, rows
 
 
+INPUT_SCORE = "{stage}_input_score"  # declared (type, display) in sleuth.pipelines.extras
+
+
+def input_score_key(stage: str) -> str:
+    """The extras key of a hit's score before the stage named ``stage`` rescored it: ``<stage>_input_score``."""
+    return INPUT_SCORE.format(stage=stage)
+
+
 def rescored(hits: Sequence[Hit], scores: Sequence[float] | np.ndarray, stage: str) -> list[Hit]:
     """Candidates with new scores (the previous score kept in extras under the stage name), best first."""
-    out = [h.with_score(s, **{f"{stage}_input_score": h.score}) for h, s in zip(hits, np.asarray(scores).tolist())]
+    key = input_score_key(stage)
+    out = [h.with_score(s, **{key: h.score}) for h, s in zip(hits, np.asarray(scores).tolist())]
     out.sort(key=ranking_key)
     return out

@@ -41,6 +41,26 @@ def test_the_core_readers_name_no_system_key(reader):
     assert named == [], f"{reader} names {named}: read sleuth.pipelines.extras instead"
 
 
+@pytest.mark.parametrize("module", ["service/searcher.py", "service/shape.py", "service/extras.py",
+                                    "service/static/app.js", "stages/hits.py"])
+def test_the_service_and_the_stages_write_no_system_key(module):
+    source = (ROOT / module).read_text(encoding="utf-8")
+    keys = ("obfuscated_queries", "found_by", "mention") if module.endswith(".js") else SYSTEM_KEYS  # CSS has .path
+    named = [key for key in (*keys, "_input_score") if re.search(rf"""["'.]{key}\b""", source)]
+    assert named == [], f"{module} names {named}: read sleuth.pipelines.extras instead"
+
+
+def test_input_scores_are_a_declared_family_of_keys():
+    from sleuth.pipelines.extras import key_for
+    from sleuth.stages.hits import input_score_key
+
+    assert input_score_key("classify") == "classify_input_score"
+    for stage in ("rescore", "cos_rerank", "setops"):
+        declared_key = key_for(input_score_key(stage))
+        assert declared_key is not None and declared_key.type is float and declared_key.display == "chip"
+    assert key_for("found_by").display == "chip" and key_for("no_such_key") is None
+
+
 def test_the_renderer_and_the_service_follow_the_registry(scifact_passages):
     first, second = (Hit(p.id, 1.0, p.doc_id, p.title, p.text) for p in scifact_passages[:2])
     hop1 = first.with_score(3.21, merged=3.21, rerank=1.05)
@@ -51,8 +71,8 @@ def test_the_renderer_and_the_service_follow_the_registry(scifact_passages):
     assert hop_scores(hop2) == "link 2.5000, mention 'vitamin D'"
     assert hits_table("q", [path]).columns[3].header == "evidence path / per-hop scores"
     private = [first.with_score(1.0, obfuscated_queries=["a b", "c d"], found_by=2)]
-    records, sent = hit_records(private, with_extras=True)
-    assert sent == ["a b", "c d"] and records[0]["extras"] == {"found_by": 2}
+    records, per_query = hit_records(private, with_extras=True)
+    assert per_query == {"obfuscated_queries": ["a b", "c d"]} and records[0]["extras"] == {"found_by": 2}
 
 
 def test_the_page_gets_its_hidden_extras_from_the_server(tmp_path, scifact_passages):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sleuth.cli.demo_cmd import DEMO_ENCODER, demo_pipelines
+from sleuth.pipelines.config import read_config
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 
 
@@ -17,5 +18,7 @@ def test_demo_pipelines_share_one_onnx_index_with_its_own_cache_key(tmp_path, sc
     assert (cached / "manifest.json").is_file() and manifest.encoder["name"] == DEMO_ENCODER
     assert manifest.encoder["max_length"] == 256
     assert not ws.index_dir(Workspace.dense_key("minilm")).exists()  # the torch index is neither built nor reused
+    for name in ("bm25", "dense", "hybrid"):  # the shipped YAML pipelines, with the demo's depth and encoder
+        assert stages[name].description == read_config(name)["description"]
     for name in ("dense", "hybrid"):
         assert stages[name].search(scifact_rows[7]["title"], k=3)[0].id == scifact_rows[7]["_id"]

@@ -33,6 +33,14 @@ def test_a_stage_defaults_to_its_shipped_pipeline(pipeline, stage):
     assert name == stage and {key: defaults[key] for key in params} == params
 
 
+@pytest.mark.parametrize("pipeline", ["quest-bm25-setops", "quest-dense-setops"])
+def test_the_setops_stage_defaults_to_the_shipped_setops(pipeline):
+    load_stage_modules()
+    name, params = parse_entry(read_config(pipeline)["stages"][-1], pipeline)
+    defaults = stage_defaults(name)
+    assert name == "setops" and {key: defaults[key] for key in params} == params
+
+
 def test_the_papers_dhr_recipe_stays_dhr_serial():
     _, params = parse_entry(read_config("dhr-serial")["stages"][0], "dhr-serial")
     assert (params["mode"], params["document"], params["separator"], params["length_prior"]) == (

@@ -308,8 +308,8 @@ def test_extras_become_json(scifact_passages):
     hop1 = Hit("a", np.float32(2.5), "a", "First", "one", {"rerank": np.float64(0.25), "rank": np.int64(3)})
     hop2 = Hit("b", 1.0, "b", "Second", "two", {"link": float("nan"), "vector": np.arange(3, dtype=np.float32)})
     path = Hit("a||b", 3.5, None, "First / Second", None, {"path": [hop1, hop2], "other": object()})
-    records, sent = hit_records([path], with_extras=True)
-    assert sent is None
+    records, per_query = hit_records([path], with_extras=True)
+    assert per_query == {}
     body = json.loads(json.dumps(records, allow_nan=False))
     assert body[0]["extras"]["path"] == [
         {"id": "a", "doc_id": "a", "score": 2.5, "title": "First", "text": "one", "extras": {"rerank": 0.25, "rank": 3}},
@@ -318,9 +318,10 @@ def test_extras_become_json(scifact_passages):
     assert body[0]["extras"]["other"].startswith("<object")
     private = [Hit("x", 1.0, extras={"obfuscated_queries": ["p q", "r s"], "found_by": 2}),
                Hit("y", 0.5, extras={"obfuscated_queries": ["p q", "r s"], "found_by": 1})]
-    records, sent = hit_records(private, with_extras=True)
-    assert sent == ["p q", "r s"] and [r["extras"] for r in records] == [{"found_by": 2}, {"found_by": 1}]
-    assert hit_records(private, with_extras=False) == ([h.record(i) for i, h in enumerate(private, 1)], None)
+    records, per_query = hit_records(private, with_extras=True)
+    assert per_query == {"obfuscated_queries": ["p q", "r s"]}
+    assert [r["extras"] for r in records] == [{"found_by": 2}, {"found_by": 1}]
+    assert hit_records(private, with_extras=False) == ([h.record(i) for i, h in enumerate(private, 1)], {})
     deep: list = []
     for _ in range(20):
         deep = [deep]

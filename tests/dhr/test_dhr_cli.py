@@ -31,6 +31,12 @@ def test_compare_and_tune(sleuth, nq_slice, tmp_path):
     assert "P Top-1" not in rows["DHR-D (documents)"] and rows["DHR-D (documents)"]["D Top-5"] > 0.5
     assert all(0.5 < row["D Top-5"] <= 1.0 for row in rows.values())
     assert "DHR serial" in result.stdout and "P Top-5" in result.stdout
+    # the tables are sleuth.eval.Experiment's: each row tested against BM25 (paired t-test, Holm-corrected)
+    assert "Passage level" in result.stdout and "Document level" in result.stdout and "P Top-5 p" in result.stdout
+    assert "vs 'BM25'" in result.stdout
+    pvalues = {r["name"]: r["pvalues"] for r in json.loads((tmp_path / "rows.json").read_text())["rows"]}
+    assert pvalues["BM25"] == {} and 0.0 <= pvalues["DHR-P"]["P Top-5"] <= 1.0
+    assert set(pvalues["DHR-D (documents)"]) <= {"D Top-1", "D Top-5"}
     tuned = sleuth("dhr", "tune", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
                    "--split", "all", "--k1", "10", "--metric-k", "5")
     assert tuned.returncode == 0, tuned.stderr

@@ -8,9 +8,11 @@ const STOPWORDS = new Set(("a an and are as at be by for from has have in is it 
   "were which with what who whom whose when where why how do does did not no s t").split(" "));
 const WORD = /[\p{L}\p{N}]+/gu;
 const SNIPPET_CHARS = 360;
-/* Extras not shown as chips, and those holding an evidence path: declared by the server (GET /extras). */
+/* Extras not shown as chips, those holding an evidence path, and those the server lifts out of the hits into the
+   response (the same for every hit of a query, e.g. the queries a private search sent): declared by GET /extras. */
 let hiddenExtras = new Set();
 let pathExtras = [];
+let perQueryExtras = [];
 
 const $ = (id) => document.getElementById(id);
 
@@ -188,6 +190,7 @@ async function loadExtras() {
     const body = await response.json();
     hiddenExtras = new Set(body.hidden);
     pathExtras = body.extras.filter((key) => key.display === "evidence_path").map((key) => key.name);
+    perQueryExtras = body.extras.filter((key) => key.display === "per_query").map((key) => key.name);
   } catch (error) {
     /* without the list every number or text extra is shown */
   }
@@ -250,7 +253,7 @@ async function search(event) {
     return;
   }
   const pattern = termPattern(queryTerms(body.query));
-  const sent = body.obfuscated_queries || null;
+  const sent = perQueryExtras.map((key) => body[key]).find((value) => Array.isArray(value)) || null;
   renderSent(sent);
   $("results").replaceChildren(...body.hits.map((hit) => renderHit(hit, pattern)));
   const seconds = ((performance.now() - started) / 1000).toFixed(2);

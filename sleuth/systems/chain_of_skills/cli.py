@@ -8,9 +8,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from sleuth.cli.common import console, out
+from sleuth.cli.common import DEVICE, console, out
 from sleuth.errors import ConfigError
-from sleuth.models.device import check_device
 
 cos_app = typer.Typer(help="Chain-of-Skills (multi-expert retrieval chains): training and evaluation.", no_args_is_help=True)
 
@@ -37,7 +36,7 @@ def cos_eval_command(
     k_hop2_rerank: int | None = typer.Option(None, help="Rerank only the best N hop-2 candidates by their path score "
                                                         "without the hop-2 rerank (default: all, as the paper)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
-    device: str = typer.Option("cpu", callback=check_device, help="torch device: cpu or cuda."),
+    device: str = DEVICE,
     int8: bool = typer.Option(False, "--int8", help="Run the chains on an int8 (dynamically quantised) copy of "
                                                     "the encoder (CPU); the skill indexes stay float32."),
 ) -> None:

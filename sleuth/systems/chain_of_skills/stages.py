@@ -15,6 +15,7 @@ import numpy as np
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
+from sleuth.stages.hits import input_score_key
 from sleuth.stages.run import Hit, Run, rank_hits, ranking_key
 from sleuth.systems.chain_of_skills.bucketing import MAX_BATCH_ROWS, MAX_BATCH_TOKENS, forward_batches, token_states
 from sleuth.systems.chain_of_skills.skill_index import SkillIndex
@@ -145,7 +146,7 @@ class Rerank(Stage):
         for query in queries:
             hits = candidates.get(query.id, [])
             values = self.scores([query.text] * len(hits), hits)
-            out = [h.with_score(s, rerank=s, **{f"{self.name}_input_score": h.score}) for h, s in zip(hits, values)]
+            out = [h.with_score(s, rerank=s, **{input_score_key(self.name): h.score}) for h, s in zip(hits, values)]
             run[query.id] = rank_hits(out)
         return run
 

@@ -7,14 +7,15 @@ import os
 import platform
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from sleuth.cli.common import console
+from sleuth.cli.common import DEVICE, console
+from sleuth.cli.option_groups import with_option_groups
 from sleuth.errors import ConfigError
-from sleuth.models.device import check_device
 
 
 def parse_weights(pairs: list[str]) -> dict[str, float]:
@@ -81,74 +82,139 @@ def model_card(result, data_counts: dict, settings, encoder, command: str) -> st
     return "\n".join(lines)
 
 
-def train_cos_command(
-    hotpotqa: Path | None = typer.Option(None, help="HotpotQA training questions (e.g. hotpot_train_100.json)."),
+@dataclass
+class TrainingData:
+    """Where the training examples come from (at least one source)."""
+
+    help_panel = "Training data"
+    hotpotqa: Path | None = typer.Option(None, help="HotpotQA training questions (e.g. hotpot_train_100.json).")
     hotpotqa_corpus: Path | None = typer.Option(None, help="Its title -> sentences corpus (default: the "
-                                                                  "questions' context paragraphs)."),
-    musique: Path | None = typer.Option(None, help="MuSiQue training questions (e.g. musique_train_100.json)."),
+                                                                  "questions' context paragraphs).")
+    musique: Path | None = typer.Option(None, help="MuSiQue training questions (e.g. musique_train_100.json).")
     musique_corpus: Path | None = typer.Option(None, help="Its paragraph corpus (default: the questions' own "
-                                                              "paragraphs)."),
-    nq_questions: Path | None = typer.Option(None, help="NQ questions JSONL with gold_passage (optional)."),
-    nq_corpus: Path | None = typer.Option(None, help="NQ corpus JSONL (with --nq-questions)."),
-    nq_split: str = typer.Option("train", help="NQ questions used: train (the seeded 80 % of `sleuth dhr`), dev, all."),
-    squad: Path | None = typer.Option(None, help="SQuAD v1.1/v2.0 JSON: single retrieval and reranking examples."),
+                                                              "paragraphs).")
+    nq_questions: Path | None = typer.Option(None, help="NQ questions JSONL with gold_passage (optional).")
+    nq_corpus: Path | None = typer.Option(None, help="NQ corpus JSONL (with --nq-questions).")
+    nq_split: str = typer.Option("train", help="NQ questions used: train (the seeded 80 % of `sleuth dhr`), dev, all.")
+    squad: Path | None = typer.Option(None, help="SQuAD v1.1/v2.0 JSON: single retrieval and reranking examples.")
     ottqa: Path | None = typer.Option(None, help="OTT-QA folder with tables/ and passages/: table-to-passage links "
-                                                 "(linking, span proposal)."),
+                                                 "(linking, span proposal).")
     ottqa_questions: Path | None = typer.Option(None, help="OTT-QA traced questions (dev.traced.json): expanded "
-                                                           "queries from a table row to the answer passage."),
+                                                           "queries from a table row to the answer passage.")
     wikipedia: list[Path] = typer.Option([], help="MediaWiki XML dump (.xml/.bz2) for self-supervised examples: "
-                                                  "random crops, hyperlinks, expanded queries (repeatable)."),
-    wikipedia_max_articles: int | None = typer.Option(None, help="Read only the first N articles of --wikipedia."),
-    out: Path = typer.Option(..., help="Output model directory (model, span head, cos_training.json, README.md)."),
+                                                  "random crops, hyperlinks, expanded queries (repeatable).")
+    wikipedia_max_articles: int | None = typer.Option(None, help="Read only the first N articles of --wikipedia.")
+
+
+@dataclass
+class ModelOptions:
+    """The model trained: a fresh multi-expert MiniLM (its experts and pooling) or a saved one."""
+
+    help_panel = "Model"
     model: str = typer.Option("minilm", help="Start from 'minilm' (fresh experts), 'cos-minilm-lora' (the shipped "
-                                             "model) or a saved multi-expert model directory."),
+                                             "model) or a saved multi-expert model directory.")
     variant: str = typer.Option("attention", help="Expert variant of a fresh model: attention | ffn | none | lora "
                                                   "(LoRA experts over the frozen backbone, saved as a small "
-                                                  "adapter)."),
+                                                  "adapter).")
     expert_layer: list[int] = typer.Option([], help="Layers holding experts (repeatable; default: every second "
-                                                    "layer, every layer for lora)."),
-    lora_rank: int = typer.Option(8, help="lora: rank of each expert's deltas."),
-    lora_alpha: float = typer.Option(16.0, help="lora: scaling numerator (delta = alpha / rank * B A)."),
+                                                    "layer, every layer for lora).")
+    lora_rank: int = typer.Option(8, help="lora: rank of each expert's deltas.")
+    lora_alpha: float = typer.Option(16.0, help="lora: scaling numerator (delta = alpha / rank * B A).")
     lora_target: list[str] = typer.Option([], help="lora: linear layers adapted (repeatable: query, key, value, "
-                                                   "attention_output, intermediate, output; default the first four)."),
+                                                   "attention_output, intermediate, output; default the first four).")
     frozen_expert: list[int] = typer.Option([], help="lora: experts without deltas, read the backbone unchanged "
-                                                     "(repeatable; their context vectors are cached in training)."),
-    pooling: str | None = typer.Option(None, help="Pooling of a fresh model: cls (paper) or mean (MiniLM's own)."),
-    max_steps: int = typer.Option(100, help="Training steps (one skill per batch)."),
-    time_budget: float | None = typer.Option(None, help="Stop after this many minutes of training (and save)."),
-    batch_size: int = typer.Option(8, help="Examples per batch."),
-    lr: float = typer.Option(2e-5, help="Learning rate (AdamW, linear warm-up and decay)."),
-    max_length: int | None = typer.Option(None, help="Token limit while training (default: the model's)."),
-    negatives: int = typer.Option(1, help="Hard negatives per retrieval / expanded / linking example."),
-    rerank_negatives: int = typer.Option(3, help="Hard negatives per reranking example (sampled per batch)."),
+                                                     "(repeatable; their context vectors are cached in training).")
+    pooling: str | None = typer.Option(None, help="Pooling of a fresh model: cls (paper) or mean (MiniLM's own).")
+
+
+@dataclass
+class TrainingOptions:
+    """The schedule and losses of the training run."""
+
+    help_panel = "Training"
+    max_steps: int = typer.Option(100, help="Training steps (one skill per batch).")
+    time_budget: float | None = typer.Option(None, help="Stop after this many minutes of training (and save).")
+    batch_size: int = typer.Option(8, help="Examples per batch.")
+    lr: float = typer.Option(2e-5, help="Learning rate (AdamW, linear warm-up and decay).")
+    max_length: int | None = typer.Option(None, help="Token limit while training (default: the model's).")
+    negatives: int = typer.Option(1, help="Hard negatives per retrieval / expanded / linking example.")
+    rerank_negatives: int = typer.Option(3, help="Hard negatives per reranking example (sampled per batch).")
     sampling: str = typer.Option("interleaved", help="Skill per batch: interleaved (each skill its exact share) | "
-                                                     "weighted (random) | round-robin."),
+                                                     "weighted (random) | round-robin.")
     weight: list[str] = typer.Option([], help="SKILL=WEIGHT for the skill schedule (defaults: retrieval, expanded, "
-                                              "reranking 1; linking 0.8; span 0.5)."),
-    source_temperature: float = typer.Option(0.5, help="A source's share of its skill's batches ~ examples ** T."),
+                                              "reranking 1; linking 0.8; span 0.5).")
+    source_temperature: float = typer.Option(0.5, help="A source's share of its skill's batches ~ examples ** T.")
     aligned_rerank: bool = typer.Option(True, help="Train the reranker on the chain's score (retrieval + 1.5 x "
-                                                   "rerank at hop 1, expanded + rerank at hop 2), not alone."),
+                                                   "rerank at hop 1, expanded + rerank at hop 2), not alone.")
     anchored_links: bool = typer.Option(True, help="Linking: also a binary loss putting unrelated entities' scores "
-                                                   "below 0 (eq. 6 scales link scores by a ratio)."),
-    bucket: bool = typer.Option(True, help="Length-bucketed batches."),
-    cache_context: bool = typer.Option(True, help="Cache the vectors of frozen context experts."),
-    threads: int | None = typer.Option(None, help="Torch CPU threads (1 is fastest on a busy shared CPU)."),
-    seed: int = typer.Option(13, help="Seed of sampling, negatives and the span head."),
-    device: str = typer.Option("cpu", callback=check_device, help="torch device: cpu or cuda."),
+                                                   "below 0 (eq. 6 scales link scores by a ratio).")
+    bucket: bool = typer.Option(True, help="Length-bucketed batches.")
+    cache_context: bool = typer.Option(True, help="Cache the vectors of frozen context experts.")
+    threads: int | None = typer.Option(None, help="Torch CPU threads (1 is fastest on a busy shared CPU).")
+    seed: int = typer.Option(13, help="Seed of sampling, negatives and the span head.")
+
+
+@with_option_groups
+def train_cos_command(
+    data: TrainingData,
+    architecture: ModelOptions,
+    training: TrainingOptions,
+    out: Path = typer.Option(..., help="Output model directory (model, span head, cos_training.json, README.md)."),
+    device: str = DEVICE,
 ) -> None:
     """Multi-task training: single retrieval, expanded queries, reranking, entity linking and span proposal."""
-    from sleuth.systems.chain_of_skills.experts import LoraSpec
-    from sleuth.systems.chain_of_skills.model import (
-        UNTRAINED,
-        MultiExpertConfig,
-        MultiExpertEncoder,
-        load_model,
-        model_path,
-    )
-    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
-    from sleuth.systems.chain_of_skills.training import CosTrainConfig, train_cos
+    from sleuth.systems.chain_of_skills.training import train_cos
+    from sleuth.systems.chain_of_skills.training_data import counts
+
+    check_options(data, architecture, training)
+    examples = training_examples(data, training.negatives, training.seed)
+    console.print(f"examples: {counts(examples)}")
+    encoder, head = initial_model(architecture, device, training.seed)
+    settings = train_config(training, device)
+    data_counts: dict[str, dict[str, int]] = {skill: {} for skill in examples}
+    for skill, skill_examples in examples.items():
+        for example in skill_examples:
+            data_counts[skill][example.source] = data_counts[skill].get(example.source, 0) + 1
+    command = "sleuth cos train " + " ".join(shlex.quote(a) for a in sys.argv[3:]) \
+        if sys.argv[1:3] == ["cos", "train"] else " ".join(shlex.quote(a) for a in sys.argv)
+    result = train_cos(encoder, head, examples, out, settings, log=console.print,
+                       card=lambda r: model_card(r, data_counts, settings, encoder, command))
+    first, last = result.losses[:10], result.losses[-10:]
+    console.print(f"wrote {out} ({len(result.losses)} steps, {result.seconds:.1f} s, "
+                  f"{result.examples_per_second():.2f} examples/s)")
+    print(json.dumps({"steps": len(result.losses), "first_mean_loss": round(sum(first) / len(first), 4),
+                      "last_mean_loss": round(sum(last) / len(last), 4)}))
+
+
+def check_options(data: TrainingData, architecture: ModelOptions, training: TrainingOptions) -> None:
+    """Every option checked together before any data or model loads."""
+    if (data.nq_questions is None) != (data.nq_corpus is None):
+        raise ConfigError("give both --nq-questions and --nq-corpus, or neither")
+    if not any((data.hotpotqa, data.musique, data.nq_questions, data.wikipedia, data.squad, data.ottqa)):
+        raise ConfigError("no training data: give --hotpotqa, --musique, --squad, --ottqa, --wikipedia and/or "
+                          "--nq-questions with --nq-corpus")
+    if data.wikipedia_max_articles is not None and (not data.wikipedia or data.wikipedia_max_articles < 1):
+        raise ConfigError("--wikipedia-max-articles needs --wikipedia and a number >= 1")
+    for option, given in (("--hotpotqa-corpus", data.hotpotqa_corpus and not data.hotpotqa),
+                          ("--musique-corpus", data.musique_corpus and not data.musique),
+                          ("--ottqa-questions", data.ottqa_questions and not data.ottqa)):
+        if given:
+            raise ConfigError(f"{option} needs {option.removesuffix('-corpus').removesuffix('-questions')}")
+    for path in (data.hotpotqa, data.hotpotqa_corpus, data.musique, data.musique_corpus, data.nq_questions,
+                 data.nq_corpus, data.squad, data.ottqa_questions, *data.wikipedia):
+        if path is not None and not path.is_file():
+            raise ConfigError(f"training data file not found: {path}")
+    if data.ottqa is not None and not data.ottqa.is_dir():
+        raise ConfigError(f"OTT-QA folder not found: {data.ottqa}")
+    if architecture.variant != "lora" and (architecture.lora_target or architecture.frozen_expert):
+        raise ConfigError("--lora-target and --frozen-expert need --variant lora")
+    if training.time_budget is not None and training.time_budget <= 0:
+        raise ConfigError("--time-budget must be > 0 minutes")
+
+
+def training_examples(data: TrainingData, negatives: int, seed: int) -> dict:
+    """The examples of every given source, merged by skill."""
     from sleuth.systems.chain_of_skills.training_data import (
-        counts,
         hotpotqa_examples,
         load_hotpotqa,
         load_musique,
@@ -159,81 +225,68 @@ def train_cos_command(
         squad_examples,
     )
 
-    if (nq_questions is None) != (nq_corpus is None):
-        raise ConfigError("give both --nq-questions and --nq-corpus, or neither")
-    if not any((hotpotqa, musique, nq_questions, wikipedia, squad, ottqa)):
-        raise ConfigError("no training data: give --hotpotqa, --musique, --squad, --ottqa, --wikipedia and/or "
-                          "--nq-questions with --nq-corpus")
-    if wikipedia_max_articles is not None and (not wikipedia or wikipedia_max_articles < 1):
-        raise ConfigError("--wikipedia-max-articles needs --wikipedia and a number >= 1")
-    for option, given in (("--hotpotqa-corpus", hotpotqa_corpus and not hotpotqa),
-                          ("--musique-corpus", musique_corpus and not musique),
-                          ("--ottqa-questions", ottqa_questions and not ottqa)):
-        if given:
-            raise ConfigError(f"{option} needs {option.removesuffix('-corpus').removesuffix('-questions')}")
-    for path in (hotpotqa, hotpotqa_corpus, musique, musique_corpus, nq_questions, nq_corpus, squad,
-                 ottqa_questions, *wikipedia):
-        if path is not None and not path.is_file():
-            raise ConfigError(f"training data file not found: {path}")
-    if ottqa is not None and not ottqa.is_dir():
-        raise ConfigError(f"OTT-QA folder not found: {ottqa}")
-    if variant != "lora" and (lora_target or frozen_expert):
-        raise ConfigError("--lora-target and --frozen-expert need --variant lora")
-    if time_budget is not None and time_budget <= 0:
-        raise ConfigError("--time-budget must be > 0 minutes")
     parts = []
-    if hotpotqa is not None:
-        questions, corpus = load_hotpotqa(hotpotqa, hotpotqa_corpus)
+    if data.hotpotqa is not None:
+        questions, corpus = load_hotpotqa(data.hotpotqa, data.hotpotqa_corpus)
         parts.append(hotpotqa_examples(questions, corpus, negatives, seed))
-    if musique is not None:
-        questions, paragraphs = load_musique(musique, musique_corpus)
+    if data.musique is not None:
+        questions, paragraphs = load_musique(data.musique, data.musique_corpus)
         parts.append(musique_examples(questions, paragraphs, negatives, seed))
-    if nq_questions is not None and nq_corpus is not None:
-        parts.append(nq_examples(nq_questions, nq_corpus, negatives, seed=seed, split=nq_split))
-    if squad is not None:
-        parts.append(squad_examples(squad, negatives, seed=seed))
-    if ottqa is not None:
-        parts.append(ottqa_examples(ottqa, ottqa_questions, negatives, seed=seed))
-    for dump in wikipedia:
+    if data.nq_questions is not None and data.nq_corpus is not None:
+        parts.append(nq_examples(data.nq_questions, data.nq_corpus, negatives, seed=seed, split=data.nq_split))
+    if data.squad is not None:
+        parts.append(squad_examples(data.squad, negatives, seed=seed))
+    if data.ottqa is not None:
+        parts.append(ottqa_examples(data.ottqa, data.ottqa_questions, negatives, seed=seed))
+    for dump in data.wikipedia:
         from sleuth.systems.chain_of_skills.wiki_data import load_wikipedia, wikipedia_examples
 
-        articles, redirects = load_wikipedia(dump, wikipedia_max_articles)
+        articles, redirects = load_wikipedia(dump, data.wikipedia_max_articles)
         parts.append(wikipedia_examples(articles, negatives, seed, redirects=redirects))
-    data = merge(*parts)
-    console.print(f"examples: {counts(data)}")
-    if model == UNTRAINED:
-        options: dict[str, Any] = {"pooling": pooling} if pooling else {}
-        if expert_layer:
-            options["expert_layers"] = tuple(expert_layer)
-        if variant == "none":
-            config = MultiExpertConfig.no_expert(**options)
-        elif variant == "lora":
-            spec = LoraSpec(rank=lora_rank, alpha=lora_alpha, frozen_experts=tuple(frozen_expert),
-                            **({"targets": tuple(lora_target)} if lora_target else {}))
-            config = MultiExpertConfig(variant="lora", lora=spec, **options)
-        else:
-            config = MultiExpertConfig(variant=variant, **options)
-        encoder = MultiExpertEncoder.from_backbone("minilm", config, device=device)
-        head = SpanProposalHead(encoder.dim, seed=seed)
+    return merge(*parts)
+
+
+def initial_model(architecture: ModelOptions, device: str, seed: int) -> tuple[Any, Any]:
+    """The encoder and span head training starts from: fresh experts over MiniLM, or a saved model's."""
+    from sleuth.systems.chain_of_skills.experts import LoraSpec
+    from sleuth.systems.chain_of_skills.model import (
+        UNTRAINED,
+        MultiExpertConfig,
+        MultiExpertEncoder,
+        load_model,
+        model_path,
+    )
+    from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
+
+    if architecture.model != UNTRAINED:
+        encoder = load_model(architecture.model, device=device)
+        head = load_span_head(model_path(architecture.model), encoder.dim, device)
+        return encoder, head or SpanProposalHead(encoder.dim, seed=seed)
+    options: dict[str, Any] = {"pooling": architecture.pooling} if architecture.pooling else {}
+    if architecture.expert_layer:
+        options["expert_layers"] = tuple(architecture.expert_layer)
+    if architecture.variant == "none":
+        config = MultiExpertConfig.no_expert(**options)
+    elif architecture.variant == "lora":
+        spec = LoraSpec(rank=architecture.lora_rank, alpha=architecture.lora_alpha,
+                        frozen_experts=tuple(architecture.frozen_expert),
+                        **({"targets": tuple(architecture.lora_target)} if architecture.lora_target else {}))
+        config = MultiExpertConfig(variant="lora", lora=spec, **options)
     else:
-        encoder = load_model(model, device=device)
-        head = load_span_head(model_path(model), encoder.dim, device) or SpanProposalHead(encoder.dim, seed=seed)
-    settings = CosTrainConfig(lr=lr, batch_size=batch_size, max_steps=max_steps, max_length=max_length,
-                              sampling=sampling, weights=parse_weights(weight), seed=seed, device=device,
-                              source_temperature=source_temperature, rerank_negatives=rerank_negatives,
-                              aligned_rerank=aligned_rerank, anchored_links=anchored_links,
-                              bucket=bucket, cache_context=cache_context, threads=threads,
-                              time_budget_s=time_budget * 60 if time_budget else None)
-    data_counts: dict[str, dict[str, int]] = {skill: {} for skill in data}
-    for skill, examples in data.items():
-        for example in examples:
-            data_counts[skill][example.source] = data_counts[skill].get(example.source, 0) + 1
-    command = "sleuth cos train " + " ".join(shlex.quote(a) for a in sys.argv[3:]) \
-        if sys.argv[1:3] == ["cos", "train"] else " ".join(shlex.quote(a) for a in sys.argv)
-    result = train_cos(encoder, head, data, out, settings, log=console.print,
-                       card=lambda r: model_card(r, data_counts, settings, encoder, command))
-    first, last = result.losses[:10], result.losses[-10:]
-    console.print(f"wrote {out} ({len(result.losses)} steps, {result.seconds:.1f} s, "
-                  f"{result.examples_per_second():.2f} examples/s)")
-    print(json.dumps({"steps": len(result.losses), "first_mean_loss": round(sum(first) / len(first), 4),
-                      "last_mean_loss": round(sum(last) / len(last), 4)}))
+        config = MultiExpertConfig(variant=architecture.variant, **options)
+    encoder = MultiExpertEncoder.from_backbone("minilm", config, device=device)
+    return encoder, SpanProposalHead(encoder.dim, seed=seed)
+
+
+def train_config(training: TrainingOptions, device: str) -> Any:
+    """The training run's settings (``CosTrainConfig``) from the options."""
+    from sleuth.systems.chain_of_skills.training import CosTrainConfig
+
+    return CosTrainConfig(lr=training.lr, batch_size=training.batch_size, max_steps=training.max_steps,
+                          max_length=training.max_length, sampling=training.sampling,
+                          weights=parse_weights(training.weight), seed=training.seed, device=device,
+                          source_temperature=training.source_temperature,
+                          rerank_negatives=training.rerank_negatives, aligned_rerank=training.aligned_rerank,
+                          anchored_links=training.anchored_links, bucket=training.bucket,
+                          cache_context=training.cache_context, threads=training.threads,
+                          time_budget_s=training.time_budget * 60 if training.time_budget else None)

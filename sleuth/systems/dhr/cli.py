@@ -1,29 +1,17 @@
-"""`sleuth dhr train|tune|compare`: DHR's lambda search and its comparison table on QA questions.
-
-Rows of the comparison (the paper's Tables 2-5; passage-level "P Top-k" and document-level "D Top-k" accuracy):
-
-- BM25: sleuth's BM25 over the passages.
-- flat dense: sleuth's dense retrieval over the passages ("title text", the DPR-style baseline) with --flat-encoder.
-- DHR-D: the document stage alone (document level only; Table 3).
-- DHR-P: exhaustive passage search with hierarchical passage titles, no document stage (Table 4).
-- DHR w/o rerank: passages of the top-k1 documents ranked by passage score only (lambda = 0; Table 5).
-- DHR serial: passages of the top-k1 documents ranked by passage + lambda * document score (Table 5 "w rerank").
-- DHR parallel: every passage and document scored, passage + lambda * document score (Table 5 "para rerank").
-"""
+"""`sleuth dhr train|tune|compare`: DHR's lambda search and its comparison table on QA questions (the rows and
+how they are measured: :mod:`sleuth.systems.dhr.comparison`)."""
 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
-from sleuth.models.device import check_device
 from sleuth.stages.run import Run
 
 dhr_app = typer.Typer(help="Dense hierarchical retrieval (DHR): train, tune lambda, compare with flat retrieval.",
@@ -56,12 +44,13 @@ class Setup:
         from sleuth.index.dense import VectorSearch
         from sleuth.models.registry import encoder_from_spec
         from sleuth.pipelines.mixed_source import with_distractors
-        from sleuth.systems.dhr.builders import hierarchical_index
+        from sleuth.systems.dhr.builders import HierarchySource, hierarchical_index
 
         self.source = with_distractors(corpus_source(corpus, fmt, None, splitter), distractors)
         self.ws = workspace(self.source, device)
-        self.index = hierarchical_index(self.ws, str(index) if index else None, document_encoder, passage_encoder,
-                                        VectorSearch(factory), separator, grouping)
+        self.index = hierarchical_index(self.ws, HierarchySource(str(index) if index else None, document_encoder,
+                                                                 passage_encoder, separator, grouping),
+                                        VectorSearch(factory))
         specs = self.index.document_encoder_spec, self.index.passage_encoder_spec
         self.document_encoder = encoder_from_spec(specs[0], device=device)
         self.passage_encoder = (self.document_encoder if specs[0]["name"] == specs[1]["name"]
@@ -84,70 +73,6 @@ class Setup:
                 if row is not None:
                     hit.doc_id = store.doc_ids[row]
         return run
-
-
-def accuracy_row(name: str, run: Run, seconds: float, setup: Setup, questions: list[Query], ks: list[int],
-                 passages: bool = True) -> dict:
-    from sleuth.systems.dhr.accuracy import hierarchical_accuracy
-
-    answers = {q.id: q.metadata["answers"] for q in questions}
-    values = hierarchical_accuracy(setup.with_documents(run), answers, setup.document_texts(), ks, passages)
-    return {"name": name, "measures": values, "seconds": seconds, "queries_per_second": len(questions) / seconds}
-
-
-def timed(stage, questions: list[Query], description: str = "questions") -> tuple[Run, float]:
-    """The stage's run on the questions (their progress shown) and its seconds."""
-    from sleuth.stages.base import transform_counted
-
-    start = time.perf_counter()
-    run = transform_counted(stage, questions, description, unit="questions")
-    return run, max(time.perf_counter() - start, 1e-9)
-
-
-def comparison_rows(setup: Setup, questions: list[Query], k1: int, lam: float, ks: list[int],
-                    flat_encoder: str) -> list[dict]:
-    """Run every row of the comparison on ``questions``."""
-    from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
-    from sleuth.systems.dhr.stages import DocumentRetrieve, PassageRetrieve, dhr
-
-    depth = max(ks)
-    index, doc_enc, psg_enc = setup.index, setup.document_encoder, setup.passage_encoder
-    rows = []
-    stages = [
-        ("BM25", lambda: BM25Retrieve(setup.ws.bm25(), k=depth), True),
-        (f"flat dense ({flat_encoder})", lambda: DenseRetrieve(setup.ws.dense(flat_encoder),
-                                                               setup.ws.encoder(flat_encoder), k=depth), True),
-        ("DHR-D (documents)", lambda: DocumentRetrieve(index, doc_enc, k=depth), False),
-        ("DHR-P", lambda: PassageRetrieve(index, psg_enc, k=depth), True),
-        (f"DHR w/o rerank (k1={k1})", lambda: dhr(index, k1=k1, k2=depth, lam=0.0, document_encoder=doc_enc,
-                                                   passage_encoder=psg_enc), True),
-        (f"DHR serial (k1={k1}, lambda={lam:g})", lambda: dhr(index, k1=k1, k2=depth, lam=lam,
-                                                              document_encoder=doc_enc, passage_encoder=psg_enc), True),
-        (f"DHR parallel (lambda={lam:g})", lambda: dhr(index, mode="parallel", k2=depth, lam=lam,
-                                                       document_encoder=doc_enc, passage_encoder=psg_enc), True),
-    ]
-    for name, make, passages in stages:
-        run, seconds = timed(make(), questions, name)
-        rows.append(accuracy_row(name, run, seconds, setup, questions, ks, passages))
-    return rows
-
-
-def rows_table(rows: list[dict], ks: list[int], title: str):
-    from rich.table import Table
-
-    table = Table(title=title)
-    table.add_column("retriever")
-    for level in ("P", "D"):
-        for k in ks:
-            table.add_column(f"{level} Top-{k}", justify="right")
-    table.add_column("q/s", justify="right")
-    for row in rows:
-        cells = [row["name"]]
-        for level in ("P", "D"):
-            cells += [f"{100 * row['measures'][f'{level} Top-{k}']:.1f}" if f"{level} Top-{k}" in row["measures"]
-                      else "-" for k in ks]
-        table.add_row(*cells, f"{row['queries_per_second']:.1f}")
-    return table
 
 
 # ---------------------------------------------------------------------------------------------------- options
@@ -175,18 +100,22 @@ def compare_command(
     lam: float = typer.Option(1.0, "--lambda", help="Weight of the document score."),
     top_k: list[int] | None = typer.Option(None, "--top-k", help="Accuracy cut-offs (default 1 5 20 100)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
-    device: str = typer.Option("cpu", callback=check_device, help="Torch device: cpu, cuda, cuda:N, mps."),
+    device: str = DEVICE,
 ) -> None:
     """Passage- and document-level top-k answer accuracy of BM25, flat dense, DHR-D, DHR-P and DHR (w/o rerank,
-    serial, parallel) on the same questions."""
+    serial, parallel) on the same questions, each tested against BM25."""
+    from sleuth.systems.dhr.comparison import compare
+
     ks = sorted(set(top_k or DEFAULT_KS))
     chosen = select_questions(questions, split, dev_fraction, seed)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
                   device)
-    rows = comparison_rows(setup, chosen, k1, lam, ks, flat_encoder)
-    title = (f"{len(chosen)} {split} questions; document encoder {setup.index.document_encoder_spec['name']}, "
+    comparison = compare(setup, chosen, k1, lam, ks, flat_encoder)
+    about = (f"{len(chosen)} {split} questions; document encoder {setup.index.document_encoder_spec['name']}, "
              f"passage encoder {setup.index.passage_encoder_spec['name']}")
-    out.print(rows_table(rows, ks, title))
+    out.print(comparison.passages.to_table(title=f"Passage level: {about}"))
+    out.print(comparison.documents.to_table(title=f"Document level: {about}"))
+    rows = comparison.rows()
     if json_out is not None:
         from sleuth.io import atomic_write_text
 
@@ -211,7 +140,7 @@ def tune_command(
                                                "gate length_prior_below."),
     k1: int = typer.Option(100, help="Documents passed to the passage stage (search lambda)."),
     metric_k: int = typer.Option(20, "--metric-k", help="Maximise passage-level Top-k accuracy (the paper: 20)."),
-    device: str = typer.Option("cpu", callback=check_device, help="Torch device: cpu, cuda, cuda:N, mps."),
+    device: str = DEVICE,
 ) -> None:
     """Grid-search serial DHR's lambda (0..2 step 0.1, then step 0.01 around the best), or the default dhr score's
     length prior (0..0.1 step 0.005, then 0.001) for each gate (the 5th..95th percentiles of the questions' best

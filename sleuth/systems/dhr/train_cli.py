@@ -7,9 +7,8 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import console, corpus_source
+from sleuth.cli.common import DEVICE, console, corpus_source
 from sleuth.errors import ConfigError
-from sleuth.models.device import check_device
 
 
 def parse_counts(pairs: list[str], what: str) -> dict[str, int]:
@@ -73,7 +72,7 @@ def train_dhr_command(
     evaluate_base: bool = typer.Option(False, help="Also index and evaluate the untrained base models."),
     shared_encoder: bool = typer.Option(False, help="Train one model for both roles on document and passage examples "
                                                     "together (half the indexing cost; the paper trains two)."),
-    device: str = typer.Option("cpu", callback=check_device, help="torch device: cpu or cuda."),
+    device: str = DEVICE,
     index: bool = typer.Option(True, help="Index the corpus and evaluate on dev after each round (--no-index: "
                                           "train only; needs --rounds 1)."),
 ) -> None:

@@ -8,17 +8,22 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import console, out
+from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.errors import ConfigError, QueryError
-from sleuth.models.device import check_device
 from sleuth.service.limits import MAX_OBFUSCATIONS
 from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM, check_epsilon
 from sleuth.systems.private_search.obfuscator import OOV_POLICIES
-from sleuth.systems.private_search.registry import BASELINES, MECHANISMS, OBFUSCATORS
+from sleuth.systems.private_search.registry import (
+    BASELINES,
+    MECHANISMS,
+    OBFUSCATORS,
+    build_obfuscators,
+    corpus_words,
+    local_bm25,
+)
 
 PAPER_SYSTEMS = ("vickrey-mahalanobis@10", "vickrey-mahalanobis@12.5", "vickrey-mahalanobis@15", "cmp@12.5",
                  "mahalanobis@12.5", "aed", "fsh")
-SAMPLE_PREFIX = "sample:"
 EPSILON_HELP = (f"Privacy budget of the DP mechanisms (default {DEFAULT_EPSILON:g}: the 50-d GloVe equivalent of "
                 "the paper's 12.5 with 300-d vectors; smaller hides more).")
 
@@ -28,57 +33,6 @@ def check_obfuscation_count(n: int) -> int:
     if not 1 <= n <= MAX_OBFUSCATIONS:
         raise ConfigError(f"-n must be a positive integer of at most {MAX_OBFUSCATIONS}, got {n}")
     return n
-
-
-def corpus_words(path: Path, fmt: str | None = None) -> set[str]:
-    """The lower-cased words of a corpus (titles and texts), for restricting the vocabulary to a collection."""
-    from sleuth.corpus.formats import read_documents
-    from sleuth.systems.private_search.obfuscator import tokenize
-
-    words: set[str] = set()
-    for doc in read_documents(path, fmt):
-        words.update(tokenize(f"{doc.title} {doc.full_text()}"))
-    return words
-
-
-def local_bm25(spec: str, corpus: Path | None, fmt: str | None, seed: int):
-    """FSH's local index: a corpus path, or ``sample:F`` = a seeded fraction F of the evaluation corpus."""
-    import numpy as np
-
-    from sleuth.index.bm25 import BM25Index
-    from sleuth.pipelines.workspace import CorpusSource, Workspace
-
-    if spec.startswith(SAMPLE_PREFIX):
-        if corpus is None:
-            raise ConfigError(f"--fsh-corpus {spec} samples the evaluation corpus: give --corpus")
-        try:
-            fraction = float(spec[len(SAMPLE_PREFIX):])
-        except ValueError:
-            raise ConfigError(f"--fsh-corpus: '{spec}' is not sample:FRACTION") from None
-        passages = list(CorpusSource(corpus, fmt).passages())
-        keep = np.random.default_rng(seed).random(len(passages)) < fraction
-        return BM25Index.build([p for p, k in zip(passages, keep) if k], show_progress=False)
-    path = Path(spec)
-    if not path.exists():
-        raise ConfigError(f"--fsh-corpus: {path} not found")
-    return Workspace(CorpusSource(path), show_progress=False).bm25()
-
-
-def build_obfuscators(names: list[str], embeddings: str, vocabulary: set[str] | None, oov: str,
-                      fsh_index=None) -> dict:
-    """Obfuscators by name, sharing one restricted embedding table."""
-    from sleuth.systems.private_search.registry import load_vocabulary_table, make_obfuscator
-
-    table = load_vocabulary_table(embeddings, vocabulary) if any(n in MECHANISMS for n in names) else None
-    built = {}
-    for name in names:
-        if name in MECHANISMS:
-            built[name] = make_obfuscator(name, embeddings=table, oov=oov)
-        elif name == "fsh":
-            built[name] = make_obfuscator(name, index=fsh_index)
-        else:
-            built[name] = make_obfuscator(name)
-    return built
 
 
 def obfuscate(
@@ -129,7 +83,7 @@ def private_search(
                                               "(0: the whole pool, slower)."),
     seed: int | None = typer.Option(None, help="Seed (default: OS randomness)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
 ) -> None:
     """Search a remote engine privately: send only obfuscated queries, rerank the pooled results locally.
 
@@ -214,13 +168,15 @@ def eval_privacy(
     max_queries: int | None = typer.Option(None, help="Use only the first N queries."),
     out_dir: Path | None = typer.Option(None, "--out", help="Write tables (.md, .json) and radar plots here."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    device: str = typer.Option("cpu", callback=check_device, help="Encoder device."),
+    device: str = DEVICE,
 ) -> None:
     """Measure obfuscation (1 - MiniLM similarity), pooled recall@100 and nDCG@10 after local reranking."""
     from sleuth.corpus.formats import read_queries
     from sleuth.models.registry import load_encoder
     from sleuth.paths import shared_data_dir
+    from sleuth.systems.private_search.evaluation import run_effectiveness
     from sleuth.systems.private_search.paper_table import PAPER_EPSILONS
+    from sleuth.systems.private_search.report import ReportOutput, effectiveness_report, table1_report
 
     if vocabulary not in ("all", "collection"):
         raise ConfigError(f"--vocabulary must be all or collection, got '{vocabulary}'")
@@ -259,14 +215,15 @@ def eval_privacy(
     similarity_encoder = load_encoder(encoder, device=device)
     payload: dict = {"queries": str(queries_path), "num_queries": len(query_list), "n": n, "seed": seed,
                      "obfuscators": {k: o.describe() for k, o in obfuscators.items()}}
-    output = ReportOutput(quiet=as_json)
+    output = ReportOutput(None if as_json else out)
     if table:
         payload["table1"] = table1_report(output, [q.text for q in query_list],
                                           {k: obfuscators[k] for k in table_names}, epsilons, similarity_encoder,
                                           n, seed, paper)
     if systems and corpus is not None:  # systems are only chosen with a corpus
-        results = run_effectiveness(systems, obfuscators, query_list, judged, corpus, fmt, reranker, device,
-                                    similarity_encoder, n, depth, seed, not as_json)
+        ws = workspace(corpus_source(corpus, fmt), device, not as_json)
+        results = run_effectiveness(systems, obfuscators, query_list, judged, ws, reranker, similarity_encoder,
+                                    n=n, depth=depth, seed=seed)
         payload.update(effectiveness_report(output, results, corpus, reranker, out_dir))
     if out_dir is not None:
         from sleuth.io import atomic_write_text
@@ -277,95 +234,6 @@ def eval_privacy(
             console.print(f"wrote {out_dir / 'privacy_eval.md'} and .json")
     if as_json:
         print(json.dumps(payload, default=str))
-
-
-class ReportOutput:
-    """Tables for people (rich on stdout, unless ``quiet``) and for the report file (Markdown)."""
-
-    def __init__(self, quiet: bool = False):
-        self.quiet = quiet
-        self.markdown: list[str] = []
-
-    def table(self, title: str, header: list[str], rows: list[list[str]], note: str = "") -> None:
-        from sleuth.systems.private_search import report
-
-        self.markdown.append(report.markdown_table(title, header, rows, note))
-        if not self.quiet:
-            out.print(report.rich_table(title, header, rows, note or None))
-
-    def bullets(self, heading: str, items: list[str]) -> None:
-        self.markdown.append(f"{heading}\n\n" + "".join(f"- {item}\n" for item in items))
-        if not self.quiet:
-            out.print("\n".join([heading, *(f"  {item}" for item in items)]))
-
-
-def table1_report(output: ReportOutput, queries: list[str], obfuscators: dict, epsilons: list[float], encoder,
-                  n: int, seed: int, paper: str) -> dict:
-    """Table 1 (ours beside the paper's), the paper's orderings, and the epsilon matching the paper's similarity."""
-    from sleuth.systems.private_search import evaluation as peval
-    from sleuth.systems.private_search import report
-    from sleuth.systems.private_search.paper_table import paper_table1
-
-    ours = peval.similarity_table(queries, obfuscators, epsilons, encoder, n=n, seed=seed,
-                                  show_progress=not output.quiet)
-    reference = paper_table1(paper) if paper != "none" else {}
-    checks = peval.orderings(ours, epsilons)
-    output.table(f"Table 1: mean MiniLM similarity of {n} obfuscations ({len(queries)} queries)",
-                 *report.table1_rows(ours, reference, epsilons),
-                 note=f"ours (paper {paper}, GloVe 300-d)" if reference else "")
-    output.bullets("Orderings of the paper:", [f"{'holds' if ok else 'FAILS'}: {check}" for check, ok in checks.items()])
-    dims = {o.embeddings.dim for o in obfuscators.values() if o.uses_epsilon}
-    if reference and dims:
-        output.table(f"Our epsilon (GloVe {dims.pop()}-d) reaching the paper's similarity at its epsilon (GloVe "
-                     "300-d), ratio ours/paper", *report.equivalence_rows(ours, reference, epsilons))
-    return {"ours": {k: {epsilon_key(e): v for e, v in row.items()} for k, row in ours.items()}, "paper": paper,
-            "orderings": checks}
-
-
-def effectiveness_report(output: ReportOutput, results: list, corpus: Path, reranker: str,
-                         out_dir: Path | None) -> dict:
-    """The effectiveness table and, with ``out_dir``, the radar plot (PNG and SVG)."""
-    from sleuth.systems.private_search import report
-
-    collection = corpus.parent.name if corpus.is_file() else corpus.name
-    output.table(f"Private search on {collection}: engine BM25, local rerank {reranker} "
-                 f"({results[0].queries if results else 0} queries)", *report.effectiveness_rows(results))
-    part: dict = {"effectiveness": [r.to_dict() for r in results]}
-    if out_dir is not None:
-        from sleuth.systems.private_search.radar import radar_plot
-
-        plotted = {f"{report.PAPER_NAMES.get(r.system, r.system)} {report.epsilon_label(r.epsilon)}"
-                   .replace(" no DP", ""): {"ndcg10": r.ndcg10, "obfuscation": r.obfuscation,
-                                            "pooled_recall": r.pooled_recall} for r in results}
-        paths = radar_plot(plotted, out_dir / f"radar_{collection}",
-                           title=f"{collection}: engine BM25, local rerank {reranker}")
-        part["plots"] = [str(p) for p in paths]
-    return part
-
-
-def epsilon_key(epsilon: float | None) -> str:
-    return "no_dp" if epsilon is None else f"{epsilon:g}"
-
-
-def run_effectiveness(systems, obfuscators, queries, qrels, corpus, fmt, reranker, device, encoder, n, depth,
-                      seed, progress):
-    """Each system through the private-search client: engine = BM25 over the corpus (in process, standing in for
-    the remote server), local reranking = dense rescoring with ``reranker`` vectors of the same documents."""
-    from sleuth.cli.common import corpus_source, workspace
-    from sleuth.progress import track
-    from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
-    from sleuth.systems.private_search.evaluation import NoObfuscation, evaluate_system
-    from sleuth.systems.private_search.remote import StageEngine
-
-    ws = workspace(corpus_source(corpus, fmt), device, progress)
-    engine = StageEngine(BM25Retrieve(ws.bm25(), k=depth), name="bm25")
-    local = DenseRetrieve(ws.dense(reranker), encoder=ws.encoder(reranker), name=f"rerank-{reranker}")
-    results = []
-    for name, eps in track(systems, "privacy eval: systems", unit="systems", enabled=progress):
-        obfuscator = NoObfuscation() if name == "original" else obfuscators[name]
-        results.append(evaluate_system(name, obfuscator, eps, queries, qrels, engine, local, encoder, n=n,
-                                       depth=depth, seed=seed))
-    return results
 
 
 privacy_app = typer.Typer(help="Private search with DP query obfuscation: obfuscate, search, evaluate.",

@@ -17,6 +17,7 @@ import numpy as np
 from sleuth.corpus.model import Qrels, Query
 from sleuth.eval.measures import evaluate, mean
 from sleuth.models.encoder import Encoder
+from sleuth.pipelines.workspace import Workspace
 from sleuth.progress import track
 from sleuth.stages.base import Stage
 from sleuth.stages.run import Run
@@ -144,3 +145,22 @@ def matching_epsilon(row: dict[float | None, float], similarity: float) -> float
         if v1 <= similarity <= v2:
             return e1 if v2 == v1 else e1 + (similarity - v1) * (e2 - e1) / (v2 - v1)
     return None
+
+
+def run_effectiveness(systems: Sequence[tuple[str, float | None]], obfuscators: dict[str, QueryObfuscator],
+                      queries: Sequence[Query], qrels: Qrels, ws: Workspace, reranker: str, encoder: Encoder,
+                      n: int = 20, depth: int = 100, seed: Seed = None) -> list[SystemResult]:
+    """Each ``(name, epsilon)`` system (``original``: no obfuscation) through the private-search client: engine =
+    BM25 over the workspace corpus (in process, standing in for the remote server), local reranking = dense
+    rescoring with ``reranker`` vectors of the same documents."""
+    from sleuth.pipelines.index_stage import bm25_retrieve, dense_retrieve
+    from sleuth.systems.private_search.remote import StageEngine
+
+    engine = StageEngine(bm25_retrieve(ws, depth), name="bm25")
+    local = dense_retrieve(ws, 1000, encoder=reranker, name=f"rerank-{reranker}")
+    results = []
+    for name, eps in track(systems, "privacy eval: systems", unit="systems", enabled=ws.show_progress):
+        obfuscator = NoObfuscation() if name == "original" else obfuscators[name]
+        results.append(evaluate_system(name, obfuscator, eps, queries, qrels, engine, local, encoder, n=n,
+                                       depth=depth, seed=seed))
+    return results

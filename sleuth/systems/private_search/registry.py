@@ -1,14 +1,16 @@
-"""Obfuscators by name: the four DP mechanisms of Faggioli & Ferro (ECIR 2024) and the non-DP baselines AED and FSH."""
+"""Obfuscators by name: the four DP mechanisms of Faggioli & Ferro (ECIR 2024) and the non-DP baselines AED and FSH
+(FSH with its local BM25 index), sharing one embedding table restricted to a vocabulary."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from sleuth.errors import ConfigError
 from sleuth.systems.private_search.embeddings import WordEmbeddings
 from sleuth.systems.private_search.mechanisms import CMP, DEFAULT_LAMBDA, Mahalanobis, Mechanism
-from sleuth.systems.private_search.obfuscator import DEFAULT_OOV, DPObfuscator, QueryObfuscator
+from sleuth.systems.private_search.obfuscator import DEFAULT_OOV, DPObfuscator, QueryObfuscator, tokenize
 from sleuth.systems.private_search.vickrey import DEFAULT_T, Vickrey
 
 MECHANISMS = ("cmp", "mahalanobis", "vickrey-cmp", "vickrey-mahalanobis")
@@ -17,6 +19,7 @@ OBFUSCATORS = MECHANISMS + BASELINES
 #: the names the paper's tables use
 PAPER_NAMES = {"cmp": "CMP", "mahalanobis": "Mhl", "vickrey-cmp": "VkrCMP", "vickrey-mahalanobis": "VkrMhl",
                "aed": "AED", "fsh": "FSH"}
+SAMPLE_PREFIX = "sample:"  # FSH's local corpus as a seeded fraction of the evaluation corpus
 
 
 def make_mechanism(name: str, embeddings: WordEmbeddings, lam: float = DEFAULT_LAMBDA,
@@ -53,3 +56,51 @@ def make_obfuscator(name: str, embeddings: WordEmbeddings | None = None, oov: st
 
         return FSH(**params)
     raise ConfigError(f"unknown obfuscator '{name}' (known: {', '.join(OBFUSCATORS)})")
+
+
+def corpus_words(path: Path, fmt: str | None = None) -> set[str]:
+    """The lower-cased words of a corpus (titles and texts), for restricting the vocabulary to a collection."""
+    from sleuth.corpus.formats import read_documents
+
+    words: set[str] = set()
+    for doc in read_documents(path, fmt):
+        words.update(tokenize(f"{doc.title} {doc.full_text()}"))
+    return words
+
+
+def local_bm25(spec: str, corpus: Path | None, fmt: str | None, seed: int):
+    """FSH's local index: a corpus path, or ``sample:F`` = a seeded fraction F of the evaluation corpus."""
+    import numpy as np
+
+    from sleuth.index.bm25 import BM25Index
+    from sleuth.pipelines.workspace import CorpusSource, Workspace
+
+    if spec.startswith(SAMPLE_PREFIX):
+        if corpus is None:
+            raise ConfigError(f"--fsh-corpus {spec} samples the evaluation corpus: give --corpus")
+        try:
+            fraction = float(spec[len(SAMPLE_PREFIX):])
+        except ValueError:
+            raise ConfigError(f"--fsh-corpus: '{spec}' is not sample:FRACTION") from None
+        passages = list(CorpusSource(corpus, fmt).passages())
+        keep = np.random.default_rng(seed).random(len(passages)) < fraction
+        return BM25Index.build([p for p, k in zip(passages, keep) if k], show_progress=False)
+    path = Path(spec)
+    if not path.exists():
+        raise ConfigError(f"--fsh-corpus: {path} not found")
+    return Workspace(CorpusSource(path), show_progress=False).bm25()
+
+
+def build_obfuscators(names: list[str], embeddings: str, vocabulary: set[str] | None, oov: str,
+                      fsh_index=None) -> dict:
+    """Obfuscators by name, sharing one restricted embedding table."""
+    table = load_vocabulary_table(embeddings, vocabulary) if any(n in MECHANISMS for n in names) else None
+    built = {}
+    for name in names:
+        if name in MECHANISMS:
+            built[name] = make_obfuscator(name, embeddings=table, oov=oov)
+        elif name == "fsh":
+            built[name] = make_obfuscator(name, index=fsh_index)
+        else:
+            built[name] = make_obfuscator(name)
+    return built

@@ -1,12 +1,16 @@
-"""Tables of the private-search evaluation: Table 1 (similarity per mechanism and epsilon, the paper's numbers
-beside ours) and the effectiveness table (obfuscation, pooled recall, nDCG@10), as rich tables and Markdown."""
+"""Reports of the private-search evaluation: Table 1 (similarity per mechanism and epsilon, the paper's numbers
+beside ours) and the effectiveness table (obfuscation, pooled recall, nDCG@10), as rich tables and Markdown
+(:class:`ReportOutput`), with their JSON parts."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
+from rich.console import Console
 from rich.table import Table
 
+from sleuth.models.encoder import Encoder
 from sleuth.systems.private_search.evaluation import SystemResult, matching_epsilon
 from sleuth.systems.private_search.registry import PAPER_NAMES
 
@@ -72,3 +76,69 @@ def markdown_table(title: str, header: Sequence[str], rows: Sequence[Sequence[st
     lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines) + (f"\n\n{note}\n" if note else "\n")
+
+
+class ReportOutput:
+    """Tables for people (rich, on ``console`` unless it is None) and for the report file (Markdown)."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console
+        self.markdown: list[str] = []
+
+    @property
+    def quiet(self) -> bool:
+        return self.console is None
+
+    def table(self, title: str, header: list[str], rows: list[list[str]], note: str = "") -> None:
+        self.markdown.append(markdown_table(title, header, rows, note))
+        if self.console is not None:
+            self.console.print(rich_table(title, header, rows, note or None))
+
+    def bullets(self, heading: str, items: list[str]) -> None:
+        self.markdown.append(f"{heading}\n\n" + "".join(f"- {item}\n" for item in items))
+        if self.console is not None:
+            self.console.print("\n".join([heading, *(f"  {item}" for item in items)]))
+
+
+def epsilon_key(epsilon: float | None) -> str:
+    """An epsilon as a JSON key: ``no_dp`` for the systems without one."""
+    return "no_dp" if epsilon is None else f"{epsilon:g}"
+
+
+def table1_report(output: ReportOutput, queries: list[str], obfuscators: dict, epsilons: list[float],
+                  encoder: Encoder, n: int, seed: int, paper: str) -> dict:
+    """Table 1 (ours beside the paper's), the paper's orderings, and the epsilon matching the paper's similarity."""
+    from sleuth.systems.private_search.evaluation import orderings, similarity_table
+    from sleuth.systems.private_search.paper_table import paper_table1
+
+    ours = similarity_table(queries, obfuscators, epsilons, encoder, n=n, seed=seed, show_progress=not output.quiet)
+    reference = paper_table1(paper) if paper != "none" else {}
+    checks = orderings(ours, epsilons)
+    output.table(f"Table 1: mean MiniLM similarity of {n} obfuscations ({len(queries)} queries)",
+                 *table1_rows(ours, reference, epsilons), note=f"ours (paper {paper}, GloVe 300-d)" if reference else "")
+    output.bullets("Orderings of the paper:", [f"{'holds' if ok else 'FAILS'}: {check}" for check, ok in checks.items()])
+    dims = {o.embeddings.dim for o in obfuscators.values() if o.uses_epsilon}
+    if reference and dims:
+        output.table(f"Our epsilon (GloVe {dims.pop()}-d) reaching the paper's similarity at its epsilon (GloVe "
+                     "300-d), ratio ours/paper", *equivalence_rows(ours, reference, epsilons))
+    return {"ours": {k: {epsilon_key(e): v for e, v in row.items()} for k, row in ours.items()}, "paper": paper,
+            "orderings": checks}
+
+
+def effectiveness_report(output: ReportOutput, results: list[SystemResult], corpus: Path, reranker: str,
+                         out_dir: Path | None) -> dict:
+    """The effectiveness table and, with ``out_dir``, the radar plot (PNG and SVG)."""
+    collection = corpus.parent.name if corpus.is_file() else corpus.name
+    output.table(f"Private search on {collection}: engine BM25, local rerank {reranker} "
+                 f"({results[0].queries if results else 0} queries)", *effectiveness_rows(results))
+    part: dict = {"effectiveness": [r.to_dict() for r in results]}
+    if out_dir is not None:
+        from sleuth.systems.private_search.radar import radar_plot
+
+        plotted = {f"{PAPER_NAMES.get(r.system, r.system)} {epsilon_label(r.epsilon)}"
+                   .replace(" no DP", ""): {"ndcg10": r.ndcg10, "obfuscation": r.obfuscation,
+                                            "pooled_recall": r.pooled_recall} for r in results}
+        paths = radar_plot(plotted, out_dir / f"radar_{collection}",
+                           title=f"{collection}: engine BM25, local rerank {reranker}")
+        part["plots"] = [str(p) for p in paths]
+    return part

@@ -74,12 +74,12 @@ def classify_stage(ws: Workspace, *, model: str | None = None, threshold: Any = 
 def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "tuned", system: str = "bm25+setops",
                  t_norm: Annotated[str, OneOf(T_NORMS)] = "min", int8: bool = False, split_and: bool = True,
                  split_modifiers: bool = True, expand: Annotated[str, OneOf(("bm25", "dense"))] | None = None,
-                 expand_depth: Count = 10, anchor: bool = False, not_weight: Any = 1.0,
+                 expand_depth: Count = 10, anchor: bool = True, not_weight: Any = "tuned",
                  name: str = "setops") -> SetOperations:
     """Parse the query, classify every candidate against every constraint, combine with fuzzy set operations;
     with ``expand`` ("bm25" or "dense") each positive constraint's own top ``expand_depth`` join the candidates;
     ``anchor`` ANDs the whole query's classifier score in, ``not_weight`` (a number or "tuned") softens the
-    subtraction to 1 - w x."""
+    subtraction to 1 - w x. The defaults are the shipped ``quest-bm25-setops``'s (``- setops: {}`` is it)."""
     from functools import partial
 
     from sleuth.systems.quest.methods import retriever

@@ -15,9 +15,8 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from sleuth.cli.common import console, out
+from sleuth.cli.common import DEVICE, console, out
 from sleuth.errors import ConfigError
-from sleuth.models.device import check_device
 from sleuth.overwrite import refuse_overwriting_inputs
 
 quest_app = typer.Typer(help="Set-seeking retrieval on QUEST: train, predict, eval, parse, build, proxy corpus.",
@@ -48,7 +47,7 @@ def predict_command(
     ranking_depth: int = typer.Option(1000, help="How much of the ranking to keep in metadata.ranking."),
     domain: list[str] | None = typer.Option(None, help="Only these domains (repeatable)."),
     max_queries: int | None = typer.Option(None, help="Only the first N queries."),
-    device: str = typer.Option("cpu", callback=check_device, help="Torch device for encoders and the classifier."),
+    device: str = DEVICE,
 ) -> None:
     """Run a pipeline on QUEST queries and write the predicted sets (docs, scores) and rankings."""
     from sleuth.corpus.model import Query

@@ -11,9 +11,9 @@ import numpy as np
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.paths import home_dir
+from sleuth.pipelines.index_stage import bm25_retrieve, dense_retrieve
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 from sleuth.stages.base import Stage
-from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
 from sleuth.stages.run import Run, rank_hits
 from sleuth.systems.quest.classifier_training import Documents
 from sleuth.systems.quest.classify import Classify
@@ -48,9 +48,9 @@ def quest_workspace(documents: str | Path, device: str = "cpu", show_progress: b
 def retriever(ws: Workspace, kind: str, k: int) -> Stage:
     """BM25 (sleuth's defaults) or MiniLM dense retrieval over the workspace corpus."""
     if kind == "bm25":
-        return BM25Retrieve(ws.bm25(), k=k, name="bm25")
+        return bm25_retrieve(ws, k)
     if kind == "dense":
-        return DenseRetrieve(ws.dense("minilm"), encoder=ws.encoder("minilm"), k=k, name="dense")
+        return dense_retrieve(ws, k)
     raise ConfigError(f"unknown QUEST retriever '{kind}' (known: {', '.join(RETRIEVERS)})")
 
 

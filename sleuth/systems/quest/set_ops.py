@@ -21,6 +21,7 @@ import numpy as np
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
+from sleuth.stages.hits import input_score_key
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.quest.cut import SetCut
 from sleuth.systems.quest.fuzzy import check_t_norm, combine, combine_anchored
@@ -126,7 +127,7 @@ class SetOperations(Stage):
             hits.append((-combined[position], position, hit.with_score(
                 combined[position], template=structure.template, constraints=list(structure.constraints),
                 constraint_scores=constraint_scores, **self.whole_extra(whole, position),
-                **{f"{self.name}_input_score": hit.score})))
+                **{input_score_key(self.name): hit.score})))
         hits.sort(key=lambda item: (item[0], item[1]))
         ranked = [h for _, _, h in hits]
         return ranked if self.cut is None else self.cut.members(ranked)

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import console, out
+from sleuth.cli.common import DEVICE, console, out
 from sleuth.errors import ConfigError
-from sleuth.models.device import check_device
 from sleuth.overwrite import refuse_overwriting_inputs
 
 
@@ -51,7 +50,7 @@ def train_classifier_command(
     seed: int = typer.Option(0, help="Seed of negative sampling and shuffling."),
     int8: bool = typer.Option(False, "--int8", help="Classify the tuning candidates with int8 dynamic quantisation "
                                                     "(CPU only, about 2x faster; the saved model stays fp32)."),
-    device: str = typer.Option("cpu", callback=check_device, help="Torch device (cpu, cuda, cuda:1 ...)."),
+    device: str = DEVICE,
 ) -> None:
     """Train the QUEST relevance classifier and tune its thresholds; writes a model directory with training.json."""
     from sleuth.systems.quest.classifier_training import ExampleBudget, TrainingConfig
