@@ -11,6 +11,8 @@ Display rules:
 - ``hop_score``: a score shown for each hop of an evidence path, in registration order;
 - ``hop_label``: text shown for a hop of an evidence path (e.g. the mention that linked it);
 - ``per_query``: the same for every hit of a query: the service lifts it out of the hits into the response;
+- ``count_of_per_query``: how many items of the query's ``per_query`` list found the hit (the page: "found by 3 of
+  20 sent queries");
 - ``hidden``: kept in JSON, not shown on the page.
 
 A name with ``{stage}`` declares a family of keys, one per stage name: the core's ``{stage}_input_score`` is the
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from sleuth.errors import ConfigError
 from sleuth.stages.hits import INPUT_SCORE
 
-DISPLAYS = ("chip", "evidence_path", "hop_score", "hop_label", "per_query", "hidden")
+DISPLAYS = ("chip", "evidence_path", "hop_score", "hop_label", "per_query", "count_of_per_query", "hidden")
 
 
 @dataclass(frozen=True)

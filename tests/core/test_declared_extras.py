@@ -26,9 +26,9 @@ SYSTEM_KEYS = ("path", "mention", "obfuscated_queries", "found_by", "merged", "r
 def test_systems_declare_their_keys_with_a_display_rule():
     shown = {key.name: key.display for key in declared().values()}
     assert shown["path"] == "evidence_path" and shown["mention"] == "hop_label"
-    assert shown["obfuscated_queries"] == "per_query" and shown["found_by"] == "chip"
+    assert shown["obfuscated_queries"] == "per_query" and shown["found_by"] == "count_of_per_query"
     assert keys_shown_as("hop_score") == ["merged", "retrieval", "expanded", "link", "rerank"]
-    assert {"path", "mention", "obfuscated_queries"} <= set(page_hidden()) and "found_by" not in page_hidden()
+    assert {"path", "mention", "obfuscated_queries", "found_by"} <= set(page_hidden())
     with pytest.raises(ConfigError, match="declared twice, differently"):
         register_extra("path", str, "chip", "something else")
 
@@ -58,7 +58,7 @@ def test_input_scores_are_a_declared_family_of_keys():
     for stage in ("rescore", "cos_rerank", "setops"):
         declared_key = key_for(input_score_key(stage))
         assert declared_key is not None and declared_key.type is float and declared_key.display == "chip"
-    assert key_for("found_by").display == "chip" and key_for("no_such_key") is None
+    assert key_for("found_by").display == "count_of_per_query" and key_for("no_such_key") is None
 
 
 def test_the_renderer_and_the_service_follow_the_registry(scifact_passages):

@@ -14,6 +14,7 @@ import pytest
 from sleuth.corpus.mediawiki import read_mediawiki
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, IndexError_
+from sleuth.index.manifest import manifest_checksum
 from sleuth.models.registry import load_encoder
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.dhr.accuracy import document_run, hierarchical_accuracy
@@ -90,6 +91,10 @@ def test_index_validation(index_dir, tmp_path):
     manifest = json.loads((broken / "manifest.json").read_text())
     manifest["kind"] = "dense"
     (broken / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(IndexError_, match="checksum does not match"):  # an edited manifest is refused
+        HierarchicalIndex.load(broken)
+    manifest["checksum"] = manifest_checksum({k: v for k, v in manifest.items() if k != "checksum"})
+    (broken / "manifest.json").write_text(json.dumps(manifest))  # a sound manifest of another kind
     with pytest.raises(IndexError_, match="not a 'hierarchical' index"):
         HierarchicalIndex.load(broken)
     with pytest.raises(IndexError_):
@@ -274,7 +279,7 @@ def test_pipeline_configs(tmp_path, groups, data_dir):
     with pytest.raises(ConfigError, match="unknown key 'lamda'"):
         validate_pipeline(config)
     config.write_text("stages:\n  - dhr: {mode: parallel, document: max, length_prior: abc}\n")
-    with pytest.raises(ConfigError, match="stage 1 'dhr': could not convert string to float: 'abc'"):
+    with pytest.raises(ConfigError, match="stage 1: stage 'dhr': key 'length_prior': must be a number, got 'abc'"):
         load_pipeline(config, ws)  # a word where a number belongs: one line naming the stage, no traceback
 
 

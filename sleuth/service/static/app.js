@@ -13,6 +13,8 @@ const SNIPPET_CHARS = 360;
 let hiddenExtras = new Set();
 let pathExtras = [];
 let perQueryExtras = [];
+let hopScoreExtras = [];
+let perQueryCountExtras = [];
 
 const $ = (id) => document.getElementById(id);
 
@@ -105,10 +107,14 @@ function formatScore(value) {
 }
 
 /** Small "name value" chips for a hit's numeric extras (component scores, DHR document rank ...). */
-function extrasChips(extras) {
+/** Chips of the number and text extras; ``shown``: keys shown here although hidden at the hit level (a hop's
+   skill scores). */
+function extrasChips(extras, shown = []) {
   const chips = el("ul", "chips");
   for (const [key, value] of Object.entries(extras || {})) {
-    if (hiddenExtras.has(key) || (typeof value !== "number" && typeof value !== "string")) continue;
+    if ((hiddenExtras.has(key) && !shown.includes(key)) || (typeof value !== "number" && typeof value !== "string")) {
+      continue;
+    }
     const chip = el("li", "chip");
     chip.append(el("span", "chip-name", key.replace(/_/g, " ")), el("span", "chip-value",
       typeof value === "number" ? formatScore(value) : value));
@@ -129,7 +135,7 @@ function evidencePath(hops, pattern) {
     const title = el("h4", "hop-title");
     appendHighlighted(title, hop.title || hop.id, pattern);
     box.append(head, title);
-    const chips = extrasChips(hop.extras);
+    const chips = extrasChips(hop.extras, hopScoreExtras);
     if (chips) box.append(chips);
     if (hop.text) box.append(passage(hop.text, pattern));
     path.append(box);
@@ -137,7 +143,7 @@ function evidencePath(hops, pattern) {
   return path;
 }
 
-function renderHit(hit, pattern) {
+function renderHit(hit, pattern, sentCount) {
   const item = el("li", "hit");
   item.dataset.id = hit.id;
   const head = el("div", "hit-head");
@@ -147,6 +153,11 @@ function renderHit(hit, pattern) {
   item.append(head);
   const meta = el("p", "meta", hit.doc_id && hit.doc_id !== hit.id ? `${hit.id} \u00b7 document ${hit.doc_id}` : hit.id);
   const extras = hit.extras || {};
+  for (const key of perQueryCountExtras) {  /* e.g. "found by 3 of 20 sent queries" */
+    if (typeof extras[key] === "number" && sentCount) {
+      meta.append(` \u00b7 ${key.replace(/_/g, " ")} ${extras[key]} of ${sentCount} sent queries`);
+    }
+  }
   item.append(meta);
   const chips = extrasChips(extras);
   if (chips) item.append(chips);
@@ -191,6 +202,8 @@ async function loadExtras() {
     hiddenExtras = new Set(body.hidden);
     pathExtras = body.extras.filter((key) => key.display === "evidence_path").map((key) => key.name);
     perQueryExtras = body.extras.filter((key) => key.display === "per_query").map((key) => key.name);
+    hopScoreExtras = body.extras.filter((key) => key.display === "hop_score").map((key) => key.name);
+    perQueryCountExtras = body.extras.filter((key) => key.display === "count_of_per_query").map((key) => key.name);
   } catch (error) {
     /* without the list every number or text extra is shown */
   }
@@ -255,7 +268,7 @@ async function search(event) {
   const pattern = termPattern(queryTerms(body.query));
   const sent = perQueryExtras.map((key) => body[key]).find((value) => Array.isArray(value)) || null;
   renderSent(sent);
-  $("results").replaceChildren(...body.hits.map((hit) => renderHit(hit, pattern)));
+  $("results").replaceChildren(...body.hits.map((hit) => renderHit(hit, pattern, sent ? sent.length : 0)));
   const seconds = ((performance.now() - started) / 1000).toFixed(2);
   $("status").textContent = body.hits.length
     ? `${body.hits.length} result${body.hits.length === 1 ? "" : "s"} from ${body.pipeline} in ${seconds} s`

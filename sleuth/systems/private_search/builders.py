@@ -22,7 +22,7 @@ from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_ME
 
 # what the private stage writes in Hit.extras
 register_extra("obfuscated_queries", list, "per_query", "the obfuscated queries sent to the engine for the query")
-register_extra("found_by", int, "chip", "how many of the obfuscated queries retrieved the hit")
+register_extra("found_by", int, "count_of_per_query", "how many of the obfuscated queries retrieved the hit")
 
 
 @register_stage("private")
