@@ -363,3 +363,17 @@ def test_the_page_and_its_files(client):
     assert error(client.get("/static/../app.py"), 404)
     assert error(client.get("/static/%2e%2e/app.py"), 404)
     assert "/" not in client.get("/openapi.json").json()["paths"]
+
+
+
+def test_the_openapi_schema_covers_every_endpoint_systems_included(index_dir):
+    """/openapi.json (read by /docs and /redoc) is built with every system's endpoints: a route whose annotation
+    could not be resolved (QUEST's /quest/predict) made it a 500."""
+    from sleuth.pipelines.index_stage import stage_for_index
+    from sleuth.service.app import create_app
+
+    with TestClient(create_app({"scifact": stage_for_index(index_dir, 10, "cpu")})) as test_client:
+        response = test_client.get("/openapi.json")
+    assert response.status_code == 200, response.text
+    paths = response.json()["paths"]
+    assert {"/search", "/search/batch", "/pipelines", "/quest/predict", "/obfuscate"} <= set(paths), sorted(paths)

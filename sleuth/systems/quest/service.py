@@ -84,8 +84,8 @@ class QuestEndpoint:
             """The served QUEST pipelines."""
             return {"pipelines": quest_pipelines(service)}
 
-        @app.post("/quest/predict", response_class=Response)
-        def quest_predict(body: Any = Body(...)) -> Response:
+        @app.post("/quest/predict", response_class=Response, response_model=None)
+        def quest_predict(body: Any = Body(...)):  # no return annotation: Response is imported here, not at the top
             """The predicted set of a QUEST query: ``{"query", "pipeline"?, "max_chars"?}``."""
             body = check_fields(body, FIELDS)
             answer = self.predict(service, body.get("query"), body.get("pipeline"), body.get("max_chars"))
