@@ -118,6 +118,15 @@ def open_text(path: str | Path) -> TextFile:
     return TextFile(cast(IO[bytes], opener(name, "rb")), path)
 
 
+def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """``(line number, line)`` of each non-blank line of a text file (:func:`open_text`), without its line end."""
+    with open_text(path) as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip("\r\n")
+            if line.strip():
+                yield number, line
+
+
 class TextFile:
     r"""A UTF-8 text file read from its bytes, so a decoding error is reported as an InputError naming the file and,
     for line-by-line reading (iteration, ``readline``), the exact line. ``\r\n`` line ends read as ``\n``."""

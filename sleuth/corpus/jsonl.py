@@ -9,17 +9,14 @@ from typing import Any
 
 from sleuth.corpus.model import Document
 from sleuth.errors import InputError
-from sleuth.io import open_text
+from sleuth.io import text_lines
 
 
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each non-blank line; a bad line raises InputError with file:line."""
     path = Path(path)
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            yield number, parse_record(line, path, number)
+    for number, line in text_lines(path):
+        yield number, parse_record(line, path, number)
 
 
 def parse_record(text: str, path: str | Path, line: int | None = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from sleuth.corpus.model import Qrels
 from sleuth.errors import InputError
-from sleuth.io import open_text
+from sleuth.io import text_lines
 
 
 @dataclass(frozen=True)
@@ -47,25 +47,21 @@ def iter_judgements(path: str | Path) -> Iterator[tuple[str, str, int]]:
     """Stream ``(qid, docid, relevance)`` from a qrels file; a malformed line raises InputError with file:line."""
     path = Path(path)
     flavour = None
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            if flavour is None:
-                flavour = _detect(line)
-                if flavour is BEIR and not _is_int(line.split("\t")[2]):
-                    continue  # the BEIR header line
-            fields = [f.strip() for f in line.split(flavour.separator)]
-            if len(fields) != flavour.width:
-                raise InputError(f"expected {flavour.description}, found {len(fields)} columns", path=path, line=number)
-            qid, docid = fields[flavour.columns[0]], fields[flavour.columns[1]]
-            relevance = "1" if flavour.columns[2] is None else fields[flavour.columns[2]]
-            if flavour.numeric_ids:
-                qid, docid = (str(int(x)) if x.isdigit() else x for x in (qid, docid))
-            if not _is_int(relevance):
-                raise InputError(f"relevance must be an integer, found {relevance!r}", path=path, line=number)
-            yield qid, docid, int(relevance)
+    for number, line in text_lines(path):
+        if flavour is None:
+            flavour = _detect(line)
+            if flavour is BEIR and not _is_int(line.split("\t")[2]):
+                continue  # the BEIR header line
+        fields = [f.strip() for f in line.split(flavour.separator)]
+        if len(fields) != flavour.width:
+            raise InputError(f"expected {flavour.description}, found {len(fields)} columns", path=path, line=number)
+        qid, docid = fields[flavour.columns[0]], fields[flavour.columns[1]]
+        relevance = "1" if flavour.columns[2] is None else fields[flavour.columns[2]]
+        if flavour.numeric_ids:
+            qid, docid = (str(int(x)) if x.isdigit() else x for x in (qid, docid))
+        if not _is_int(relevance):
+            raise InputError(f"relevance must be an integer, found {relevance!r}", path=path, line=number)
+        yield qid, docid, int(relevance)
 
 
 def _detect(line: str) -> _Flavour:

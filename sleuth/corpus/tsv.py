@@ -10,7 +10,7 @@ from pathlib import Path
 from sleuth.corpus.jsonl import ID_KEYS
 from sleuth.corpus.model import Document
 from sleuth.errors import InputError
-from sleuth.io import open_text
+from sleuth.io import text_lines
 
 
 def tsv_columns(head: str) -> int:
@@ -26,24 +26,20 @@ def read_tsv_documents(path: str | Path) -> Iterator[Document]:
     """Stream Documents from a 2- or 3-column TSV file; every line must have the first line's column count
     (a line that does not raises InputError naming file and line)."""
     width = None
-    with open_text(path) as handle:
-        for number, line in enumerate(handle, start=1):
-            line = line.rstrip("\r\n")
-            if not line.strip():
-                continue
-            cells = line.split("\t")
-            if width is None:
-                width = len(cells)
-                if width not in (2, 3):
-                    raise InputError(f"expected 'id<TAB>text' or 'id<TAB>title<TAB>text', found {width} column(s)",
-                                     path=path, line=number)
-                if cells[0].strip().lower() in ID_KEYS:
-                    continue  # a header line
-            if len(cells) != width:
-                raise InputError(f"expected {width} tab-separated columns like line 1, found {len(cells)}",
+    for number, line in text_lines(path):
+        cells = line.split("\t")
+        if width is None:
+            width = len(cells)
+            if width not in (2, 3):
+                raise InputError(f"expected 'id<TAB>text' or 'id<TAB>title<TAB>text', found {width} column(s)",
                                  path=path, line=number)
-            doc_id = cells[0].strip()
-            if not doc_id:
-                raise InputError("empty document id", path=path, line=number)
-            title = cells[1].strip() if width == 3 else ""
-            yield Document(id=doc_id, title=title, text=cells[-1].strip())
+            if cells[0].strip().lower() in ID_KEYS:
+                continue  # a header line
+        if len(cells) != width:
+            raise InputError(f"expected {width} tab-separated columns like line 1, found {len(cells)}",
+                             path=path, line=number)
+        doc_id = cells[0].strip()
+        if not doc_id:
+            raise InputError("empty document id", path=path, line=number)
+        title = cells[1].strip() if width == 3 else ""
+        yield Document(id=doc_id, title=title, text=cells[-1].strip())
