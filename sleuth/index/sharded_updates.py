@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from sleuth.corpus.model import Passage
-from sleuth.errors import ConfigError, InputError
+from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Params
 from sleuth.index.dense import DenseIndex, add_vectors, make_faiss_index
 from sleuth.index.docstore import DocStore
@@ -40,39 +40,7 @@ from sleuth.index.sharded import (
     write_shard,
 )
 from sleuth.index.tokenize import Analyzer
-from sleuth.index.updates import Updater, commit_generation, next_manifest
-
-
-def check_new_ids(current: DocStore, passages: Sequence[Passage], index_dir: Path) -> None:
-    """A ConfigError for an id already in the index or given twice."""
-    seen: set[str] = set()
-    for p in passages:
-        if p.id in seen:
-            raise ConfigError(f"duplicate passage id '{p.id}' in the documents to add")
-        if current.position(p.id) is not None:
-            raise ConfigError(f"duplicate passage id '{p.id}': already in the index {index_dir}")
-        seen.add(p.id)
-
-
-def rows_to_delete(current: DocStore, ids: Sequence[str], index_dir: Path) -> list[int]:
-    """Global rows of ``ids``; an InputError naming an unknown id, or when nothing would be left."""
-    rows = []
-    for item_id in ids:
-        row = current.position(item_id)
-        if row is None:
-            raise InputError(f"unknown passage id '{item_id}': not in the index {index_dir}")
-        rows.append(row)
-    if len(rows) >= len(current):
-        raise InputError(f"deleting all {len(current)} passages would leave an empty index")
-    return rows
-
-
-def without(store: DocStore, local_rows: np.ndarray) -> tuple[DocStore, list[int]]:
-    """``store`` less the given local rows, and the kept local rows."""
-    gone = set(local_rows.tolist())
-    keep = [i for i in range(len(store)) if i not in gone]
-    return DocStore(*([column[i] for i in keep] for column in (store.ids, store.doc_ids, store.titles,
-                                                                 store.texts))), keep
+from sleuth.index.updates import Updater, check_new_ids, commit_generation, next_manifest, rows_to_delete, without
 
 
 def smallest(counts: Sequence[int] | np.ndarray) -> int:

@@ -67,8 +67,8 @@ from sleuth.index.manifest import (
 )
 from sleuth.io import write_error
 
-__all__ = ["GENERATION", "LOCK", "Updater", "add_documents", "commit_generation", "delete_documents", "generations",
-           "next_manifest", "passages_from_records", "system_updater"]
+__all__ = ["GENERATION", "LOCK", "Updater", "add_documents", "check_new_ids", "commit_generation", "delete_documents",
+           "generations", "next_manifest", "passages_from_records", "rows_to_delete", "system_updater", "without"]
 
 
 @dataclass(frozen=True)
@@ -125,12 +125,7 @@ def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=No
         if kind not in ("bm25", "dense"):
             return system_updater(kind, index_dir).add(Path(index_dir), passages, encoder)
         current = _current(index_dir)
-        seen: set[str] = set()
-        for p in passages:
-            if current.docstore.position(p.id) is not None or p.id in seen:
-                raise ConfigError(f"duplicate passage id '{p.id}': already in the index {index_dir}"
-                                  if p.id not in seen else f"duplicate passage id '{p.id}' in the documents to add")
-            seen.add(p.id)
+        check_new_ids(current.docstore, passages, index_dir)
         added = DocStore.from_passages(passages)
         docstore = DocStore.concat([current.docstore, added])
         if isinstance(current, BM25Index):
@@ -160,21 +155,46 @@ def delete_documents(index_dir: str | Path, ids: Sequence[str]) -> Manifest:
         if kind not in ("bm25", "dense"):
             return system_updater(kind, index_dir).delete(Path(index_dir), ids)
         current = _current(index_dir)
-        for item_id in ids:
-            if current.docstore.position(item_id) is None:
-                raise InputError(f"unknown passage id '{item_id}': not in the index {index_dir}")
-        if len(ids) >= len(current.docstore):
-            raise InputError(f"deleting all {len(current.docstore)} passages would leave an empty index")
-        gone = {current.docstore.position(item_id) for item_id in ids}
-        keep = [i for i in range(len(current.docstore)) if i not in gone]
-        old = current.docstore
-        docstore = DocStore(*([column[i] for i in keep] for column in (old.ids, old.doc_ids, old.titles, old.texts)))
+        rows = rows_to_delete(current.docstore, ids, index_dir)
+        docstore, keep = without(current.docstore, rows)
         if isinstance(current, BM25Index):
             return _write_bm25(index_dir, current, docstore)
         vectors = current.vectors(keep).astype(np.float32)
         index = make_faiss_index(current.loaded_manifest.params.get("factory", "Flat"), current.dim)
         add_vectors(index, vectors)
         return _write_dense(index_dir, current, docstore, index)
+
+
+def check_new_ids(current: DocStore, passages: Sequence[Passage], index_dir: str | Path) -> None:
+    """A ConfigError for an id already in the index or given twice."""
+    seen: set[str] = set()
+    for p in passages:
+        if p.id in seen:
+            raise ConfigError(f"duplicate passage id '{p.id}' in the documents to add")
+        if current.position(p.id) is not None:
+            raise ConfigError(f"duplicate passage id '{p.id}': already in the index {index_dir}")
+        seen.add(p.id)
+
+
+def rows_to_delete(current: DocStore, ids: Sequence[str], index_dir: str | Path) -> list[int]:
+    """Global rows of ``ids``; an InputError naming an unknown id, or when nothing would be left."""
+    rows = []
+    for item_id in ids:
+        row = current.position(item_id)
+        if row is None:
+            raise InputError(f"unknown passage id '{item_id}': not in the index {index_dir}")
+        rows.append(row)
+    if len(rows) >= len(current):
+        raise InputError(f"deleting all {len(current)} passages would leave an empty index")
+    return rows
+
+
+def without(store: DocStore, rows: Sequence[int] | np.ndarray) -> tuple[DocStore, list[int]]:
+    """``store`` less the given rows, and the kept rows (in order)."""
+    gone = {int(row) for row in rows}
+    keep = [i for i in range(len(store)) if i not in gone]
+    return DocStore(*([column[i] for i in keep] for column in (store.ids, store.doc_ids, store.titles,
+                                                                 store.texts))), keep
 
 
 # --- internals ------------------------------------------------------------------------------------------------------
