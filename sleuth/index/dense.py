@@ -189,11 +189,11 @@ class DenseIndex:
             if not any(content.strip() for content in docstore.contents()):
                 raise InputError(f"all {len(docstore):,} passages of the corpus are empty (no title, no text): "
                                  "a dense index of them would rank every query the same; nothing to index")
-            check_trainable(make_faiss_index(factory, encoder.dim), factory, len(docstore))  # before encoding
+            index = make_faiss_index(factory, encoder.dim)
+            check_trainable(index, factory, len(docstore))  # before encoding
             vectors = encode_passages(encoder, docstore.contents(), show_progress=show_progress)
             with progress(f"dense index: adding {len(docstore):,} vectors ({factory})", None, "steps",
                           show_progress) as task:
-                index = make_faiss_index(factory, encoder.dim)
                 add_vectors(index, vectors)
                 manifest = Manifest(kind=cls.kind, count=len(docstore), params={"factory": factory},
                                     encoder=encoder.spec(), dimensions=encoder.dim, corpus=corpus_info or {})
