@@ -57,7 +57,7 @@ def add_lora(model, settings: LoraSettings = LoraSettings()):
     config = peft.LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
                              target_modules=list(settings.target_modules),
                              layers_to_transform=list(settings.layers) if settings.layers is not None else None,
-                             modules_to_save=list(settings.modules_to_save))
+                             modules_to_save=list(settings.modules_to_save) or None)
     return peft.get_peft_model(model, config)
 
 

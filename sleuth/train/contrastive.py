@@ -6,7 +6,8 @@ Every query is scored against all positives and hard negatives of its batch; the
 its own positive (paper Eq. in section 2.2). A candidate with the same id as the query's positive elsewhere in the batch
 (the same passage serving two questions) is masked out instead of counted as a negative.
 
-Checkpoints are ordinary sentence-transformers model directories: ``load_encoder(path)`` loads them.
+Checkpoints are ordinary sentence-transformers model directories, or with ``lora_rank`` a LoRA adapter over the frozen
+backbone (a few MB, what can ship inside the package): ``load_encoder(path)`` loads either.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class ContrastiveExample:
     negatives: list[str] = field(default_factory=list)
     positive_id: str | None = None
     negative_ids: list[str | None] = field(default_factory=list)
+    also_relevant: frozenset[str] = frozenset()  # ids of the query's other positives: masked, never negatives
 
 
 @dataclass
@@ -53,10 +55,15 @@ class TrainConfig:
     seed: int = 13
     device: str = "cpu"
     show_progress: bool = True
+    lora_rank: int | None = None  # train a LoRA adapter of this rank over the frozen backbone (None: every weight)
+    lora_layers: tuple[int, ...] | None = None  # encoder layers with a LoRA (None: all)
+    max_minutes: float | None = None  # stop after this much wall time (the schedule still spans every step)
 
     def check(self) -> TrainConfig:
         if self.lr <= 0 or self.batch_size < 1 or self.epochs < 1 or (self.max_steps is not None and self.max_steps < 1):
             raise ConfigError("training needs lr > 0, batch_size >= 1, epochs >= 1 and max_steps >= 1 when given")
+        if self.lora_rank is not None and self.lora_rank < 1:
+            raise ConfigError("training: lora_rank must be at least 1")
         return self
 
 
@@ -112,7 +119,8 @@ def batch_layout(batch: Sequence[ContrastiveExample]) -> tuple[list[str], list[s
     masks = []
     for i, example in enumerate(batch):
         masks.append([j for j, cid in enumerate(ids)
-                      if j != i and ((cid is not None and cid == example.positive_id) or candidates[j] == example.positive)])
+                      if j != i and ((cid is not None and (cid == example.positive_id or cid in example.also_relevant))
+                                     or candidates[j] == example.positive)])
     return queries, candidates, list(range(len(batch))), masks
 
 
@@ -158,16 +166,24 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
     st = load_trainable(model, config.device, config.max_length)
+    lora = lora_settings(config)
+    if lora is not None:
+        from sleuth.models.adapters import add_lora, is_adapter
+
+        if is_adapter(model):
+            raise ConfigError(f"a LoRA trains over a backbone, not over the adapter {model}")
+        st[0].model = add_lora(st[0].model, lora)
     st.train()
     per_epoch = math.ceil(len(examples) / config.batch_size)
     total = min(per_epoch * config.epochs, config.max_steps or per_epoch * config.epochs)
     optimisation = Optimisation(st, config.lr, total, config.warmup_ratio, config.weight_decay, config.max_grad_norm)
     losses: list[float] = []
     start = time.perf_counter()
+    deadline = None if config.max_minutes is None else start + 60 * config.max_minutes
     with progress(f"training {Path(out).name}", total, "steps", config.show_progress) as task:
-        while len(losses) < total:
+        while len(losses) < total and not (deadline is not None and time.perf_counter() > deadline):
             for batch in batches(examples, config.batch_size, rng):
-                if len(losses) >= total:
+                if len(losses) >= total or (deadline is not None and time.perf_counter() > deadline):
                     break
                 queries, candidates, positives, masks = batch_layout(batch)
                 loss = contrastive_loss(embed(st, queries), embed(st, candidates), positives, masks, config.scale)
@@ -176,11 +192,35 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
                 task.note(f"loss {losses[-1]:.3f}")
     st.eval()
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    st.save(str(out))
+    if lora is not None:
+        from sleuth.models.adapters import save_adapter
+
+        save_adapter(st[0].model, out, backbone_name(model), lora, extra={"kind": "bi-encoder"})
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        st.save(str(out))
     result = TrainResult(out, losses, len(losses), time.perf_counter() - start)
     write_loss_log(out / log_name, result, config, len(examples), str(model))
     return result
+
+
+def lora_settings(config: TrainConfig):
+    """The LoRA of a bi-encoder run (every encoder linear, no head: mean pooling has no weights), or None."""
+    if config.lora_rank is None:
+        return None
+    from sleuth.models.adapters import LoraSettings
+
+    return LoraSettings(rank=config.lora_rank, alpha=2 * config.lora_rank, layers=config.lora_layers,
+                        modules_to_save=())
+
+
+def backbone_name(model: str | Path) -> str:
+    """The sleuth name of a base model ("minilm" for the packaged all-MiniLM-L6-v2, else its path)."""
+    from sleuth.models.registry import minilm_path
+
+    if str(model) == "minilm" or Path(model).resolve() == minilm_path().resolve():
+        return "minilm"
+    return str(model)
 
 
 def write_loss_log(path: Path, result: TrainResult, config: TrainConfig, examples: int, base: str) -> None:

@@ -22,20 +22,25 @@ def parse_counts(pairs: list[str], what: str) -> dict[str, int]:
     return counts
 
 
-def training_questions(path: Path, train_articles: str | None) -> tuple[list, dict[str, list[str]] | None]:
-    """The questions to train on and, for SQuAD, the article split (evaluation-article questions left out)."""
+def training_questions(paths: list[Path], train_articles: str | None) -> tuple[list, dict[str, list[str]] | None]:
+    """The questions to train on and, for SQuAD files, the article split over all of them (evaluation-article
+    questions left out; the default alternation runs over the articles of every file in order)."""
     from sleuth.corpus.jsonfile import load_json_object
     from sleuth.corpus.questions import read_questions
     from sleuth.corpus.squad import is_squad, read_squad_questions
 
-    if path.suffix.lower() != ".json" or not is_squad(load_json_object(path)):
+    squad = [p.suffix.lower() == ".json" and is_squad(load_json_object(p)) for p in paths]
+    if not any(squad):
         if train_articles is not None:
-            raise ConfigError(f"--train-articles needs SQuAD questions, {path} is not a SQuAD JSON file")
-        return list(read_questions(path)), None
+            raise ConfigError(f"--train-articles needs SQuAD questions, {paths[0]} is not a SQuAD JSON file")
+        return [q for p in paths for q in read_questions(p)], None
+    if not all(squad):
+        plain = next(p for p, s in zip(paths, squad) if not s)
+        raise ConfigError(f"--questions: {plain} is not a SQuAD JSON file like the others")
     from sleuth.systems.dhr.article_split import parse_article_list, split_by_article
 
     chosen = parse_article_list(train_articles) if train_articles is not None else None
-    train, held_out, names = split_by_article(list(read_squad_questions(path)), chosen)
+    train, held_out, names = split_by_article([q for p in paths for q in read_squad_questions(p)], chosen)
     evaluation = list(dict.fromkeys(q.metadata["article"] for q in held_out))
     console.print(f"article split: {len(names)} train articles ({len(train)} questions), {len(evaluation)} evaluation "
                   f"articles ({len(held_out)} questions, not trained on)")
@@ -44,8 +49,9 @@ def training_questions(path: Path, train_articles: str | None) -> tuple[list, di
 
 def train_dhr_command(
     corpus: Path = typer.Option(..., help="Corpus file or folder (e.g. ../shared/data/nq/corpus.jsonl)."),
-    questions: Path = typer.Option(..., help="Questions JSONL with id, question, answers (and gold_passage), or a "
-                                             "SQuAD v1.1/v2.0 JSON file (split by article, see --train-articles)."),
+    questions: list[Path] = typer.Option(..., help="Questions JSONL with id, question, answers (and gold_passage), "
+                                                   "or SQuAD v1.1/v2.0 JSON files (split by article, see "
+                                                   "--train-articles); repeatable."),
     distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus mixed into the corpus "
                                                                               "(repeatable), e.g. the NQ passages."),
     train_articles: str | None = typer.Option(None, help="SQuAD questions: the train articles (comma-separated "
@@ -72,6 +78,9 @@ def train_dhr_command(
     evaluate_base: bool = typer.Option(False, help="Also index and evaluate the untrained base models."),
     shared_encoder: bool = typer.Option(False, help="Train one model for both roles on document and passage examples "
                                                     "together (half the indexing cost; the paper trains two)."),
+    lora_rank: int | None = typer.Option(None, help="Train a LoRA adapter of this rank per encoder over the frozen "
+                                                    "backbone (a few MB) instead of every weight."),
+    max_minutes: float | None = typer.Option(None, help="Stop each encoder's training after this much wall time."),
     device: str = DEVICE,
     index: bool = typer.Option(True, help="Index the corpus and evaluate on dev after each round (--no-index: "
                                           "train only; needs --rounds 1)."),
@@ -99,7 +108,7 @@ def train_dhr_command(
                                    evaluate_base=evaluate_base, shared_encoder=shared_encoder, index_rounds=index,
                                    articles=articles)
     config = TrainConfig(lr=lr, batch_size=batch_size, epochs=epochs, max_steps=steps, max_length=max_length,
-                         seed=seed, device=device)
+                         seed=seed, device=device, lora_rank=lora_rank, max_minutes=max_minutes)
     report = train_dhr(groups, query_list, out, settings, config, log=console.print)
     console.print(f"wrote {out / 'report.json'}")
     print(json.dumps({r["round"]: r["dev"] for r in report["rounds"]}))

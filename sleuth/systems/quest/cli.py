@@ -188,10 +188,13 @@ def build_command(
 
 
 def register(app: typer.Typer, train_app: typer.Typer) -> None:
-    """``sleuth quest train|predict|eval|parse|build|corpus``; the old ``sleuth quest train`` stays hidden."""
+    """``sleuth quest train|train-dense|predict|eval|parse|build|corpus``; the old ``sleuth quest train`` stays
+    hidden."""
     from sleuth.systems.quest.train_cli import train_classifier_command
+    from sleuth.systems.quest.train_dense_cli import train_dense_command
 
     quest_app.command("train")(train_classifier_command)
+    quest_app.command("train-dense")(train_dense_command)
     train_app.command("classifier", hidden=True)(train_classifier_command)
     quest_app.command("corpus")(corpus_command)
     quest_app.command("predict")(predict_command)
