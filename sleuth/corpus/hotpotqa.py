@@ -48,11 +48,17 @@ def read_hotpotqa_corpus(path: str | Path) -> Iterator[Document]:
 def hotpotqa_context_documents(path: str | Path) -> Iterator[Document]:
     """The unique paragraphs (by title, first occurrence wins) of the questions' contexts, as Documents."""
     seen: set[str] = set()
-    for where, record in iter_json_records(path):
-        for title, sentences in _context(record, where):
+    for _, context in hotpotqa_contexts(path):
+        for title, sentences in context:
             if title not in seen:
                 seen.add(title)
                 yield paragraph_document(title, sentences)
+
+
+def hotpotqa_contexts(path: str | Path) -> Iterator[tuple[str, list[tuple[str, list[str]]]]]:
+    """Each question's id and its ``context`` as ``(title, sentences)`` pairs, in file order (validated)."""
+    for where, record in iter_json_records(path):
+        yield require(record, "_id", where, None), _context(record, where)
 
 
 def paragraph_document(title: str, sentences: list[str]) -> Document:

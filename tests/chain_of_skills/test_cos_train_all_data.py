@@ -95,6 +95,7 @@ def test_shipped_model_command_still_parses():
     assert len(context.params["hotpotqa_corpus"]) == 1 and context.params["twowiki"] == []
 
 
+@pytest.mark.slow
 def test_cos_train_takes_all_hotpotqa_and_twowiki_files(data_dir, tmp_path, capsys):
     hotpot, twowiki = data_dir / "hotpotqa", data_dir / "2wikimultihopqa"
     main(["cos", "train", "--hotpotqa", str(hotpot / "hotpot_train_100.json"), "--hotpotqa-corpus",
