@@ -4,6 +4,8 @@ pooled corpus with distractors (small real pools here; the full runs are measure
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 
@@ -61,10 +63,22 @@ def test_eval_over_two_files_report_part_and_a_small_pool(dev_files, data_dir, t
     titles = {t for r in [*train, *(json.loads(f.read_text(encoding="utf-8")) for f in files)]
               for record in (r if isinstance(r, list) else [r]) for t, _ in record["context"]}
     assert len(titles) == 90
-    assert "(report part) (1 questions, pooled corpus 90 passages" in " ".join(capsys.readouterr().out.split())
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "(report part) (1 questions, pooled corpus 90 passages" in printed
+    cached = sorted((Path(os.environ["SLEUTH_HOME"]) / "indexes").glob("cos-eval-*/*/**/*"))
+    assert len({p.parent.parent for p in cached if p.name == "manifest.json"}) == 1  # one corpus, 2 skill indexes
+    assert len([p for p in cached if p.name == "manifest.json"]) == 2
+    written = {p: p.stat().st_mtime_ns for p in cached if p.is_file()}
     recorded = json.loads(report.read_text(encoding="utf-8"))
     assert recorded["part"] == "report" and recorded["corpus"]["passages"] == 90
     assert recorded["rows"][0]["questions"] == 1 and 0 <= recorded["rows"][0]["path_recall@20"] <= 1
+    # the pooled corpus does not depend on the part: its indexes are cached, the next run encodes nothing
+    main(["cos", "eval", "--questions", str(files[0]), "--questions", str(files[1]), "--part", "all",
+          "--limit", "2", "--pooled", "--distractors", str(tmp_path / "train.json"), "--chain", "retrieval"])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "(2 questions, pooled corpus 90 passages" in printed
+    assert {p: p.stat().st_mtime_ns for p in written} == written
+    assert sorted((Path(os.environ["SLEUTH_HOME"]) / "indexes").glob("cos-eval-*/*/**/*")) == cached
 
 
 @pytest.mark.parametrize("args, message", [

@@ -19,7 +19,7 @@ from sleuth.corpus.hotpotqa import read_hotpotqa_questions
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits
-from sleuth.systems.chain_of_skills.eval_corpus import CORPUS_SETTINGS, eval_passages
+from sleuth.systems.chain_of_skills.eval_corpus import CORPUS_SETTINGS, eval_passages, eval_skill_index
 from sleuth.systems.chain_of_skills.path_metrics import mean, passage_em, path_recall_at_k
 
 EVAL_CHAINS = ("hotpotqa", "retrieval", "retrieval-2hop")
@@ -88,7 +88,6 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
     from sleuth.stages.base import transform_counted
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
     from sleuth.systems.chain_of_skills.model import load_model, model_path
-    from sleuth.systems.chain_of_skills.skill_index import SkillIndex
     from sleuth.systems.chain_of_skills.span_head import model_span_head
     from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
 
@@ -108,8 +107,9 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
     path = model_path(model_dir)
     model = load_model(path, device=device).for_inference()
     head = model_span_head(path, model.dim, device, span_seed)
-    retrieval_index = SkillIndex.build(passages, model, "retrieval", show_progress=show_progress)
-    link_index = SkillIndex.build(passages, model, "linking", show_progress=show_progress)
+    cache = corpus == "pooled"  # the same large corpus for every part, limit and chain: encoded once per model
+    retrieval_index = eval_skill_index(passages, model, path, "retrieval", cache, show_progress)
+    link_index = eval_skill_index(passages, model, path, "linking", cache, show_progress)
     if int8:
         from sleuth.systems.chain_of_skills.quantise import quantise
 
