@@ -1,5 +1,8 @@
 """HotpotQA in its original JSON format: questions with supporting facts and context, and title -> sentences corpora.
 
+2WikiMultihopQA shares the layout (``_id, question, answer, type, supporting_facts, context``) and adds ``evidences``
+([subject, relation, object] triples) and ``entity_ids``: the same reader reads it.
+
 Paragraph documents use the Wikipedia title as id (supporting facts refer to titles) and the sentences joined with
 '' as HotpotQA does (its sentences keep their leading spaces). Whole-file JSON: errors name ``file[record]``.
 """
@@ -18,7 +21,8 @@ from sleuth.errors import InputError
 
 def read_hotpotqa_questions(path: str | Path) -> Iterator[Query]:
     """Questions of a HotpotQA file (train, dev distractor/fullwiki, test); ``metadata`` holds answer, type, level,
-    supporting_facts, supporting_titles and context_titles (the fields absent from a file are left out)."""
+    supporting_facts, supporting_titles, context_titles and (2WikiMultihopQA) evidences (the fields absent from a file
+    are left out)."""
     for where, record in iter_json_records(path):
         query_id = require(record, "_id", where, None)
         question = require(record, "question", where, None)
@@ -29,6 +33,9 @@ def read_hotpotqa_questions(path: str | Path) -> Iterator[Query]:
             metadata["supporting_titles"] = list(dict.fromkeys(title for title, _ in facts))
         if "context" in record:
             metadata["context_titles"] = [title for title, _ in _context(record, where)]
+        if "evidences" in record:
+            metadata["evidences"] = [_evidence(triple, where) for triple in require(record, "evidences", where, None,
+                                                                                     list)]
         yield Query(id=query_id, text=question, metadata=metadata)
 
 
@@ -41,11 +48,17 @@ def read_hotpotqa_corpus(path: str | Path) -> Iterator[Document]:
 def hotpotqa_context_documents(path: str | Path) -> Iterator[Document]:
     """The unique paragraphs (by title, first occurrence wins) of the questions' contexts, as Documents."""
     seen: set[str] = set()
-    for where, record in iter_json_records(path):
-        for title, sentences in _context(record, where):
+    for _, context in hotpotqa_contexts(path):
+        for title, sentences in context:
             if title not in seen:
                 seen.add(title)
                 yield paragraph_document(title, sentences)
+
+
+def hotpotqa_contexts(path: str | Path) -> Iterator[tuple[str, list[tuple[str, list[str]]]]]:
+    """Each question's id and its ``context`` as ``(title, sentences)`` pairs, in file order (validated)."""
+    for where, record in iter_json_records(path):
+        yield require(record, "_id", where, None), _context(record, where)
 
 
 def paragraph_document(title: str, sentences: list[str]) -> Document:
@@ -75,3 +88,10 @@ def _supporting_fact(fact: Any, where: str) -> tuple[str, int]:
     if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str) and isinstance(fact[1], int)):
         raise InputError("expected [title, sentence_index] entries", path=where, field="supporting_facts")
     return fact[0], fact[1]
+
+
+def _evidence(triple: Any, where: str) -> tuple[str, str, str]:
+    """A 2WikiMultihopQA ``[subject, relation, object]`` triple, validated."""
+    if not (isinstance(triple, list) and len(triple) == 3 and all(isinstance(x, str) for x in triple)):
+        raise InputError("expected [subject, relation, object] entries", path=where, field="evidences")
+    return triple[0], triple[1], triple[2]

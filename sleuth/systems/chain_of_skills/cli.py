@@ -16,8 +16,18 @@ cos_app = typer.Typer(help="Chain-of-Skills (multi-expert retrieval chains): tra
 
 @cos_app.command("eval")
 def cos_eval_command(
-    questions: Path = typer.Option(..., help="HotpotQA dev questions with context and supporting facts "
-                                             "(e.g. hotpot_dev_distractor_100.json)."),
+    questions: list[Path] = typer.Option(..., help="HotpotQA-format dev questions with context and supporting "
+                                                   "facts (hotpot_dev_distractor_100.json, "
+                                                   "hotpot_dev_distractor_more.json, 2wiki_dev.json; repeatable)."),
+    part: str = typer.Option("all", help="Questions evaluated: all, tune (the fixed tuning part: every choice is "
+                                         "made there) or report (the rest: report figures); SHA-256 of the id, "
+                                         "docs/cos/README.md."),
+    pooled: bool = typer.Option(False, "--pooled", help="Retrieve from one pooled corpus: every question's "
+                                                       "paragraphs of the --questions files plus --distractors, "
+                                                       "not only the evaluated questions' own."),
+    distractors: list[Path] = typer.Option([], help="With --pooled: HotpotQA-format files whose context "
+                                                    "paragraphs join the corpus (e.g. the training files; "
+                                                    "repeatable)."),
     model: str | None = typer.Option(None, help="Default: the trained model shipped with sleuth (cos-minilm-lora). "
                                                 "'minilm' = untrained experts (MiniLM copies, untrained span head); "
                                                 "or a model directory from `sleuth cos train`."),
@@ -40,14 +50,21 @@ def cos_eval_command(
     int8: bool = typer.Option(False, "--int8", help="Run the chains on an int8 (dynamically quantised) copy of "
                                                     "the encoder (CPU); the skill indexes stay float32."),
 ) -> None:
-    """Path recall@{1,5,10,20} and passage EM of each chain over the questions' own context paragraphs."""
+    """Path recall@{1,5,10,20} and passage EM of each chain over the questions' own context paragraphs (or, with
+    --pooled, one corpus of every question's paragraphs and the distractors')."""
+    from sleuth.corpus.question_split import PARTS
     from sleuth.io import atomic_write_text
     from sleuth.systems.chain_of_skills.chain import ChainLimits
     from sleuth.systems.chain_of_skills.evaluation import EVAL_KS, LIMIT_SETS, evaluate_chains
     from sleuth.systems.chain_of_skills.model import SHIPPED_MODEL, UNTRAINED, model_path
 
-    if not questions.is_file():
-        raise ConfigError(f"questions file not found: {questions}")
+    for file in (*questions, *distractors):
+        if not file.is_file():
+            raise ConfigError(f"{'questions' if file in questions else 'distractors'} file not found: {file}")
+    if part not in PARTS:
+        raise ConfigError(f"--part must be one of {', '.join(PARTS)}, got '{part}'")
+    if distractors and not pooled:
+        raise ConfigError("--distractors needs --pooled")
     path = model_path(model)
     if path != UNTRAINED and not Path(path).is_dir():
         raise ConfigError(f"model directory not found: {path}")
@@ -64,11 +81,16 @@ def cos_eval_command(
     if k_hop2_rerank is not None and k_hop2_rerank < 1:
         raise ConfigError(f"--k-hop2-rerank must be >= 1, got {k_hop2_rerank}")
     limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank)
+    corpus = "pooled" if pooled else "questions"
+    stats: dict[str, int] = {}
     rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
-                                             device=device, int8=int8, show_progress=True)]
+                                             device=device, int8=int8, show_progress=True, part=part,
+                                             corpus=corpus, distractors=distractors, stats=stats)]
     name = model or SHIPPED_MODEL
     shown = "/".join(str(v) for v in values.values())
-    table = Table(title=f"Chain-of-Skills on {questions.name} ({rows[0]['questions']} questions, model {name}"
+    table = Table(title=f"Chain-of-Skills on {' + '.join(q.name for q in questions)}"
+                        f"{'' if part == 'all' else f' ({part} part)'} ({rows[0]['questions']} questions, "
+                        f"{'pooled ' if pooled else ''}corpus {stats['passages']} passages, model {name}"
                         f"{' int8' if int8 else ''}, hop limits {shown})")
     for column in rows[0]:
         table.add_column(column, justify="left" if column == "chain" else "right")
@@ -76,7 +98,9 @@ def cos_eval_command(
         table.add_row(*(str(v) for v in row.values()))
     out.print(table)
     if json_out is not None:
-        recorded = {"model": name, "int8": int8, "questions": str(questions),
+        recorded = {"model": name, "int8": int8, "questions": " ".join(map(str, questions)), "part": part,
+                    "corpus": {"setting": corpus, "distractors": list(map(str, distractors)),
+                               "passages": stats["passages"]},
                     "limits": {**values, "k_hop2_rerank": k_hop2_rerank}, "rows": rows}
         atomic_write_text(json_out, json.dumps(recorded, indent=1) + "\n")
         console.print(f"wrote {json_out}")

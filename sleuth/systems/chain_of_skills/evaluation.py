@@ -1,7 +1,9 @@
 """Chain-of-Skills evaluation on HotpotQA dev questions: path recall@k and passage EM per chain (Ma et al., ACL 2023, Table 2).
 
-The corpus is the evaluated questions' own context paragraphs (as ``hotpotqa_context_documents``, id = title); the gold path is
-a question's supporting titles. A ``hotpotqa`` chain hit is a path "id1||id2"; a ``retrieval`` chain ranks single
+Questions come from one or several HotpotQA-format files (2WikiMultihopQA dev too), optionally one part of the
+fixed tuning / report split (``sleuth.corpus.question_split``). The corpus is the evaluated questions' own context
+paragraphs, or one pooled corpus with distractors (``eval_corpus``; id = title); the gold path is a question's
+supporting titles. A ``hotpotqa`` chain hit is a path "id1||id2"; a ``retrieval`` chain ranks single
 passages, so its top-k "path" is the set of its top k passages (recall@k: both gold passages among them) and its
 top path for EM is its first two passages.
 """
@@ -14,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sleuth.corpus.hotpotqa import read_hotpotqa_questions
-from sleuth.corpus.model import Passage
+from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits
+from sleuth.systems.chain_of_skills.eval_corpus import CORPUS_SETTINGS, eval_passages, eval_skill_index
 from sleuth.systems.chain_of_skills.path_metrics import mean, passage_em, path_recall_at_k
 
 EVAL_CHAINS = ("hotpotqa", "retrieval", "retrieval-2hop")
@@ -52,47 +55,61 @@ def ranked_paths(chain: str, hits, ks: Sequence[int]) -> tuple[dict[int, list[se
     return {k: [set(ids[:k])] for k in ks}, (set(ids[:2]) if ids else None)
 
 
-def evaluate_chains(model_dir: str | None, questions_path: str | Path, chains: Sequence[str] = EVAL_CHAINS,
-                    limit: int | None = None, limits: ChainLimits = ChainLimits(), ks: Sequence[int] = EVAL_KS,
-                    device: str = "cpu", span_seed: int = 0, int8: bool = False,
-                    runs: dict | None = None, show_progress: bool = False) -> list[ChainScores]:
-    """Scores of each chain over the first ``limit`` questions with supporting facts (``model_dir``: None for the
-    shipped model, "minilm" for untrained experts, or a saved multi-expert model directory); ``int8``: the chains'
-    encoder quantised (``quantise``), the skill indexes still encoded in float32. With ``runs`` (a dict) each
-    chain's Run is also left there by chain name (for path-level analysis). ``show_progress``: a bar per chain
-    (questions done, questions/s, time left; :mod:`sleuth.progress`)."""
-    from sleuth.corpus.model import Query
+def eval_questions(paths: Sequence[str | Path], part: str = "all", limit: int | None = None) -> list[Query]:
+    """The questions with supporting facts of ``paths`` (an id seen before is skipped), those of ``part`` (all, tune,
+    report: ``question_part``), the first ``limit`` of them."""
+    from sleuth.corpus.question_split import question_part
+
+    unique: dict[str, Query] = {}
+    for path in paths:
+        for query in read_hotpotqa_questions(path):
+            if query.metadata.get("supporting_titles"):
+                unique.setdefault(query.id, query)
+    questions = question_part(list(unique.values()), part)
+    questions = questions[:limit] if limit else questions
+    if not questions:
+        raise ConfigError(f"{', '.join(map(str, paths))}: no questions with supporting facts"
+                          f"{'' if part == 'all' else f' in the {part} part'}")
+    return questions
+
+
+def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence[str | Path],
+                    chains: Sequence[str] = EVAL_CHAINS, limit: int | None = None,
+                    limits: ChainLimits = ChainLimits(), ks: Sequence[int] = EVAL_KS, device: str = "cpu",
+                    span_seed: int = 0, int8: bool = False, runs: dict | None = None, show_progress: bool = False,
+                    part: str = "all", corpus: str = "questions", distractors: Sequence[str | Path] = (),
+                    stats: dict | None = None) -> list[ChainScores]:
+    """Scores of each chain over the first ``limit`` questions with supporting facts of ``part`` (``model_dir``:
+    None for the shipped model, "minilm" for untrained experts, or a saved multi-expert model directory); ``corpus``:
+    "questions" or "pooled" with ``distractors`` (:mod:`eval_corpus`); ``int8``: the chains' encoder quantised
+    (``quantise``), the skill indexes still encoded in float32. With ``runs`` (a dict) each chain's Run is also left
+    there by chain name (for path-level analysis); with ``stats`` (a dict) the corpus size ("passages").
+    ``show_progress``: a bar per chain (questions done, questions/s, time left; :mod:`sleuth.progress`)."""
     from sleuth.stages.base import transform_counted
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
     from sleuth.systems.chain_of_skills.model import load_model, model_path
-    from sleuth.systems.chain_of_skills.skill_index import SkillIndex
     from sleuth.systems.chain_of_skills.span_head import model_span_head
     from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
 
     for chain in chains:
         if chain not in EVAL_CHAINS:
             raise ConfigError(f"unknown chain '{chain}': use one of {', '.join(EVAL_CHAINS)}")
-    questions = [q for q in read_hotpotqa_questions(questions_path) if q.metadata.get("supporting_titles")]
-    questions = questions[:limit] if limit else questions
-    if not questions:
-        raise ConfigError(f"{questions_path}: no questions with supporting facts")
-    keep = {q.id for q in questions}
-    # the corpus: context paragraphs of the evaluated questions only
-    from sleuth.corpus.jsonfile import iter_json_records
-
-    subset = [record for _, record in iter_json_records(questions_path) if record.get("_id") in keep]
-    seen, passages = set(), []
-    for record in subset:
-        for title, sentences in record.get("context", []):
-            if title not in seen:
-                seen.add(title)
-                passages.append(Passage(id=title, doc_id=title, text="".join(sentences).strip(), title_path=(title,)))
+    if corpus not in CORPUS_SETTINGS:
+        raise ConfigError(f"unknown corpus '{corpus}': use one of {', '.join(CORPUS_SETTINGS)}")
+    if distractors and corpus != "pooled":
+        raise ConfigError("distractors need the pooled corpus")
+    paths = [questions_path] if isinstance(questions_path, (str, Path)) else list(questions_path)
+    questions = eval_questions(paths, part, limit)
+    passages = eval_passages(corpus, paths, {q.id for q in questions}, distractors)
+    if stats is not None:
+        stats["passages"] = len(passages)
 
     path = model_path(model_dir)
     model = load_model(path, device=device).for_inference()
     head = model_span_head(path, model.dim, device, span_seed)
-    retrieval_index = SkillIndex.build(passages, model, "retrieval", show_progress=show_progress)
-    link_index = SkillIndex.build(passages, model, "linking", show_progress=show_progress)
+    cache = corpus == "pooled"  # the same large corpus for every part, limit and chain: encoded once per model
+    retrieval_index = eval_skill_index(passages, model, path, "retrieval", cache, show_progress)
+    link_index = eval_skill_index(passages, model, path, "linking", cache, show_progress)
     if int8:
         from sleuth.systems.chain_of_skills.quantise import quantise
 

@@ -87,9 +87,13 @@ class TrainingData:
     """Where the training examples come from (at least one source)."""
 
     help_panel = "Training data"
-    hotpotqa: Path | None = typer.Option(None, help="HotpotQA training questions (e.g. hotpot_train_100.json).")
-    hotpotqa_corpus: Path | None = typer.Option(None, help="Its title -> sentences corpus (default: the "
-                                                                  "questions' context paragraphs).")
+    hotpotqa: list[Path] = typer.Option([], help="HotpotQA training questions in the distractor format "
+                                                 "(hotpot_train_100.json, hotpot_train_more.json; repeatable).")
+    hotpotqa_corpus: list[Path] = typer.Option([], help="Title -> sentences corpora of --hotpotqa (repeatable; "
+                                                        "titles they lack come from the questions' context "
+                                                        "paragraphs, which suffice without one).")
+    twowiki: list[Path] = typer.Option([], help="2WikiMultihopQA training questions, original layout with "
+                                                "evidences (2wiki_train_more.json; repeatable).")
     musique: Path | None = typer.Option(None, help="MuSiQue training questions (e.g. musique_train_100.json).")
     musique_corpus: Path | None = typer.Option(None, help="Its paragraph corpus (default: the questions' own "
                                                               "paragraphs).")
@@ -190,9 +194,10 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
     """Every option checked together before any data or model loads."""
     if (data.nq_questions is None) != (data.nq_corpus is None):
         raise ConfigError("give both --nq-questions and --nq-corpus, or neither")
-    if not any((data.hotpotqa, data.musique, data.nq_questions, data.wikipedia, data.squad, data.ottqa)):
-        raise ConfigError("no training data: give --hotpotqa, --musique, --squad, --ottqa, --wikipedia and/or "
-                          "--nq-questions with --nq-corpus")
+    if not any((data.hotpotqa, data.twowiki, data.musique, data.nq_questions, data.wikipedia, data.squad,
+                data.ottqa)):
+        raise ConfigError("no training data: give --hotpotqa, --twowiki, --musique, --squad, --ottqa, --wikipedia "
+                          "and/or --nq-questions with --nq-corpus")
     if data.wikipedia_max_articles is not None and (not data.wikipedia or data.wikipedia_max_articles < 1):
         raise ConfigError("--wikipedia-max-articles needs --wikipedia and a number >= 1")
     for option, given in (("--hotpotqa-corpus", data.hotpotqa_corpus and not data.hotpotqa),
@@ -200,7 +205,7 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
                           ("--ottqa-questions", data.ottqa_questions and not data.ottqa)):
         if given:
             raise ConfigError(f"{option} needs {option.removesuffix('-corpus').removesuffix('-questions')}")
-    for path in (data.hotpotqa, data.hotpotqa_corpus, data.musique, data.musique_corpus, data.nq_questions,
+    for path in (*data.hotpotqa, *data.hotpotqa_corpus, *data.twowiki, data.musique, data.musique_corpus, data.nq_questions,
                  data.nq_corpus, data.squad, data.ottqa_questions, *data.wikipedia):
         if path is not None and not path.is_file():
             raise ConfigError(f"training data file not found: {path}")
@@ -223,12 +228,16 @@ def training_examples(data: TrainingData, negatives: int, seed: int) -> dict:
         nq_examples,
         ottqa_examples,
         squad_examples,
+        twowiki_examples,
     )
 
     parts = []
-    if data.hotpotqa is not None:
+    if data.hotpotqa:
         questions, corpus = load_hotpotqa(data.hotpotqa, data.hotpotqa_corpus)
         parts.append(hotpotqa_examples(questions, corpus, negatives, seed))
+    if data.twowiki:
+        questions, corpus = load_hotpotqa(data.twowiki)
+        parts.append(twowiki_examples(questions, corpus, negatives, seed))
     if data.musique is not None:
         questions, paragraphs = load_musique(data.musique, data.musique_corpus)
         parts.append(musique_examples(questions, paragraphs, negatives, seed))

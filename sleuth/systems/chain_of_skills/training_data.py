@@ -23,6 +23,11 @@ From MuSiQue (questions with ``question_decomposition`` and 20 paragraphs each; 
   answer found in the hop-k paragraph text, when it is the title of the hop-(k+1) paragraph -> that paragraph;
 * ``span``: the question, and each hop paragraph text with a passage link, with their mention spans.
 
+From 2WikiMultihopQA (HotpotQA's layout plus ``evidences`` triples, :func:`twowiki_examples`): HotpotQA's examples,
+hop 1 -> hop 2 being the supporting titles an evidence triple joins ("X, director, Y": X then Y; comparison
+questions: both orders; bridge-comparison questions have two such pairs), plus MuSiQue's passage links (the triple's
+object found in hop 1's paragraph and naming hop 2's).
+
 From NQ (questions JSONL with ``gold_passage``, corpus JSONL; ``split`` "train" = the seeded train side that
 ``sleuth dhr`` uses, 80 %): ``retrieval`` and ``reranking`` examples, hard negatives being other passages of the gold
 passage's article (else seeded random passages).
@@ -36,7 +41,7 @@ header: cell; ...") with a cell that links to one passage gives ``linking`` (the
 other passages of the table as hard negatives) and ``span`` (the row with its linked cells); questions of a traced
 file (``dev.traced.json``) whose answer is a linked passage give ``expanded`` ("question", "title, row") -> passage.
 
-Every example carries its ``source`` (hotpotqa, musique, nq, squad, ottqa, wikipedia): the trainer batches by source.
+Every example carries its ``source`` (hotpotqa, 2wiki, musique, nq, squad, ottqa, wikipedia): the trainer batches by source.
 
 Texts follow the inference stages: context-side passages are "title text" (``DocStore.contents``), reranking and
 expanded-query passages "title, text" (``sleuth.systems.chain_of_skills.stages.passage_text``). Ids (passage ids / titles) let the
@@ -48,7 +53,7 @@ from __future__ import annotations
 import random
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,11 +114,24 @@ def hop2_query(question: str, hop1: Document) -> str:
     return f"{question} [SEP] {pair_text(hop1)}"
 
 
+def hotpotqa_orders(query: Query, gold: Sequence[str]) -> list[tuple[str, str]]:
+    """HotpotQA's (hop 1, hop 2) title pairs of a question with two supporting titles: a bridge question's mentioned
+    title first (when exactly one is mentioned), else both orders."""
+    if len(gold) != 2:
+        return []
+    mentioned = [t for t in gold if mention_span(t, query.text)]
+    if query.metadata.get("type") == "bridge" and len(mentioned) == 1:
+        return [(mentioned[0], next(t for t in gold if t != mentioned[0]))]
+    return [(gold[0], gold[1]), (gold[1], gold[0])]
+
+
 def hotpotqa_examples(questions: Iterable[Query], corpus: dict[str, Document], negatives: int = 1,
-                      seed: int = 13) -> dict[str, list[CosExample]]:
+                      seed: int = 13, orders: Callable[[Query, Sequence[str]], list[tuple[str, str]]] =
+                      hotpotqa_orders) -> dict[str, list[CosExample]]:
     """Examples per skill (keys of :data:`SKILLS`) from HotpotQA questions; ``corpus`` maps title -> Document
     (titles missing from it are skipped). ``negatives`` hard negatives per retrieval/expanded example; reranking
-    examples take every context distractor."""
+    examples take every context distractor. ``orders`` gives a question's (hop 1, hop 2) supporting title pairs
+    (:func:`hotpotqa_orders`; 2WikiMultihopQA's come from its evidences, :func:`twowiki_examples`)."""
     rng = random.Random(seed)
     out: dict[str, list[CosExample]] = {skill: [] for skill in SKILLS}
     for query in questions:
@@ -129,12 +147,8 @@ def hotpotqa_examples(questions: Iterable[Query], corpus: dict[str, Document], n
                                                [context_text(corpus[t]) for t in hard], list(hard)))
             out["reranking"].append(CosExample("reranking", q, pair_text(corpus[title]), title,
                                                [pair_text(corpus[t]) for t in distractors], list(distractors)))
-        if len(gold) == 2:
-            mentioned = [t for t in gold if mention_span(t, q)]
-            bridge = query.metadata.get("type") == "bridge" and len(mentioned) == 1
-            orders = [(mentioned[0], next(t for t in gold if t != mentioned[0]))] if bridge else [
-                (gold[0], gold[1]), (gold[1], gold[0])]
-            for first, second in orders:
+        if len(gold) >= 2:
+            for first, second in orders(query, gold):
                 hard = distractors[:negatives]
                 out["expanded"].append(CosExample("expanded", (q, pair_text(corpus[first])),
                                                   context_text(corpus[second]), second,
@@ -159,14 +173,68 @@ def add_question_links(out: dict[str, list[CosExample]], question: str, document
         out["span"].append(CosExample("span", question, spans=sorted(set(spans))))
 
 
-def load_hotpotqa(questions_path: str | Path, corpus_path: str | Path | None = None) -> tuple[list[Query],
-                                                                                              dict[str, Document]]:
-    """Questions and title -> Document (from ``corpus_path``, else from the questions' own contexts)."""
+def add_passage_link(out: dict[str, list[CosExample]], first: Document, second: Document, name: str) -> None:
+    """A passage link from hop 1 to hop 2 (MuSiQue, 2WikiMultihopQA): when ``name`` (hop 1's answer, the entity
+    that leads on) is found in hop 1's text and names hop 2's passage, a linking example (that mention -> hop 2)
+    and a span example (hop 1's text with the mention)."""
+    span = mention_span(name, first.text)
+    if span is not None and same_entity(name, second.title):
+        out["linking"].append(CosExample("linking", first.text, context_text(second), second.id, mention=span))
+        out["span"].append(CosExample("span", first.text, spans=[span]))
+
+
+def load_hotpotqa(questions_paths: str | Path | Sequence[str | Path],
+                  corpus_paths: str | Path | Sequence[str | Path] | None = None) -> tuple[list[Query],
+                                                                                         dict[str, Document]]:
+    """Questions of one or several HotpotQA-format files (2WikiMultihopQA too; a question id seen before is
+    skipped) and title -> Document: the title -> sentences corpora of ``corpus_paths`` first, then the questions'
+    own context paragraphs for titles the corpora lack (first occurrence wins)."""
     from sleuth.corpus.hotpotqa import hotpotqa_context_documents
 
-    questions = list(read_hotpotqa_questions(questions_path))
-    documents = read_hotpotqa_corpus(corpus_path) if corpus_path else hotpotqa_context_documents(questions_path)
-    return questions, {doc.id: doc for doc in documents}
+    def paths(given: str | Path | Sequence[str | Path] | None) -> list[str | Path]:
+        return [] if given is None else [given] if isinstance(given, (str, Path)) else list(given)
+
+    questions: dict[str, Query] = {}
+    corpus: dict[str, Document] = {}
+    for path in paths(corpus_paths):
+        for doc in read_hotpotqa_corpus(path):
+            corpus.setdefault(doc.id, doc)
+    for path in paths(questions_paths):
+        for query in read_hotpotqa_questions(path):
+            questions.setdefault(query.id, query)
+        for doc in hotpotqa_context_documents(path):
+            corpus.setdefault(doc.id, doc)
+    return list(questions.values()), corpus
+
+
+def twowiki_orders(query: Query, gold: Sequence[str]) -> list[tuple[str, str]]:
+    """2WikiMultihopQA's (hop 1, hop 2) pairs: an evidence triple whose subject and object are both supporting
+    titles (compositional, inference, bridge-comparison: "X, director, Y" -> X then Y); without one (comparison),
+    HotpotQA's rule (both orders of two titles)."""
+    pairs = []
+    for subject, _, obj in query.metadata.get("evidences", []):
+        first = next((t for t in gold if same_entity(subject, t)), None)
+        second = next((t for t in gold if same_entity(obj, t)), None)
+        if first is not None and second is not None and first != second and (first, second) not in pairs:
+            pairs.append((first, second))
+    return pairs or hotpotqa_orders(query, gold)
+
+
+def twowiki_examples(questions: Iterable[Query], corpus: dict[str, Document], negatives: int = 1,
+                     seed: int = 13) -> dict[str, list[CosExample]]:
+    """Examples per skill from 2WikiMultihopQA questions (``load_hotpotqa`` reads them): HotpotQA's builder with
+    hop pairs from the evidences (:func:`twowiki_orders`), plus a passage link per pair whose evidence object is
+    found in hop 1's paragraph (as MuSiQue's)."""
+    questions = list(questions)
+    out = hotpotqa_examples(questions, corpus, negatives, seed, orders=twowiki_orders)
+    for query in questions:
+        gold = [t for t in query.metadata.get("supporting_titles", []) if t in corpus]
+        evidences = query.metadata.get("evidences", [])
+        for first, second in twowiki_orders(query, gold) if len(gold) >= 2 else []:
+            name = next((o for s, _, o in evidences if same_entity(s, first) and same_entity(o, second)), None)
+            if name is not None:
+                add_passage_link(out, corpus[first], corpus[second], name)
+    return tagged(out, "2wiki")
 
 
 HOP_REFERENCE = re.compile(r"#(\d+)")
@@ -235,11 +303,7 @@ def musique_examples(questions: Iterable[Query], corpus: dict[str, Document] | N
                                               [context_text(d) for d in hard], [d.id for d in hard]))
             out["reranking"].append(CosExample("reranking", hop2_query(q, first), pair_text(second), second.id,
                                                [pair_text(d) for d in distractors], [d.id for d in distractors]))
-            span = mention_span(str(step.get("answer", "")), first.text)
-            if span is not None and same_entity(str(step.get("answer", "")), second.title):
-                out["linking"].append(CosExample("linking", first.text, context_text(second), second.id,
-                                                 mention=span))
-                out["span"].append(CosExample("span", first.text, spans=[span]))
+            add_passage_link(out, first, second, str(step.get("answer", "")))
         add_question_links(out, q, list(dict((d.id, d) for d in supporting).values()))
     return tagged(out, "musique")
 
