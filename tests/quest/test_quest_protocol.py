@@ -135,3 +135,30 @@ def test_the_voting_setops_stage_scores_as_the_protocol_tunes(small_val, monkeyp
         assert np.allclose([got[d] for d in want], list(want.values()), atol=1e-4)
     with pytest.raises(ConfigError, match="constraint_weight"):
         SetOperations(Classify(classifier), anchor=False, constraint_weight=0.5)
+
+
+def test_quest_train_records_rules_of_the_tuning_half_for_the_shipped_pipelines(small_val, monkeypatch, val_task,
+                                                                                tmp_path):
+    """`sleuth quest train` (two steps) with val as tuning examples: the tuning queries are all of the tuning half,
+    and the record holds the voting setops rules the pipelines read."""
+    import torch
+
+    from sleuth.systems.quest.classifier_training import ExampleBudget, TrainingConfig
+    from sleuth.systems.quest.methods import quest_workspace
+    from sleuth.systems.quest.training import TuningPlan, train_and_tune
+
+    examples, documents, _, home = small_val
+    monkeypatch.setenv("SLEUTH_HOME", str(home))
+    torch.set_num_threads(1)
+    ws = quest_workspace(documents, show_progress=False)
+    task = load_task(examples)
+    plan = TuningPlan(tune=task, held_out=100, retrievers=("bm25",), candidates=DEPTH, expand_depth=0)
+    record = train_and_tune(ws, task.subset([task.queries[0].id]), plan,
+                            ExampleBudget(positive_repeats=1, retriever_negatives=2, random_negatives=2,
+                                          retriever_depth=20),
+                            TrainingConfig(batch_size=4, max_steps=2, max_length=64), tmp_path / "clf")
+    tune, report = split_halves(task.queries)
+    assert record["tune_query_ids"] == [q.id for q in tune] and len(tune) == PER_HALF
+    assert not set(record["tune_query_ids"]) & {q.id for q in report}
+    assert "tuning half" in record["tune_split"] and "tuning half" in record["rules_tuned_on"]
+    assert {"bm25", "bm25+setops"} <= set(record["cuts"]) and "bm25+setops" in record["constraint_weights"]

@@ -4,7 +4,10 @@ Set rules (threshold, optional score gap and keep-top, :mod:`sleuth.systems.ques
 ``<retriever>`` (retriever top ``candidates`` >> classifier) and ``<retriever>+setops`` (the same candidates plus
 each positive constraint's own top ``expand_depth`` >> set-operation-aware scoring with the classifier), each by a
 sweep on the tuning queries (the paper tunes on its validation split); for ``<retriever>`` also the weight of the
-retriever's score voting with the classifier (``retriever_weights``; 0 = the classifier alone).
+retriever's score voting with the classifier (``retriever_weights``; 0 = the classifier alone). Finally the rules
+the shipped pipelines read (:func:`sleuth.systems.quest.protocol.record_rules`: the vote, and the anchored setops'
+vote, ``constraint_weight`` and ``not_weight``) are tuned as ``python -m bench.quest_bench`` tunes them, on the
+same tuning queries, so ``<retriever>+setops``'s rule is the anchored, voting variant's.
 """
 
 from __future__ import annotations
@@ -109,6 +112,11 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
         weight, cut, f1 = tune_fusion(runs[f"{kind} >> classify"], candidates, tune_gold)
         record.setdefault("retriever_weights", {})[kind] = weight
         record["cuts"][kind], record["thresholds"][kind], record["tuned_f1"][kind] = cut.record(), cut.threshold, f1
+        from sleuth.systems.quest.protocol import RANKING_DEPTH, record_rules, tune_rules
+
+        scored = {"ranking": retriever(ws, kind, RANKING_DEPTH).transform(tune_queries), "candidates": candidates,
+                  "classify": runs[f"{kind} >> classify"], "setops": runs[f"{kind} >> setops"]}
+        record_rules(record, tune_rules(scored, QuestTask(tune_queries)), kind, tune_split(plan))
     write_training_record(target, record)
     if plan.runs is not None:
         write_runs(plan.runs, runs)
