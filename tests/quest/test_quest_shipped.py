@@ -103,7 +103,8 @@ def client(val_setup, tmp_path_factory):
     ws, _, _ = val_setup
     config = tmp_path_factory.mktemp("pipelines") / "quest-small-setops.yaml"
     config.write_text("name: quest-small-setops\nstages:\n  - bm25: {k: 5}\n"
-                      "  - setops: {threshold: 0.0, system: bm25+setops, int8: true, anchor: false, not_weight: 1.0}\n", encoding="utf-8")
+                      "  - setops: {threshold: 0.0, system: bm25+setops, int8: true, anchor: false, not_weight: 1.0,"
+                      " retriever_weight: 0.0}\n", encoding="utf-8")
     app = create_app({"bm25": retriever(ws, "bm25", 10), "quest-small-setops": load_pipeline(config, ws)},
                      extensions=[QuestEndpoint()])
     with TestClient(app, raise_server_exceptions=False) as test_client:

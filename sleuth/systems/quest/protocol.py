@@ -150,7 +150,7 @@ def report(runs: Mapping[str, Run], rules: Rules, task: QuestTask) -> dict[str, 
     return {name: evaluate(task, sets, run_sets(run)) for name, (run, sets) in predicted_runs(runs, rules, task).items()}
 
 
-def record_rules(record: dict, rules: Rules, system: str, split: str) -> dict:
+def record_rules(record: dict, rules: Rules, system: str, split: str, tune_ids: list[str] | None = None) -> dict:
     """``record`` (a training.json) with the rules the shipped pipelines read for ``system`` (e.g. "bm25"):
     the classify pipeline's vote weight and rule, the setops pipeline's vote weight, share of the set operation,
     ``not_weight`` and rule."""
@@ -162,6 +162,9 @@ def record_rules(record: dict, rules: Rules, system: str, split: str) -> dict:
     record.setdefault("thresholds", {}).update({system: rules.vote.threshold, setops: rules.voted_setops.threshold})
     record.setdefault("tuned_f1", {}).update({system: rules.tuned_f1["vote"], setops: rules.tuned_f1["voted_setops"]})
     record["rules_tuned_on"] = split
+    if tune_ids is not None:  # rules re-tuned after training: earlier tuning queries and sweeps no longer apply
+        record["tune_query_ids"], record["tune_queries"] = list(tune_ids), len(tune_ids)
+        record.pop("sweeps", None)
     record.setdefault("protocol_rules", {})[system] = rules.record()
     return record
 
@@ -233,6 +236,7 @@ def protocol_report(classifier_dir: Path | None, documents: Path, examples: Path
     reports = report(runs, rules, held)
     if update_record:
         split = f"tuning half of {examples.name} (SHA-1 of the query text even), {len(tune.queries)} queries"
-        write_training_record(model, record_rules(read_training_record(model), rules, source.retriever, split))
+        write_training_record(model, record_rules(read_training_record(model), rules, source.retriever, split,
+                                                  [q.id for q in tune.queries]))
     return {"report": reports, "rules": rules.record(), "goal": setops_goal(reports), "classifier": str(model),
             "tune_queries": len(tune.queries), "report_queries": len(held.queries)}
