@@ -42,7 +42,7 @@ def test_the_shipped_adapter_is_small_documented_and_tuned():
     assert {"bm25", "bm25+setops"} <= set(record["cuts"]) and record["steps"] > 0
 
 
-def test_the_setops_pipeline_is_anchored_with_the_tuned_soft_negation(val_setup):
+def test_the_setops_pipeline_is_anchored_votes_and_reads_the_tuning_half_rules(val_setup):
     from sleuth.pipelines.config import load_pipeline
     from sleuth.systems.quest.set_ops import SetOperations
 
@@ -50,6 +50,9 @@ def test_the_setops_pipeline_is_anchored_with_the_tuned_soft_negation(val_setup)
     stage = load_pipeline("quest-bm25-setops", val_setup[0]).stages[-1]
     assert isinstance(stage, SetOperations) and stage.anchor and stage.expand_depth == 0
     assert stage.not_weight == record["not_weights"]["bm25+setops"] < 1.0
+    assert stage.retriever_weight == record["retriever_weights"]["bm25+setops"] == record["retriever_weights"]["bm25"]
+    assert stage.constraint_weight == record["constraint_weights"]["bm25+setops"]
+    assert "tuning half" in record["rules_tuned_on"]
     assert stage.cut is not None and stage.cut.record() == record["cuts"]["bm25+setops"]
 
 
@@ -100,7 +103,8 @@ def client(val_setup, tmp_path_factory):
     ws, _, _ = val_setup
     config = tmp_path_factory.mktemp("pipelines") / "quest-small-setops.yaml"
     config.write_text("name: quest-small-setops\nstages:\n  - bm25: {k: 5}\n"
-                      "  - setops: {threshold: 0.0, system: bm25+setops, int8: true, anchor: false, not_weight: 1.0}\n", encoding="utf-8")
+                      "  - setops: {threshold: 0.0, system: bm25+setops, int8: true, anchor: false, not_weight: 1.0,"
+                      " retriever_weight: 0.0}\n", encoding="utf-8")
     app = create_app({"bm25": retriever(ws, "bm25", 10), "quest-small-setops": load_pipeline(config, ws)},
                      extensions=[QuestEndpoint()])
     with TestClient(app, raise_server_exceptions=False) as test_client:

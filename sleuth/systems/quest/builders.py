@@ -53,7 +53,8 @@ def resolve_threshold(threshold: Any, model: str | None, system: str) -> SetCut 
 def resolve_weight(weight: Any, model: str | None, system: str, kind: str = "retriever_weights",
                    default: float = 0.0) -> float:
     """A number, or the weight of ``kind`` tuned for ``system`` with the model (``default`` when none was tuned):
-    the classifier's retriever vote ("retriever_weights") or setops' soft negation ("not_weights")."""
+    the retriever's vote ("retriever_weights"), setops' soft negation ("not_weights") or its share of the set
+    operation ("constraint_weights")."""
     if weight != "tuned":
         return float(weight)
     from sleuth.systems.quest.classifier_training import read_training_record
@@ -75,11 +76,14 @@ def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "t
                  t_norm: Annotated[str, OneOf(T_NORMS)] = "min", int8: bool = False, split_and: bool = True,
                  split_modifiers: bool = True, expand: Annotated[str, OneOf(("bm25", "dense"))] | None = None,
                  expand_depth: Count = 10, anchor: bool = True, not_weight: Any = "tuned",
+                 retriever_weight: Any = "tuned", constraint_weight: Any = "tuned",
                  name: str = "setops") -> SetOperations:
     """Parse the query, classify every candidate against every constraint, combine with fuzzy set operations;
     with ``expand`` ("bm25" or "dense") each positive constraint's own top ``expand_depth`` join the candidates;
     ``anchor`` ANDs the whole query's classifier score in, ``not_weight`` (a number or "tuned") softens the
-    subtraction to 1 - w x. The defaults are the shipped ``quest-bm25-setops``'s (``- setops: {}`` is it)."""
+    subtraction to 1 - w x, ``retriever_weight`` (a number or "tuned", 0 when none was tuned) votes with the
+    retriever's score as ``classify`` does, ``constraint_weight`` (a number or "tuned", 1 when none was tuned) is
+    the anchored set operation's share of the score. The defaults are the shipped ``quest-bm25-setops``'s (``- setops: {}`` is it)."""
     from functools import partial
 
     from sleuth.systems.quest.methods import retriever
@@ -90,4 +94,7 @@ def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "t
     return SetOperations(scorer, parser=parser, t_norm=t_norm, threshold=resolve_threshold(threshold, model, system),
                          expand=retriever(ws, expand, expand_depth) if expand else None,
                          expand_depth=expand_depth if expand else 0, anchor=anchor,
-                         not_weight=resolve_weight(not_weight, model, system, "not_weights", 1.0), name=name)
+                         not_weight=resolve_weight(not_weight, model, system, "not_weights", 1.0),
+                         retriever_weight=resolve_weight(retriever_weight, model, system),
+                         constraint_weight=resolve_weight(constraint_weight, model, system, "constraint_weights", 1.0)
+                         if anchor else 1.0, name=name)

@@ -55,9 +55,12 @@ def combine(parsed: ParsedQuery, memberships: Sequence[np.ndarray], t_norm: str 
 
 
 def combine_anchored(parsed: ParsedQuery, memberships: Sequence[np.ndarray], whole: np.ndarray, t_norm: str = "min",
-                     not_weight: float = 1.0) -> np.ndarray:
+                     not_weight: float = 1.0, constraint_weight: float = 1.0) -> np.ndarray:
     """The whole query's membership ANDed with :func:`combine` of its constraints; a union or an atomic query keeps
-    the whole query's membership (its constraints could only widen it)."""
+    the whole query's membership (its constraints could only widen it). With ``constraint_weight`` c < 1 the
+    result is ``(1 - c) * whole + c * that AND``: the set operation only partly overrides the whole query."""
+    whole = np.asarray(whole, dtype=np.float64)
     if parsed.is_union or len(parsed.constraints) < 2:
-        return np.asarray(whole, dtype=np.float64)
-    return fuzzy_and([whole, combine(parsed, memberships, t_norm, not_weight)], t_norm)
+        return whole
+    anded = fuzzy_and([whole, combine(parsed, memberships, t_norm, not_weight)], t_norm)
+    return anded if constraint_weight == 1.0 else (1.0 - constraint_weight) * whole + constraint_weight * anded

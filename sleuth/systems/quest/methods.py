@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from sleuth.systems.quest.templates import ParsedQuery
 
 RETRIEVERS = ("bm25", "dense")
 CANDIDATES = 100  # the classifier reads the retriever's top 100 (Malaviya et al., ACL 2023, section 4.3)
+W = TypeVar("W")  # a tuned weight: a number, or a tuple of them
 TOP_K_GRID = (1, 2, 3, 5, 10, 15, 20, 30, 50, 100)  # predicted-set sizes tried for a retriever alone
 
 
@@ -45,12 +47,13 @@ def quest_workspace(documents: str | Path, device: str = "cpu", show_progress: b
     return Workspace(corpus=CorpusSource(path, "quest"), device=device, show_progress=show_progress)
 
 
-def retriever(ws: Workspace, kind: str, k: int) -> Stage:
-    """BM25 (sleuth's defaults) or MiniLM dense retrieval over the workspace corpus."""
+def retriever(ws: Workspace, kind: str, k: int, encoder: str = "minilm") -> Stage:
+    """BM25 (sleuth's defaults) or dense retrieval (``encoder``: a registered name or a trained encoder's path) over
+    the workspace corpus."""
     if kind == "bm25":
         return bm25_retrieve(ws, k)
     if kind == "dense":
-        return dense_retrieve(ws, k)
+        return dense_retrieve(ws, k, encoder=encoder)
     raise ConfigError(f"unknown QUEST retriever '{kind}' (known: {', '.join(RETRIEVERS)})")
 
 
@@ -70,12 +73,14 @@ def set_operations(classify: Classify, t_norm: str = "min", threshold: float | S
 
 
 NOT_WEIGHTS = (1.0, 0.85, 0.7, 0.5, 0.3)  # softness of the subtraction tried by tune_anchored
+CONSTRAINT_WEIGHTS = (0.0, 0.25, 0.5, 0.75, 1.0)  # shares of the set operation tried by tune_anchored (0: classify)
 
 
 def anchored_run(classified: Run, constraints: Run, parsed: Mapping[str, ParsedQuery], not_weight: float,
-                 t_norm: str = "min") -> Run:
+                 t_norm: str = "min", constraint_weight: float = 1.0) -> Run:
     """What an anchored setops stage (no expansion) scores, from two scored runs over the same candidates: the
-    whole-query run ``classified`` and a setops run carrying each hit's ``constraint_scores``."""
+    whole-query run ``classified`` and a setops run carrying each hit's ``constraint_scores``; with
+    ``constraint_weight`` c < 1 the score is ``(1 - c) * whole + c * anchored``."""
     from sleuth.systems.quest.fuzzy import combine_anchored
 
     run = Run()
@@ -87,16 +92,35 @@ def anchored_run(classified: Run, constraints: Run, parsed: Mapping[str, ParsedQ
             run[qid] = []
             continue
         memberships = [np.array([by_id[h.id][i] for h in kept]) for i in range(len(structure.constraints))]
-        scores = combine_anchored(structure, memberships, np.array([h.score for h in kept]), t_norm, not_weight)
+        whole = np.array([h.score for h in kept])
+        scores = combine_anchored(structure, memberships, whole, t_norm, not_weight, constraint_weight)
         run[qid] = rank_hits(h.with_score(float(s)) for h, s in zip(kept, scores))
     return run
 
 
+def voted_anchored_run(classified: Run, constraints: Run, parsed: Mapping[str, ParsedQuery], not_weight: float,
+                       retrieved: Run, vote_weight: float, constraint_weight: float = 1.0,
+                       t_norm: str = "min") -> Run:
+    """The anchored setops run voting with the retriever as classify does: ``(1 - vote_weight) * anchored score +
+    vote_weight * min-max retriever score`` (an atomic or union query then scores as ``classify`` + vote)."""
+    return fused_run(anchored_run(classified, constraints, parsed, not_weight, t_norm, constraint_weight),
+                     retrieved, vote_weight)
+
+
 def tune_anchored(classified: Run, constraints: Run, parsed: Mapping[str, ParsedQuery],
-                  gold: Mapping[str, Sequence[str]], weights: Sequence[float] = NOT_WEIGHTS
-                  ) -> tuple[float, SetCut, float]:
-    """The ``not_weight`` and set rule of best average F1 for the anchored setops (ties: the larger weight)."""
-    return best_weight(lambda weight: anchored_run(classified, constraints, parsed, weight), gold, weights)
+                  gold: Mapping[str, Sequence[str]], weights: Sequence[float] = NOT_WEIGHTS,
+                  retrieved: Run | None = None, vote_weight: float = 0.0,
+                  constraint_weights: Sequence[float] = (1.0,)) -> tuple[tuple[float, float], SetCut, float]:
+    """The ``(constraint_weight, not_weight)`` and set rule of best average F1 for the anchored setops (ties: the
+    first constraint weight tried, then the larger not weight); with ``retrieved`` the setops scores vote with the
+    retriever's at ``vote_weight``."""
+    def scored(pair: tuple[float, float]) -> Run:
+        share, weight = pair
+        if retrieved is not None and vote_weight:
+            return voted_anchored_run(classified, constraints, parsed, weight, retrieved, vote_weight, share)
+        return anchored_run(classified, constraints, parsed, weight, constraint_weight=share)
+
+    return best_weight(scored, gold, [(share, weight) for share in constraint_weights for weight in weights])
 
 
 def tune_cut(run: Run, gold: Mapping[str, Sequence[str]], thresholds: Sequence[float] = THRESHOLDS,
@@ -130,11 +154,11 @@ def tune_fusion(classified: Run, retrieved: Run, gold: Mapping[str, Sequence[str
     return best_weight(lambda weight: fused_run(classified, retrieved, weight), gold, weights)
 
 
-def best_weight(scored: Callable[[float], Run], gold: Mapping[str, Sequence[str]], weights: Sequence[float]
-                ) -> tuple[float, SetCut, float]:
+def best_weight(scored: Callable[[W], Run], gold: Mapping[str, Sequence[str]], weights: Sequence[W]
+                ) -> tuple[W, SetCut, float]:
     """The weight (of those tried, in order: ties keep the first) whose run ``scored(weight)`` reaches the best
     average F1 under its best set rule; with that rule and F1."""
-    best: tuple[float, SetCut, float] | None = None
+    best: tuple[W, SetCut, float] | None = None
     for weight in weights:
         cut, sweep = tune_cut(scored(weight), gold)
         f1 = max(row["F1"] for row in sweep)

@@ -10,6 +10,11 @@ they are) or a retriever (BM25 / dense scores, min-max normalised per constraint
 fit the query as written *and* its parsed structure (a union or an atomic query keeps the whole-query score, since
 its constraints could only widen it). The constraint scores then refine what the whole-query classifier decides,
 instead of replacing it; ``not_weight`` < 1 softens the subtraction (see :mod:`sleuth.systems.quest.fuzzy`).
+
+With ``retriever_weight`` w the combined score votes with the retriever as the ``classify`` stage does:
+``(1 - w) * combined + w * min-max retriever score`` (the candidates' input scores); anchored, an atomic or union
+query then scores exactly as ``classify`` with the same weight. ``constraint_weight`` c < 1 (anchored only) takes
+``(1 - c) * whole + c * anchored`` before the vote: the set operation adjusts the whole query's score by a share.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
 from sleuth.stages.hits import input_score_key
 from sleuth.stages.run import Hit, Run
+from sleuth.systems.quest.classify import fused
 from sleuth.systems.quest.cut import SetCut
 from sleuth.systems.quest.fuzzy import check_t_norm, combine, combine_anchored
 from sleuth.systems.quest.query_parser import parse_query
@@ -40,13 +46,19 @@ class SetOperations(Stage):
     def __init__(self, scorer: Stage, parser: Callable[[str], ParsedQuery] = parse_query, t_norm: str = "min",
                  normalise: str = "none", expand: Stage | None = None, expand_depth: int = 0,
                  threshold: float | SetCut | None = None, anchor: bool = False, not_weight: float = 1.0,
-                 name: str = "setops"):
+                 retriever_weight: float = 0.0, constraint_weight: float = 1.0, name: str = "setops"):
         if normalise not in NORMALISATIONS:
             raise ConfigError(f"setops: unknown normalise '{normalise}' (known: {', '.join(NORMALISATIONS)})")
         if expand_depth < 0 or (expand_depth and expand is None):
             raise ConfigError("setops: expand_depth needs an expand retriever and must not be negative")
         if not 0.0 <= not_weight <= 1.0:
             raise ConfigError(f"setops: not_weight must be between 0 and 1, got {not_weight}")
+        if not 0.0 <= retriever_weight <= 1.0:
+            raise ConfigError(f"setops: retriever_weight must be in [0, 1], got {retriever_weight}")
+        if not 0.0 <= constraint_weight <= 1.0 or (constraint_weight < 1.0 and not anchor):
+            raise ConfigError(f"setops: constraint_weight must be in [0, 1] (below 1 only with anchor), "
+                              f"got {constraint_weight}")
+        self.retriever_weight, self.constraint_weight = retriever_weight, constraint_weight
         self.scorer, self.parser, self.t_norm = scorer, parser, check_t_norm(t_norm)
         self.anchor, self.not_weight = anchor, not_weight
         self.normalise, self.expand, self.expand_depth = normalise, expand, expand_depth
@@ -115,12 +127,13 @@ class SetOperations(Stage):
         """The fuzzy combination of the constraints, ANDed with the whole query's score when anchored."""
         if whole is None:
             return combine(structure, memberships, self.t_norm, self.not_weight)
-        return combine_anchored(structure, memberships, whole, self.t_norm, self.not_weight)
+        return combine_anchored(structure, memberships, whole, self.t_norm, self.not_weight, self.constraint_weight)
 
     def ranked(self, pool: list[Hit], structure: ParsedQuery, memberships: list[np.ndarray],
                whole: np.ndarray | None = None) -> list[Hit]:
         """Pool hits with the combined score, best first (ties keep pool order), cut to the set if a cut is set."""
         combined = self.combined(structure, memberships, whole) if pool else np.zeros(0)
+        combined = fused(combined, np.array([h.score for h in pool], dtype=np.float64), self.retriever_weight)
         hits = []
         for position, hit in enumerate(pool):
             constraint_scores = [float(m[position]) for m in memberships]

@@ -21,6 +21,9 @@ def train_classifier_command(
                                                                "$SLEUTH_HOME/models/quest-classifier)."),
     tune_examples: Path | None = typer.Option(None, help="Validation examples for the threshold sweep; default: "
                                                             "hold out the last --tune-queries training queries."),
+    tune_half: bool = typer.Option(True, "--tune-half/--all-tune-examples",
+                                   help="Tune on the tuning half of --tune-examples only (SHA-1 of the query text "
+                                        "even; the report half stays unseen for reports)."),
     tune_queries: int = typer.Option(60, help="Training queries held out for the threshold sweep (no "
                                               "--tune-examples); also caps the queries read from --tune-examples."),
     tune_retriever: list[str] | None = typer.Option(None, help="Retrievers whose top-100 candidates tune a "
@@ -72,7 +75,7 @@ def train_classifier_command(
                             max_minutes=max_minutes)
     train = load_task(examples, domain, skip_empty=True)
     tune = load_task(tune_examples, domain, skip_empty=True) if tune_examples is not None else None
-    plan = TuningPlan(tune=tune, held_out=tune_queries, retrievers=tuple(tune_retriever or ("bm25", "dense")),
+    plan = TuningPlan(tune=tune, held_out=tune_queries, tune_half=tune_half, retrievers=tuple(tune_retriever or ("bm25", "dense")),
                       candidates=candidates, int8=int8, expand_depth=expand_depth, runs=save_runs)
     ws = quest_workspace(documents, device)
     start = time.perf_counter()

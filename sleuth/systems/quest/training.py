@@ -4,7 +4,10 @@ Set rules (threshold, optional score gap and keep-top, :mod:`sleuth.systems.ques
 ``<retriever>`` (retriever top ``candidates`` >> classifier) and ``<retriever>+setops`` (the same candidates plus
 each positive constraint's own top ``expand_depth`` >> set-operation-aware scoring with the classifier), each by a
 sweep on the tuning queries (the paper tunes on its validation split); for ``<retriever>`` also the weight of the
-retriever's score voting with the classifier (``retriever_weights``; 0 = the classifier alone).
+retriever's score voting with the classifier (``retriever_weights``; 0 = the classifier alone). Finally the rules
+the shipped pipelines read (:func:`sleuth.systems.quest.protocol.record_rules`: the vote, and the anchored setops'
+vote, ``constraint_weight`` and ``not_weight``) are tuned as ``python -m bench.quest_bench`` tunes them, on the
+same tuning queries, so ``<retriever>+setops``'s rule is the anchored, voting variant's.
 """
 
 from __future__ import annotations
@@ -14,10 +17,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sleuth.corpus.model import Query
 from sleuth.io import atomic_write_text
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.run import Run
 from sleuth.systems.quest.classifier_training import (
+    Documents,
     ExampleBudget,
     TrainingConfig,
     budget_record,
@@ -36,16 +41,19 @@ from sleuth.systems.quest.methods import (
     tune_fusion,
 )
 from sleuth.systems.quest.task import QuestTask
+from sleuth.systems.quest.val_halves import split_halves
 
 
 @dataclass
 class TuningPlan:
-    """Where the tuning queries come from: ``tune`` examples, else the last ``held_out`` training queries (then
-    not trained on); ``retrievers`` whose candidates are classified for tuning; ``runs`` a JSON file where the
+    """Where the tuning queries come from: ``tune`` examples (with ``tune_half``, only their tuning half of
+    :mod:`sleuth.systems.quest.val_halves`, so the report half stays unseen), else the last ``held_out`` training
+    queries (then not trained on); at most ``held_out`` of them either way; ``retrievers`` whose candidates are classified for tuning; ``runs`` a JSON file where the
     scored tuning runs are written (for reports without classifying again)."""
 
     tune: QuestTask | None = None
     held_out: int = 60
+    tune_half: bool = True
     retrievers: tuple[str, ...] = ("bm25", "dense")
     candidates: int = CANDIDATES  # retriever depth the classifier reads (paper: 100)
     int8: bool = False  # classify the tuning candidates with int8 dynamic quantisation (CPU, about 2x faster)
@@ -58,12 +66,7 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
     """Train on ``train`` (queries with a gold document in the corpus), tune, save to ``target``; return the record."""
     documents = corpus_documents(ws)
     usable = [q for q in train.queries if any(d in documents.texts for d in q.metadata.get("docs") or ())]
-    if plan.tune is None:
-        tune_queries, train_queries = usable[-plan.held_out:], usable[:-plan.held_out]
-    else:
-        tune_queries = [q for q in plan.tune.queries
-                        if any(d in documents.texts for d in q.metadata.get("docs") or ())][:plan.held_out]
-        train_queries = usable
+    tune_queries, train_queries = tuning_queries(plan, usable, documents)
     if budget.max_queries is not None:
         train_queries = train_queries[:budget.max_queries]
     gold = QuestTask(train_queries).gold
@@ -86,6 +89,7 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
               "examples_per_second": round(examples / sum(seconds), 2) if seconds else None,
               "losses": losses, "train_query_ids": [q.id for q in train_queries],
               "tune_query_ids": [q.id for q in tune_queries], "tune_queries": len(tune_queries),
+              "tune_split": tune_split(plan),
               "corpus": ws.corpus.info() if ws.corpus else None, "tuned_int8": plan.int8,
               "tune_candidates": plan.candidates, "expand_depth": plan.expand_depth,
               "thresholds": {}, "cuts": {}, "tuned_f1": {}, "sweeps": {}}
@@ -108,21 +112,49 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
         weight, cut, f1 = tune_fusion(runs[f"{kind} >> classify"], candidates, tune_gold)
         record.setdefault("retriever_weights", {})[kind] = weight
         record["cuts"][kind], record["thresholds"][kind], record["tuned_f1"][kind] = cut.record(), cut.threshold, f1
+        from sleuth.systems.quest.protocol import RANKING_DEPTH, record_rules, tune_rules
+
+        scored = {"ranking": retriever(ws, kind, RANKING_DEPTH).transform(tune_queries), "candidates": candidates,
+                  "classify": runs[f"{kind} >> classify"], "setops": runs[f"{kind} >> setops"]}
+        record_rules(record, tune_rules(scored, QuestTask(tune_queries)), kind, tune_split(plan))
     write_training_record(target, record)
     if plan.runs is not None:
         write_runs(plan.runs, runs)
     return record
 
 
-def write_runs(path: str | Path, runs: dict[str, Run]) -> None:
-    """Scored runs as JSON: ``{system: {query id: [{"id", "score", "constraint_scores"?}]}}``."""
+def tuning_queries(plan: TuningPlan, usable: list[Query], documents: Documents) -> tuple[list[Query], list[Query]]:
+    """The tuning queries and the training queries: the tuning half of ``plan.tune`` (or all of it without
+    ``tune_half``; queries with a gold document in the corpus, at most ``held_out``) and every usable training
+    query, or without ``plan.tune`` the last ``held_out`` usable training queries and the rest."""
+    if plan.tune is None:
+        return usable[-plan.held_out:], usable[:-plan.held_out]
+    pool = split_halves(plan.tune.queries)[0] if plan.tune_half else plan.tune.queries
+    tune = [q for q in pool if any(d in documents.texts for d in q.metadata.get("docs") or ())]
+    return tune[:plan.held_out], usable
+
+
+def tune_split(plan: TuningPlan) -> str:
+    """Which queries tuned the rules, in words (recorded in training.json)."""
+    if plan.tune is None:
+        return f"the last {plan.held_out} training queries (held out of training)"
+    return "the tuning half of --tune-examples (SHA-1 of the query text even)" if plan.tune_half \
+        else "all of --tune-examples"
+
+
+def runs_record(runs: dict[str, Run]) -> dict:
+    """Scored runs, JSON-ready: ``{system: {query id: [{"id", "score", "constraint_scores"?}]}}``."""
     def records(hits):
         return [{"id": h.id, "score": float(h.score),
                  **({"constraint_scores": [float(s) for s in h.extras["constraint_scores"]]}
                     if "constraint_scores" in h.extras else {})} for h in hits]
 
-    atomic_write_text(path, json.dumps({name: {qid: records(hits) for qid, hits in run.items()}
-                                        for name, run in runs.items()}) + "\n")
+    return {name: {qid: records(hits) for qid, hits in run.items()} for name, run in runs.items()}
+
+
+def write_runs(path: str | Path, runs: dict[str, Run]) -> None:
+    """Scored runs as JSON (:func:`runs_record`)."""
+    atomic_write_text(path, json.dumps(runs_record(runs)) + "\n")
 
 
 def read_runs(path: str | Path) -> dict[str, Run]:
@@ -130,6 +162,7 @@ def read_runs(path: str | Path) -> dict[str, Run]:
     from sleuth.stages.run import Hit
 
     data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data.pop("provenance", None)  # the cache of sleuth.systems.quest.protocol names its inputs
     return {name: Run({qid: [Hit(h["id"], h["score"], extras={"constraint_scores": h["constraint_scores"]}
                                  if "constraint_scores" in h else {}) for h in hits] for qid, hits in run.items()})
             for name, run in data.items()}
