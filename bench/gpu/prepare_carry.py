@@ -32,7 +32,8 @@ GROUPS = {"data-a.tar.xz": ["quest/train.jsonl", "quest/val.jsonl", "squad2/dev-
                             "hotpotqa/hotpot_train_more.json", "2wikimultihopqa/2wiki_train_more.json",
                             "musique/musique_train_100.json", "musique/musique_train_100_corpus.json",
                             "ottqa", "wikipedia"]}
-WHEELS = ["bm25s==0.3.16", "PyStemmer==3.1.0", "ir_measures==0.4.3", "pytrec_eval-terrier==0.5.11"]
+WHEELS = ["bm25s==0.3.16", "PyStemmer==3.1.0", "ir_measures==0.4.3", "pytrec_eval-terrier==0.5.11",
+          "mwparserfromhell==0.7.2"]
 
 
 def main() -> None:

