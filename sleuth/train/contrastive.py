@@ -165,13 +165,16 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
     random.seed(config.seed)
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
-    st = load_trainable(model, config.device, config.max_length)
     lora = lora_settings(config)
     if lora is not None:
-        from sleuth.models.adapters import add_lora, is_adapter
+        from sleuth.models.adapters import is_adapter
 
         if is_adapter(model):
             raise ConfigError(f"a LoRA trains over a backbone, not over the adapter {model}")
+    st = load_trainable(model, config.device, config.max_length)
+    if lora is not None:
+        from sleuth.models.adapters import add_lora
+
         st[0].model = add_lora(st[0].model, lora)
     st.train()
     per_epoch = math.ceil(len(examples) / config.batch_size)

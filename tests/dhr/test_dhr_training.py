@@ -143,3 +143,16 @@ def test_tiny_training_run_lowers_loss_and_raises_dev_accuracy(data_dir, questio
     trained = load_encoder(str(tmp_path / "run" / "round1" / "encoder"))  # an ordinary model directory
     assert trained.encode_queries(["who wrote hamlet"]).shape == (1, 128)
     assert list(itertools.islice(json.loads((tmp_path / "run" / "split.json").read_text())["dev"], 1))
+
+
+def test_several_squad_files_split_by_one_article_list(data_dir):
+    """The 18 training articles of docs/dhr (8 dev + the 10 of train-v2.0-10articles.json) over both files: the
+    dev file's other 8 articles stay evaluation articles, never trained on."""
+    from sleuth.systems.dhr.train_cli import training_questions
+
+    articles_file = Path(__file__).resolve().parents[2] / "docs" / "dhr" / "train-articles-18.txt"
+    train, split = training_questions([data_dir / "squad2" / "dev-v2.0.json",
+                                       data_dir / "squad2" / "train-v2.0-10articles.json"], str(articles_file))
+    assert len(split["train"]) == 18 and len(split["evaluation"]) == 8
+    assert {q.metadata["article"] for q in train} == set(split["train"]) and len(train) == 7547
+    assert "Beyoncé" in split["train"] and "Steam_engine" in split["evaluation"]

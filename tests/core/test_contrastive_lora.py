@@ -1,0 +1,47 @@
+"""LoRA bi-encoders: sleuth.train.contrastive with lora_rank trains an adapter of a few MB over the packaged MiniLM,
+and load_encoder(adapter folder) merges it into the backbone (the way trained QUEST and DHR encoders ship)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sleuth.errors import ConfigError
+from sleuth.models.adapters import adapter_bytes, adapter_info, is_adapter
+from sleuth.models.registry import load_encoder, minilm_path
+from sleuth.train.contrastive import ContrastiveExample, TrainConfig, batch_layout, train_contrastive
+
+
+def test_other_positives_of_the_same_query_are_masked_not_negatives():
+    gold = frozenset({"a", "b"})
+    batch = [ContrastiveExample("q", "A", ["N"], "a", ["n"], also_relevant=gold),
+             ContrastiveExample("q", "B", ["M"], "b", ["m"], also_relevant=gold),
+             ContrastiveExample("r", "C", ["A"], "c", ["a"])]
+    _, candidates, positives, masks = batch_layout(batch)
+    assert candidates == ["A", "B", "C", "N", "M", "A"] and positives == [0, 1, 2]
+    assert masks[0] == [1, 5] and masks[1] == [0, 5] and masks[2] == []  # "r" still reads A as its negative
+
+
+def test_lora_rank_must_be_positive():
+    with pytest.raises(ConfigError, match="lora_rank"):
+        TrainConfig(lora_rank=0).check()
+
+
+@pytest.mark.slow
+def test_lora_training_writes_a_small_adapter_that_load_encoder_merges(tmp_path):
+    examples = [ContrastiveExample(f"which films did director {i} make", f"Film {i} was directed by director {i}.",
+                                   [f"Novel {i} was written by author {i + 1}."], f"f{i}", [f"n{i}"])
+                for i in range(12)]
+    out = tmp_path / "de"
+    result = train_contrastive(minilm_path(), examples, out,
+                               TrainConfig(lr=1e-3, batch_size=6, epochs=3, lora_rank=4, show_progress=False))
+    assert result.steps == 6 and is_adapter(out)
+    assert adapter_info(out)["backbone"] == "minilm" and adapter_info(out)["kind"] == "bi-encoder"
+    assert adapter_bytes(out) < 5_000_000  # what may ship inside the package
+    trained, base = load_encoder(str(out)), load_encoder("minilm")
+    texts = ["Film 3 was directed by director 3."]
+    moved = float(np.dot(trained.encode_passages(texts)[0], base.encode_passages(texts)[0]))
+    assert 0.5 < moved < 0.99999  # the adapter changed the vectors, and they are still MiniLM's
+    with pytest.raises(ConfigError, match="not over the adapter"):
+        train_contrastive(out, examples, tmp_path / "again", TrainConfig(lora_rank=4, max_steps=1,
+                                                                         show_progress=False))
