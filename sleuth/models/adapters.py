@@ -71,6 +71,9 @@ def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings,
         # peft fills an existing README.md instead of rendering its own card (which needs Jinja2)
         atomic_write_text(tmp / "README.md", card or "# Adapter\n")
         model.save_pretrained(str(tmp))
+        config = json.loads((tmp / PEFT_CONFIG).read_text(encoding="utf-8"))
+        config["base_model_name_or_path"] = backbone  # the sleuth name, not this machine's path of the backbone
+        atomic_write_text(tmp / PEFT_CONFIG, json.dumps(config, indent=2) + "\n")
 
     return write_adapter(path, backbone, write, card=card, extra={"lora": asdict(settings), **(extra or {})})
 

