@@ -30,7 +30,8 @@ def server(data_dir, tmp_path_factory):
     pipeline.write_text(json.dumps({"name": "quest-small-setops", "stages": [
         {"bm25": {"k": 5}},
         {"setops": {"threshold": 0.0, "system": "bm25+setops", "int8": True, "anchor": True,
-                    "not_weight": "tuned"}}]}), encoding="utf-8")
+                    "not_weight": "tuned", "retriever_weight": 0.0, "constraint_weight": 1.0}}]}),  # the plain AND
+                   encoding="utf-8")
     args = ["--corpus", str(corpus), "--pipeline", "bm25", "--pipeline", str(pipeline)]
     with sleuth_server(args, env={"SLEUTH_HOME": str(folder / "home")}) as url:
         with headless_chromium(folder / "chrome-profile") as driver:
