@@ -173,3 +173,28 @@ def test_a_text_s_own_entity_is_excluded_without_using_up_its_mention_s_links(ho
         assert {h.id for h in with_self} - {own} <= found <= {h.id for h in top2} - {own}
         gained += bool(found - {h.id for h in with_self})
     assert gained >= len(ids) // 4
+
+
+def test_the_skill_ablation_runs_the_chain_without_one_skill(hotpot):
+    """``ablate``: without the hop-2 rerank every path scores as the paper's sum with that term 0; without both
+    expanded retrieval and linking there is no hop-2 candidate, so no path; an unknown skill is a one-line error."""
+    from sleuth.systems.chain_of_skills.chain import CosChain
+
+    questions, workspace, folder = hotpot
+    pipeline = load_pipeline(config(folder, "hotpot-ablate", chain="hotpotqa", **LIMITS), workspace)
+    full = next(s for s in getattr(pipeline, "stages", [pipeline]) if isinstance(s, CosChain))
+
+    def without(*skills):
+        return CosChain("hotpotqa", full.retrieve, full.link, full.rerank, full.expanded, full.limits,
+                        ablate=skills)(questions)
+
+    for hits in without("hop2-rerank").values():
+        assert hits
+        for hit in hits:
+            first, second = hit.extras["path"]
+            assert hit.score == pytest.approx(path_score(first.extras["merged"], first.extras["rerank"],
+                                                         second.extras["merged"], 0.0, full.rerank_weight))
+    assert all(not hits for hits in without("expanded", "linking").values())
+    assert any(without("expanded").values()) and any(without("linking").values())  # either skill alone finds paths
+    with pytest.raises(ConfigError, match="cannot ablate 'span'"):
+        CosChain("hotpotqa", full.retrieve, full.link, full.rerank, full.expanded, ablate=("span",))

@@ -80,13 +80,24 @@ def merged_hits(scored: Sequence[Sequence[Hit]], alpha: float) -> list[Hit]:
     return rank_hits(out)
 
 
+#: skills a chain can run without, one at a time, to measure what each adds (the skill ablation): entity linking
+#: (at both hops), expanded-query retrieval (hop 2 then comes from links alone) and the hop-2 reranking (paths then
+#: scored without the hop-2 rerank term)
+ABLATIONS = ("linking", "expanded", "hop2-rerank")
+
+
 class CosChain(Stage):
-    """One of :data:`CHAINS` over the four skill stages (which share one model)."""
+    """One of :data:`CHAINS` over the four skill stages (which share one model); ``ablate`` names skills of
+    :data:`ABLATIONS` the chain runs without."""
 
     def __init__(self, chain: str, retrieve: SingleRetrieve, link: EntityLink, rerank: Rerank | None = None,
                  expanded: ExpandedRetrieve | None = None, limits: ChainLimits = ChainLimits(),
                  alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
-                 beta: float = NQ_RERANK_BETA, name: str | None = None):
+                 beta: float = NQ_RERANK_BETA, name: str | None = None, ablate: Sequence[str] = ()):
+        unknown = [skill for skill in ablate if skill not in ABLATIONS]
+        if unknown:
+            raise ConfigError(f"cos_chain: cannot ablate '{unknown[0]}' (use one of {', '.join(ABLATIONS)})")
+        self.ablate = frozenset(ablate)
         if chain not in CHAINS:
             raise ConfigError(f"cos_chain: unknown chain '{chain}' for key 'chain' (use one of {', '.join(CHAINS)})")
         if chain not in NO_RERANK and rerank is None:
@@ -105,7 +116,7 @@ class CosChain(Stage):
             found = self.retrieve.retrieve(texts, self.limits.k_hop1)
             return Run({q.id: self.retrieval_paths(q, hop1)[:self.limits.k] for q, hop1 in zip(queries, found)})
         found = self.retrieve.retrieve(texts, self.limits.k_retrieval)
-        linked = self.link.link(texts, self.limits.k_link)
+        linked = ([[] for _ in texts] if "linking" in self.ablate else self.link.link(texts, self.limits.k_link))
         run = Run()
         for query, retrieved, links in zip(queries, found, linked):
             check_cancelled()  # a search given up stops between queries (and hops: model batches check too)
@@ -163,7 +174,10 @@ class CosChain(Stage):
         expanded = (self.expanded.from_vectors(kept, vectors[order], self.limits.k_expanded)
                     if self.rerank.expanded_vectors_reusable(self.expanded)
                     else self.expanded.retrieve(query.text, kept, self.limits.k_expanded))
-        linked = self.link.link([h.text or "" for h in kept], self.limits.k_hop2_link, exclude=[h.id for h in kept])
+        if "expanded" in self.ablate:
+            expanded = [[] for _ in kept]
+        linked = ([[] for _ in kept] if "linking" in self.ablate else
+                  self.link.link([h.text or "" for h in kept], self.limits.k_hop2_link, exclude=[h.id for h in kept]))
         check_cancelled()
         candidates: list[tuple[Hit, Hit]] = []
         for first, found, links in zip(kept, expanded, linked):
@@ -171,7 +185,8 @@ class CosChain(Stage):
         candidates = self.rerank_budget(candidates)
         firsts = [f"{query.text} [SEP] {passage_text(first)}" for first, _ in candidates]
         assert self.rerank is not None, "a chain with an expanded hop reranks (CHAINS)"
-        values = self.rerank.scores(firsts, [second for _, second in candidates]) if candidates else []
+        values = ([0.0] * len(candidates) if "hop2-rerank" in self.ablate else
+                  self.rerank.scores(firsts, [second for _, second in candidates]) if candidates else [])
         scored, pairs = [], {}
         for (first, second), value in zip(candidates, values):
             second = second.with_score(second.score, rerank=value)

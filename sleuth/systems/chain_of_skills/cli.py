@@ -45,6 +45,8 @@ def cos_eval_command(
     k_hop2_link: int | None = typer.Option(None, help="Linked passages per mention at hop 2 (reduced 1, paper 2)."),
     k_hop2_rerank: int | None = typer.Option(None, help="Rerank only the best N hop-2 candidates by their path score "
                                                         "without the hop-2 rerank (default: all, as the paper)."),
+    ablate: list[str] = typer.Option([], help="Run the hotpotqa chain without this skill: linking | expanded | "
+                                              "hop2-rerank (repeatable; the skill ablation)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
     device: str = DEVICE,
     int8: bool = typer.Option(False, "--int8", help="Run the chains on an int8 (dynamically quantised) copy of "
@@ -54,7 +56,7 @@ def cos_eval_command(
     --pooled, one corpus of every question's paragraphs and the distractors')."""
     from sleuth.corpus.question_split import PARTS
     from sleuth.io import atomic_write_text
-    from sleuth.systems.chain_of_skills.chain import ChainLimits
+    from sleuth.systems.chain_of_skills.chain import ABLATIONS, ChainLimits
     from sleuth.systems.chain_of_skills.evaluation import EVAL_KS, LIMIT_SETS, evaluate_chains
     from sleuth.systems.chain_of_skills.model import SHIPPED_MODEL, UNTRAINED, model_path
 
@@ -80,12 +82,16 @@ def cos_eval_command(
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
     if k_hop2_rerank is not None and k_hop2_rerank < 1:
         raise ConfigError(f"--k-hop2-rerank must be >= 1, got {k_hop2_rerank}")
+    for skill in ablate:
+        if skill not in ABLATIONS:
+            raise ConfigError(f"--ablate must be one of {', '.join(ABLATIONS)}, got '{skill}'")
     limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank)
     corpus = "pooled" if pooled else "questions"
     stats: dict[str, int] = {}
     rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
                                              device=device, int8=int8, show_progress=True, part=part,
-                                             corpus=corpus, distractors=distractors, stats=stats)]
+                                             corpus=corpus, distractors=distractors, stats=stats,
+                                             ablate=ablate)]
     name = model or SHIPPED_MODEL
     shown = "/".join(str(v) for v in values.values())
     table = Table(title=f"Chain-of-Skills on {' + '.join(q.name for q in questions)}"
@@ -101,7 +107,7 @@ def cos_eval_command(
         recorded = {"model": name, "int8": int8, "questions": " ".join(map(str, questions)), "part": part,
                     "corpus": {"setting": corpus, "distractors": list(map(str, distractors)),
                                "passages": stats["passages"]},
-                    "limits": {**values, "k_hop2_rerank": k_hop2_rerank}, "rows": rows}
+                    "limits": {**values, "k_hop2_rerank": k_hop2_rerank}, "ablate": ablate, "rows": rows}
         atomic_write_text(json_out, json.dumps(recorded, indent=1) + "\n")
         console.print(f"wrote {json_out}")
 

@@ -78,12 +78,13 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
                     limits: ChainLimits = ChainLimits(), ks: Sequence[int] = EVAL_KS, device: str = "cpu",
                     span_seed: int = 0, int8: bool = False, runs: dict | None = None, show_progress: bool = False,
                     part: str = "all", corpus: str = "questions", distractors: Sequence[str | Path] = (),
-                    stats: dict | None = None) -> list[ChainScores]:
+                    stats: dict | None = None, ablate: Sequence[str] = ()) -> list[ChainScores]:
     """Scores of each chain over the first ``limit`` questions with supporting facts of ``part`` (``model_dir``:
     None for the shipped model, "minilm" for untrained experts, or a saved multi-expert model directory); ``corpus``:
     "questions" or "pooled" with ``distractors`` (:mod:`eval_corpus`); ``int8``: the chains' encoder quantised
     (``quantise``), the skill indexes still encoded in float32. With ``runs`` (a dict) each chain's Run is also left
-    there by chain name (for path-level analysis); with ``stats`` (a dict) the corpus size ("passages").
+    there by chain name (for path-level analysis); with ``stats`` (a dict) the corpus size ("passages");
+    ``ablate``: skills the hotpotqa chain runs without (``chain.ABLATIONS``).
     ``show_progress``: a bar per chain (questions done, questions/s, time left; :mod:`sleuth.progress`)."""
     from sleuth.stages.base import transform_counted
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
@@ -120,7 +121,7 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
         stage = CosChain(chain, SingleRetrieve(model, retrieval_index), link,
                          rerank=Rerank(model) if chain not in NO_RERANK else None,
                          expanded=ExpandedRetrieve(model, retrieval_index) if chain in EXPANDING else None,
-                         limits=limits)
+                         limits=limits, ablate=ablate if chain == "hotpotqa" else ())
         start = time.perf_counter()
         run = transform_counted(stage, [Query(id=q.id, text=q.text) for q in questions], f"chain {chain}",
                                 show_progress, chunk=1, unit="questions")
