@@ -46,3 +46,22 @@ def test_train_dense_writes_an_adapter_that_searches(sleuth, val_head, documents
     assert load_encoder(str(out)).encode_queries(["films about chess"]).shape == (1, 384)
     one_line_error(sleuth("quest", "train-dense", "--examples", val_head, "--documents", documents,
                           "--out", val_head), "refusing to write over the input")
+
+
+@pytest.mark.slow
+def test_the_dense_pipelines_retrieve_with_the_shipped_dual_encoder(sleuth, val_head, documents, tmp_path):  # noqa: F811
+    from sleuth.corpus.quest import read_quest_predictions
+    from sleuth.models.adapters import adapter_bytes
+    from sleuth.systems.quest.methods import shipped_dual_encoder_dir
+
+    shipped = shipped_dual_encoder_dir()
+    assert adapter_info(shipped)["kind"] == "bi-encoder" and adapter_bytes(shipped) < 5_000_000
+    card = (shipped / "README.md").read_text(encoding="utf-8")
+    assert all(needed in card for needed in ("sleuth quest train-dense", "seed", "examples/s", "Recall@100"))
+    for pipeline in ("quest-dense", "quest-dense-classify"):
+        out = tmp_path / f"{pipeline}.jsonl"
+        result = sleuth("quest", "predict", val_head, "--documents", documents, "--pipeline", pipeline,
+                        "--max-queries", 2, "--out", out)
+        assert result.returncode == 0, result.stderr
+        predicted = read_quest_predictions(out)
+        assert len(predicted) == 2 and all(q.metadata["ranking"] for q in predicted.values())
