@@ -322,6 +322,12 @@ def base_parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def add_size_option(parser: argparse.ArgumentParser, flag: str, full: int, quick: int, what: str) -> None:
+    """An integer size option whose 0 default means "the benchmark's own size": ``full``, or ``quick`` with
+    --quick."""
+    parser.add_argument(flag, type=int, default=0, help=f"{what} (default {full:,}, --quick {quick:,})")
+
+
 def bench_main(name: str, parser: argparse.ArgumentParser, run: Callable[[argparse.Namespace], Report],
                argv: Sequence[str] | None = None) -> Report:
     """Parse ``argv``, run the benchmark, print its tables and notes, and write the result files."""

@@ -32,6 +32,7 @@ import numpy as np
 from bench.common import (
     Report,
     ResultTable,
+    add_size_option,
     base_parser,
     bench_main,
     load_average,
@@ -286,8 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=0, help=f"passages to encode (default {FULL['passages']}, "
                                                                 f"--quick {QUICK['passages']})")
-    parser.add_argument("--dense-rows", type=int, default=0, help=f"rows of the flat dense layouts (default "
-                                                                  f"{FULL['dense_rows']:,}, --quick {QUICK['dense_rows']:,})")
+    add_size_option(parser, "--dense-rows", FULL["dense_rows"], QUICK["dense_rows"], "rows of the flat dense layouts")
     parser.add_argument("--encode-repeats", type=int, default=1, help="timed encoding runs per path")
     parser.add_argument("--k", type=int, default=100, help="results per query")
     parser.add_argument("--clients", type=int, default=4, help="concurrent HTTP clients of the serving test")

@@ -29,7 +29,16 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import Report, ResultTable, base_parser, bench_main, load_average, load_scifact, progress
+from bench.common import (
+    Report,
+    ResultTable,
+    add_size_option,
+    base_parser,
+    bench_main,
+    load_average,
+    load_scifact,
+    progress,
+)
 from sleuth.corpus.model import Passage
 from sleuth.index.prebuilt import PREBUILT_DIR, PrebuiltVectors
 from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex
@@ -210,8 +219,7 @@ def table(kind: str, results: dict[str, Any], rows: int) -> ResultTable:
 def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
     parser.set_defaults(repeats=2)
-    parser.add_argument("--dense-rows", type=int, default=0, help=f"rows of the flat dense index (default "
-                                                                  f"{FULL['dense_rows']:,}, --quick {QUICK['dense_rows']:,})")
+    add_size_option(parser, "--dense-rows", FULL["dense_rows"], QUICK["dense_rows"], "rows of the flat dense index")
     parser.add_argument("--single", type=int, default=0, help=f"single queries timed per layout (default "
                                                               f"{FULL['single']}, --quick {QUICK['single']})")
     parser.add_argument("--k", type=int, default=10, help="results per query")
