@@ -29,15 +29,6 @@ def pair_text(query: str, title: str | None, text: str | None) -> str:
     return f"query: {query}, doc: {doc}"
 
 
-def backbone_path(name: str) -> str:
-    """A model directory for ``name``: "minilm" is the packaged all-MiniLM-L6-v2, anything else a path or hub id."""
-    if name == DEFAULT_BACKBONE:
-        from sleuth.models.registry import minilm_path
-
-        return str(minilm_path())
-    return name
-
-
 class CrossEncoderClassifier:
     """A (query, document) relevance classifier on any torch device; batched, length-sorted scoring."""
 
@@ -51,9 +42,10 @@ class CrossEncoderClassifier:
             raise MissingExtraError("transformers", "torch", "the cross-encoder classifier") from None
         from sleuth.models.adapters import adapter_info, is_adapter, load_adapter
         from sleuth.models.quiet import quiet_model_load
+        from sleuth.models.registry import backbone_dir
 
         adapter = model if is_adapter(model) else None
-        path = backbone_path(adapter_info(adapter)["backbone"] if adapter else model)
+        path = backbone_dir(adapter_info(adapter)["backbone"] if adapter else model)
         try:
             with quiet_model_load():  # a fresh classification head is expected when starting from a backbone
                 self.tokenizer = AutoTokenizer.from_pretrained(path)

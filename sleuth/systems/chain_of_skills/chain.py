@@ -170,12 +170,13 @@ class CosChain(Stage):
                 for h, v in zip(hop1, hop1_values)]
         order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, hits[i].id))[:self.limits.k_hop1]
         kept = [hits[i] for i in order]
-        # the hop-1 reranking pass already read (question, passage) through the expanded-query expert
-        expanded = (self.expanded.from_vectors(kept, vectors[order], self.limits.k_expanded)
-                    if self.rerank.expanded_vectors_reusable(self.expanded)
-                    else self.expanded.retrieve(query.text, kept, self.limits.k_expanded))
         if "expanded" in self.ablate:
-            expanded = [[] for _ in kept]
+            expanded: list[list[Hit]] = [[] for _ in kept]
+        elif self.rerank.expanded_vectors_reusable(self.expanded):  # the hop-1 rerank already read (question,
+            # passage) through the expanded-query expert
+            expanded = self.expanded.from_vectors(kept, vectors[order], self.limits.k_expanded)
+        else:
+            expanded = self.expanded.retrieve(query.text, kept, self.limits.k_expanded)
         linked = ([[] for _ in kept] if "linking" in self.ablate else
                   self.link.link([h.text or "" for h in kept], self.limits.k_hop2_link, exclude=[h.id for h in kept]))
         check_cancelled()
@@ -185,8 +186,10 @@ class CosChain(Stage):
         candidates = self.rerank_budget(candidates)
         firsts = [f"{query.text} [SEP] {passage_text(first)}" for first, _ in candidates]
         assert self.rerank is not None, "a chain with an expanded hop reranks (CHAINS)"
-        values = ([0.0] * len(candidates) if "hop2-rerank" in self.ablate else
-                  self.rerank.scores(firsts, [second for _, second in candidates]) if candidates else [])
+        if "hop2-rerank" in self.ablate or not candidates:
+            values = [0.0] * len(candidates)
+        else:
+            values = self.rerank.scores(firsts, [second for _, second in candidates])
         scored, pairs = [], {}
         for (first, second), value in zip(candidates, values):
             second = second.with_score(second.score, rerank=value)

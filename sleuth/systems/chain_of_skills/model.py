@@ -221,12 +221,6 @@ def weights_file(directory: str | Path) -> Path:
     return adapter if adapter.is_file() else Path(directory) / WEIGHTS_FILE
 
 
-def _backbone_path(backbone: str | Path) -> str:
-    if str(backbone) == "minilm":
-        from sleuth.models.registry import minilm_path
-
-        return str(minilm_path())
-    return str(backbone)
 
 
 class MultiExpertEncoder:
@@ -282,8 +276,9 @@ class MultiExpertEncoder:
         from transformers import AutoModel, AutoTokenizer
 
         from sleuth.models.quiet import quiet_model_load
+        from sleuth.models.registry import backbone_dir
 
-        path = _backbone_path(backbone)
+        path = backbone_dir(backbone)
         if not Path(path).is_dir():
             raise SleuthError(f"backbone model directory not found: {path}")
         with quiet_model_load():

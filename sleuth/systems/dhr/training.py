@@ -78,15 +78,6 @@ class DHRTrainingSettings:
         return self
 
 
-def model_path(name: str) -> str:
-    """A model directory for a built-in encoder name, or the name itself (a path)."""
-    if name == "minilm":
-        from sleuth.models.registry import minilm_path
-
-        return str(minilm_path())
-    return name
-
-
 def build_round_index(corpus: DHRCorpus, document_model: str, passage_model: str, path: Path | None,
                       device: str, show_progress: bool) -> HierarchicalIndex:
     """The corpus indexed with the given encoders (one encoder object when both are the same model)."""
@@ -136,7 +127,7 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
         f"{len(corpus.groups)} documents, {len(corpus.passages)} passages")
     report: dict[str, Any] = {"settings": asdict(settings), "config": asdict(config), "train_questions": len(items),
                               "dev_questions": len(dev_questions), "rounds": []}
-    document_model, passage_model = model_path(settings.document_model), model_path(settings.passage_model)
+    document_model, passage_model = settings.document_model, settings.passage_model  # names or paths
     index = None
     if settings.evaluate_base:
         index = build_round_index(corpus, document_model, passage_model, None, config.device, config.show_progress)

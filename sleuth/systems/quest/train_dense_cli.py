@@ -31,7 +31,6 @@ def train_dense_command(
     device: str = DEVICE,
 ) -> None:
     """Train QUEST's dual encoder; `quest-dense` style pipelines use it as `dense: {encoder: <out>}`."""
-    from sleuth.models.registry import minilm_path
     from sleuth.systems.quest.dense_training import DenseExampleBudget, dense_examples
     from sleuth.systems.quest.methods import quest_workspace
     from sleuth.systems.quest.task import load_task
@@ -43,7 +42,7 @@ def train_dense_command(
     data = dense_examples(ws, task.queries, DenseExampleBudget(hard_negatives, negative_depth, seed))
     config = TrainConfig(lr=lr, batch_size=batch_size, epochs=epochs, max_steps=max_steps, max_length=max_length,
                          seed=seed, device=device, lora_rank=lora_rank, max_minutes=max_minutes)
-    result = train_contrastive(minilm_path(), data, out_dir, config)
+    result = train_contrastive("minilm", data, out_dir, config)
     first, last = result.first_last(20)
     console.print(f"trained {result.steps} steps of {batch_size} on {len(data):,} examples from "
                   f"{len(task.queries)} queries in {result.seconds:.0f} s "
