@@ -1,11 +1,14 @@
 """Chain-of-Skills path analysis on HotpotQA: the chains' path recall and EM, and why the chain's top path wins or
 loses against two rounds of retrieval.
 
-    .venv/bin/python -m bench.cos_paths --model minilm --model default --questions DEV.json [--limits paper]
+    .venv/bin/python -m bench.cos_paths --model minilm --model default --questions DEV.json [--questions MORE.json]
+        [--part tune] [--limit 100] [--limits paper --int8 --k-hop2-rerank 30]
 
 Per model: ``sleuth cos eval``'s rows (retrieval, retrieval-2hop, hotpotqa); the hotpotqa chain's own candidate
 paths re-sorted by other path scores (the paper's hop1 + 1.5 hop1_rerank + hop2 + hop2_rerank, retrieval scores
-only, reranking scores only, ...), which separates the candidates the chain finds from the order it puts them in;
+only, reranking scores only, ...), which separates the candidates the chain finds from the order it puts them in,
+and a grid of the two reranking weights (hop 1, hop 2) over the same candidates, to choose them on the tuning part
+(``--part tune``; with a hop-2 reranking budget the candidates themselves were picked with the shipped weights);
 how often the kept hop-1 passages hold a gold passage (one / both); the mean and spread of each score component;
 and span proposal against the questions' gold mentions (the supporting titles they name). "default" is the model
 shipped with sleuth, "minilm" the untrained one. Nothing here is tuned: it reads the chains' runs.
@@ -28,14 +31,22 @@ FORMULAS: dict[str, Callable[[Components], float]] = {
     "reranking only: r1 + r2": lambda c: c["r1"] + c["r2"],
     "hop-2 reranking only: r2": lambda c: c["r2"],
 }
+#: the reranking weights searched (hop-1 rerank weight w1, hop-2 rerank weight w2): score h1 + w1 r1 + h2 + w2 r2
+GRID_W1 = (0.0, 0.5, 1.0, 1.5, 3.0, 5.0, 10.0, 20.0)
+GRID_W2 = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=[], help="model: default | minilm | DIR (repeatable)")
-    parser.add_argument("--questions", default=str(shared_data_dir() / "hotpotqa" / "hotpot_dev_distractor_100.json"))
+    parser.add_argument("--questions", action="append", default=[],
+                        help="HotpotQA-format dev questions (repeatable; default hotpot_dev_distractor_100.json)")
+    parser.add_argument("--part", default="all", help="all | tune | report (sleuth.corpus.question_split)")
     parser.add_argument("--limits", default="reduced", help="reduced | paper")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    parser.add_argument("--int8", action="store_true", help="chains on the int8 encoder (as `sleuth cos eval --int8`)")
+    parser.add_argument("--k-hop2-rerank", type=int, default=None, help="hop-2 reranking budget (default: all)")
+    parser.add_argument("--name", default=NAME, help=f"result file name (default {NAME})")
     return parser
 
 
@@ -46,10 +57,10 @@ def components(hit) -> Components:
 
 
 def analyse(model: str | None, args: argparse.Namespace) -> dict:
-    from sleuth.corpus.hotpotqa import read_hotpotqa_questions
     from sleuth.systems.chain_of_skills.chain import ChainLimits
     from sleuth.systems.chain_of_skills.evaluation import (
         LIMIT_SETS,
+        eval_questions,
         evaluate_chains,
         question_spans,
         span_quality,
@@ -58,19 +69,26 @@ def analyse(model: str | None, args: argparse.Namespace) -> dict:
     from sleuth.systems.chain_of_skills.span_head import model_span_head
 
     runs: dict = {}
+    limits = ChainLimits(**LIMIT_SETS[args.limits], k=1000, k_hop2_rerank=args.k_hop2_rerank)  # every candidate path
     rows = [s.row() for s in evaluate_chains(model, args.questions, ["retrieval", "retrieval-2hop", "hotpotqa"],
-                                             args.limit, ChainLimits(**LIMIT_SETS[args.limits], k=20), runs=runs)]
-    questions = [q for q in read_hotpotqa_questions(args.questions) if q.metadata.get("supporting_titles")]
-    gold = {q.id: set(q.metadata["supporting_titles"]) for q in questions[:args.limit] if q.id in runs["hotpotqa"]}
+                                             args.limit, limits, runs=runs, int8=args.int8, part=args.part,
+                                             show_progress=True)]
+    questions = eval_questions(args.questions, args.part, args.limit)
+    gold = {q.id: set(q.metadata["supporting_titles"]) for q in questions if q.id in runs["hotpotqa"]}
     chain = runs["hotpotqa"]
-    resorted = {}
-    for name, score in FORMULAS.items():
-        em = recall = 0
+
+    def resort(score: Callable[[Components], float]) -> dict[str, float]:
+        em = r5 = r20 = 0
         for qid, wanted in gold.items():
             paths = [set(h.id.split("||")) for h in sorted(chain.get(qid, []), key=lambda h: -score(components(h)))]
             em += bool(paths) and paths[0] == wanted
-            recall += any(wanted <= p for p in paths[:20])
-        resorted[name] = {"em": em / len(gold), "recall@20": recall / len(gold)}
+            r5 += any(wanted <= p for p in paths[:5])
+            r20 += any(wanted <= p for p in paths[:20])
+        return {"em": em / len(gold), "recall@5": r5 / len(gold), "recall@20": r20 / len(gold)}
+
+    resorted = {name: resort(score) for name, score in FORMULAS.items()}
+    grid = {f"{w1:g}/{w2:g}": resort(lambda c, w1=w1, w2=w2: c["h1"] + w1 * c["r1"] + c["h2"] + w2 * c["r2"])
+            for w1 in GRID_W1 for w2 in GRID_W2}
     values: dict[str, list[float]] = {"h1": [], "r1": [], "h2": [], "r2": []}
     for hits in chain.values():
         for hit in hits:
@@ -103,20 +121,26 @@ def analyse(model: str | None, args: argparse.Namespace) -> dict:
     path = model_path(model)
     encoder = load_model(path)
     head = model_span_head(path, encoder.dim)
-    spans = span_quality(encoder, head, question_spans(args.questions, args.limit)).row()
-    return {"rows": rows, "resorted": resorted, "components": spread, "hop1": hop1, "spans": spans,
+    spans = span_quality(encoder, head, question_spans(questions)).row()
+    return {"rows": rows, "resorted": resorted, "grid": grid, "components": spread, "hop1": hop1, "spans": spans,
             "failures": {k: v / len(gold) for k, v in failures.items()}, "hop2_source": brought}
 
 
 def run(args: argparse.Namespace) -> Report:
     models = args.model or ["minilm", "default"]
+    args.questions = args.questions or [str(shared_data_dir() / "hotpotqa" / "hotpot_dev_distractor_100.json")]
     if args.quick:
         args.limit = args.limit or 5
     results = {}
-    chains = ResultTable(f"chains on {args.questions.split('/')[-1]} ({args.limits} hop limits): path recall@1/5/10/20,"
-                         f" passage EM", ["model", "chain", "R@1", "R@5", "R@10", "R@20", "EM"])
+    where = f"{' + '.join(q.split('/')[-1] for q in args.questions)}, part {args.part}"
+    limits = f"{args.limits} hop limits{', int8' if args.int8 else ''}" + (
+        f", hop-2 rerank budget {args.k_hop2_rerank}" if args.k_hop2_rerank else "")
+    chains = ResultTable(f"chains on {where} ({limits}): path recall@1/5/10/20, passage EM",
+                         ["model", "chain", "R@1", "R@5", "R@10", "R@20", "EM"])
     paths = ResultTable("the hotpotqa chain's own paths re-sorted by other path scores: EM / R@20",
                         ["model", *FORMULAS])
+    grid = ResultTable("reranking weights over the chain's candidate paths (h1 + w1 r1 + h2 + w2 r2; shipped 1.5/1): "
+                       "EM, R@5, R@20, best EM + R@20 first", ["model", "w1/w2", "EM", "R@5", "R@20"])
     hop1 = ResultTable("hop 1: kept passages holding a gold passage (one / both), paths per question",
                        ["model", "chain", "one gold", "both gold", "paths"])
     spans = ResultTable("span proposal on the questions' gold mentions (supporting titles named in the question)",
@@ -132,6 +156,9 @@ def run(args: argparse.Namespace) -> Report:
         for row in result["rows"]:
             chains.add(name, row["chain"], *[row[f"path_recall@{k}"] for k in (1, 5, 10, 20)], row["passage_em"])
         paths.add(name, *[f"{v['em']:.3f} / {v['recall@20']:.3f}" for v in result["resorted"].values()])
+        ranked = sorted(result["grid"].items(), key=lambda kv: (-(kv[1]["em"] + kv[1]["recall@20"]), kv[0] != "1.5/1"))
+        for weights, v in ranked[:8] + [kv for kv in ranked[8:] if kv[0] == "1.5/1"]:
+            grid.add(name, weights, v["em"], v["recall@5"], v["recall@20"])
         for chain, values in result["hop1"].items():
             hop1.add(name, chain, values["one gold"], values["both gold"], values["paths per question"])
         f, b = result["failures"], result["hop2_source"]
@@ -140,8 +167,8 @@ def run(args: argparse.Namespace) -> Report:
         spans.add(name, s["texts"], s["precision"], s["recall"], s["f1"], s["overlap_recall"], s["spans_per_text"])
     notes = [f"{name}: score components mean (stdev): " + ", ".join(
         f"{k} {v['mean']:.2f} ({v['stdev']:.2f})" for k, v in r["components"].items()) for name, r in results.items()]
-    return Report([chains, paths, hop1, outcomes, spans], results, notes)
+    return Report([chains, paths, grid, hop1, outcomes, spans], results, notes)
 
 
 if __name__ == "__main__":
-    bench_main(NAME, build_parser(), run)
+    bench_main(build_parser().parse_known_args()[0].name, build_parser(), run)

@@ -175,14 +175,14 @@ def span_quality(model, head, examples: Sequence[tuple[str, Sequence[tuple[int, 
                       proposed / len(texts) if texts else 0.0)
 
 
-def question_spans(questions_path: str | Path, limit: int | None = None) -> list[tuple[str, list[tuple[int, int]]]]:
-    """HotpotQA questions with their gold mention spans: the supporting titles they name (as the training data's
-    span examples; questions naming none are left out)."""
+def question_spans(questions: Sequence[Query]) -> list[tuple[str, list[tuple[int, int]]]]:
+    """HotpotQA questions (``eval_questions``) with their gold mention spans: the supporting titles they name (as
+    the training data's span examples; questions naming none are left out)."""
     from sleuth.systems.chain_of_skills.training_data import mention_span
 
     out = []
-    for query in read_hotpotqa_questions(questions_path):
+    for query in questions:
         spans = sorted({s for t in query.metadata.get("supporting_titles", []) if (s := mention_span(t, query.text))})
         if spans:
             out.append((query.text, spans))
-    return out[:limit] if limit else out
+    return out
