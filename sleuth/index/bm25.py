@@ -12,14 +12,8 @@ import numpy as np
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, IndexError_, InputError
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import (
-    Manifest,
-    build_directory,
-    load_generation,
-    read_manifest,
-    require_manifest,
-    write_manifest,
-)
+from sleuth.index.manifest import Manifest, build_directory, read_manifest, write_manifest
+from sleuth.index.stored import StoredIndex
 from sleuth.index.tokenize import Analyzer
 from sleuth.progress import counted, progress
 
@@ -50,18 +44,13 @@ class BM25Params:
             raise ConfigError(f"bm25: b must be between 0 and 1 (length normalisation), got {self.b}")
 
 
-class BM25Index:
+class BM25Index(StoredIndex):
     """A loaded BM25 index: the bm25s model, the analyser and the document store."""
 
     kind = "bm25"
 
     def __init__(self, model: bm25s.BM25, analyzer: Analyzer, docstore: DocStore, manifest: Manifest | None = None):
         self.model, self.analyzer, self.docstore, self.manifest = model, analyzer, docstore, manifest
-
-    @property
-    def loaded_manifest(self) -> Manifest:
-        """The manifest (a built or loaded index always has one); an IndexError_ when there is none."""
-        return require_manifest(self.manifest, self.kind)
 
     @classmethod
     def build(cls, passages: Iterable[Passage], path: str | Path | None = None, params: BM25Params = BM25Params(),
@@ -90,11 +79,6 @@ class BM25Index:
         self.model.save(str(directory / "bm25s"), show_progress=False)
         self.docstore.save(directory)
         write_manifest(directory, self.loaded_manifest)
-
-    @classmethod
-    def load(cls, path: str | Path, mmap: bool = False) -> BM25Index:
-        """Load and validate an index directory (of an updated one: the generation ``CURRENT`` names)."""
-        return load_generation(path, lambda generation: cls._load(generation, mmap))
 
     @classmethod
     def _load(cls, path: Path, mmap: bool) -> BM25Index:

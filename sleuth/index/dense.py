@@ -17,15 +17,9 @@ from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, IndexError_, InputError
 from sleuth.index.bm25 import check_unique
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import (
-    Manifest,
-    build_directory,
-    load_generation,
-    read_manifest,
-    require_manifest,
-    write_manifest,
-)
+from sleuth.index.manifest import Manifest, build_directory, read_manifest, write_manifest
 from sleuth.index.prebuilt import encode_passages
+from sleuth.index.stored import StoredIndex
 from sleuth.models.encoder import Encoder
 from sleuth.progress import counted, progress
 
@@ -159,7 +153,7 @@ def save_vectors(directory: Path, index: faiss.Index, docstore: DocStore, manife
     write_manifest(directory, manifest)
 
 
-class DenseIndex:
+class DenseIndex(StoredIndex):
     """A loaded dense index: FAISS vectors, the encoder spec that made them, and the document store."""
 
     kind = "dense"
@@ -167,11 +161,6 @@ class DenseIndex:
     def __init__(self, index: faiss.Index, docstore: DocStore, encoder_spec: dict, manifest: Manifest | None = None):
         self.index, self.docstore, self.encoder_spec, self.manifest = index, docstore, encoder_spec, manifest
         self._direct_map = threading.Lock()  # searches may run concurrently; making the IVF direct map may not
-
-    @property
-    def loaded_manifest(self) -> Manifest:
-        """The manifest (a built or loaded index always has one); an IndexError_ when there is none."""
-        return require_manifest(self.manifest, self.kind)
 
     @property
     def dim(self) -> int:
@@ -206,12 +195,6 @@ class DenseIndex:
     def save(self, directory: Path) -> None:
         """Write the vectors, the document store and (last) the manifest into the existing ``directory``."""
         save_vectors(directory, self.index, self.docstore, self.loaded_manifest)
-
-    @classmethod
-    def load(cls, path: str | Path, mmap: bool = False) -> DenseIndex:
-        """Load and validate an index directory (``mmap`` maps the vectors instead of reading them; of an updated
-        directory: the generation ``CURRENT`` names)."""
-        return load_generation(path, lambda generation: cls._load(generation, mmap))
 
     @classmethod
     def _load(cls, path: Path, mmap: bool) -> DenseIndex:

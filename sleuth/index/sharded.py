@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import numpy as np
 
@@ -28,16 +28,16 @@ from sleuth.index.bm25_stats import GlobalStats, count_shard, global_stats, shar
 from sleuth.index.dense import DenseIndex, VectorSearch, add_vectors, apply_search_params, make_faiss_index
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import (
-    MANIFEST,
     Manifest,
     build_directory,
     current_generation,
     load_generation,
     read_manifest,
+    write_manifest,
 )
 from sleuth.index.prebuilt import encode_passages
+from sleuth.index.stored import StoredIndex
 from sleuth.index.tokenize import Analyzer
-from sleuth.io import atomic_write_text
 from sleuth.models.encoder import Encoder
 
 SHARDED_BM25 = "sharded-bm25"
@@ -129,12 +129,23 @@ def by_shard(positions: Sequence[int] | np.ndarray, offsets: np.ndarray,
 
 
 def write_root_manifest(directory: Path, manifest: Manifest) -> None:
-    """The sharded manifest: it lists each shard's manifest (each shard's own manifest lists its files)."""
-    from sleuth.index.manifest import file_digest
+    """The sharded manifest, written last: :func:`~sleuth.index.manifest.write_manifest` lists each shard's manifest
+    (each shard's own manifest lists its files), as an update's commit does."""
+    write_manifest(directory, manifest)
 
-    manifest.files = {f"{s['path']}/{MANIFEST}": file_digest(directory / s["path"] / MANIFEST)
-                      for s in manifest.params["shards"]}
-    atomic_write_text(directory / MANIFEST, manifest.to_json())
+
+def write_sharded(directory: Path | None, shards: Sequence[BM25Index | DenseIndex], manifest: Manifest) -> None:
+    """Every shard as an ordinary index directory ``shard-NNN`` of ``directory``, then the sharded manifest; nothing
+    when the index is built in memory only (``directory`` None)."""
+    if directory is not None:
+        write_shards(directory, shards)
+        write_root_manifest(directory, manifest)
+
+
+def write_shards(directory: Path, shards: Sequence[BM25Index | DenseIndex]) -> None:
+    """Every shard as an ordinary index directory ``shard-NNN`` of ``directory`` (an update's new generation)."""
+    for i, shard in enumerate(shards):
+        write_shard(shard, directory / shard_name(i))
 
 
 def read_root_manifest(path: str | Path, kind: str | None, verify: bool = True) -> Manifest:
@@ -173,10 +184,12 @@ def load_shards(path: Path, manifest: Manifest, load: Callable[[Path], SizedT]) 
     return shards
 
 
-class _Sharded:
-    """What both sharded kinds share: shards, global offsets, a concatenated document store."""
+class _Sharded(StoredIndex):
+    """What both sharded kinds share: shards, global offsets, a concatenated document store, loading (each shard
+    with its own manifest, :func:`load_shards`)."""
 
     kind = "sharded"
+    shard_type: type[BM25Index] | type[DenseIndex]
 
     def __init__(self, shards: list, manifest: Manifest | None = None, threads: int = 2):
         self.shards, self.manifest, self.threads = shards, manifest, threads
@@ -190,11 +203,34 @@ class _Sharded:
     def _merge(self, parts: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:
         return merge_topk(parts, self.offsets.tolist(), min(k, len(self)))
 
+    @classmethod
+    def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> Self:
+        """Load and validate a sharded directory (of an updated one: the generation ``CURRENT`` names); a missing or
+        corrupt shard is an IndexError_ naming it."""
+        return load_generation(path, lambda generation: cls._load(generation, mmap, threads))
+
+    @classmethod
+    def _load(cls, path: Path, mmap: bool, threads: int = 2) -> Self:
+        manifest = read_root_manifest(path, cls.kind)
+        shards = load_shards(path, manifest, lambda where: cls.shard_type.load(where, mmap=mmap))
+        for i, shard in enumerate(shards):
+            problem = cls.mismatch(shard, manifest)
+            if problem:
+                raise IndexError_(f"shard {i + 1} of {len(shards)} ({path / manifest.params['shards'][i]['path']}) "
+                                  f"{problem}")
+        return cls(shards, manifest, threads)
+
+    @staticmethod
+    def mismatch(shard: Any, manifest: Manifest) -> str | None:
+        """Why a loaded shard does not belong to the sharded manifest, or None."""
+        return None
+
 
 class ShardedBM25Index(_Sharded):
     """BM25 shards with shared vocabulary and global statistics; search is scatter-gather with an exact merge."""
 
     kind = SHARDED_BM25
+    shard_type = BM25Index
 
     def __init__(self, shards: list[BM25Index], manifest: Manifest | None = None, threads: int = 2):
         super().__init__(shards, manifest, threads)
@@ -228,30 +264,16 @@ class ShardedBM25Index(_Sharded):
             for i, ((_, count), ids, shard_counts) in enumerate(zip(bounds, token_ids, counts)):
                 model = shard_model(ids, shard_counts, stats, params.method, params.k1, params.b, params.delta)
                 manifest = bm25_shard_manifest(i, len(bounds), count, params, analyzer, stats, corpus_info)
-                shard = BM25Index(model, analyzer, parts[i], manifest)
-                if tmp is not None:
-                    write_shard(shard, tmp / shard_name(i))
-                built.append(shard)
+                built.append(BM25Index(model, analyzer, parts[i], manifest))
             manifest = bm25_root_manifest(bounds, params, analyzer, stats, corpus_info)
-            if tmp is not None:
-                write_root_manifest(tmp, manifest)
+            write_sharded(tmp, built, manifest)
         return cls(built, manifest)
 
-    @classmethod
-    def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> ShardedBM25Index:
-        """Load and validate a sharded BM25 directory; a missing or corrupt shard is an IndexError_ naming it."""
-        return load_generation(path, lambda generation: cls._load(generation, mmap, threads))
-
-    @classmethod
-    def _load(cls, path: Path, mmap: bool, threads: int) -> ShardedBM25Index:
-        manifest = read_root_manifest(path, cls.kind)
-        shards = load_shards(path, manifest, lambda where: BM25Index.load(where, mmap=mmap))
-        expected = manifest.params.get("global_stats")
-        for i, shard in enumerate(shards):
-            if shard.loaded_manifest.params.get("global_stats") != expected:
-                raise IndexError_(f"shard {i + 1} of {len(shards)} ({path / manifest.params['shards'][i]['path']}) "
-                                  "was built with other global statistics than its siblings")
-        return cls(shards, manifest, threads)
+    @staticmethod
+    def mismatch(shard: BM25Index, manifest: Manifest) -> str | None:
+        if shard.loaded_manifest.params.get("global_stats") != manifest.params.get("global_stats"):
+            return "was built with other global statistics than its siblings"
+        return None
 
     def search(self, texts: Sequence[str], k: int = 1000, n_threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Top-k global rows and scores per query text: every shard's top-k, merged exactly."""
@@ -274,6 +296,7 @@ class ShardedDenseIndex(_Sharded):
     """FAISS shards (any factory string); search is scatter-gather with an exact merge of the per-shard top-k."""
 
     kind = SHARDED_DENSE
+    shard_type = DenseIndex
 
     def __init__(self, shards: list[DenseIndex], manifest: Manifest | None = None, threads: int = 2):
         super().__init__(shards, manifest, threads)
@@ -303,32 +326,17 @@ class ShardedDenseIndex(_Sharded):
             if encoder_spec is None or len(vectors) != len(docstore):
                 raise ConfigError(f"sharded dense build: {len(vectors)} vectors for {len(docstore)} passages "
                                   "(and an encoder spec is required)")
-            built = []
-            for i, (offset, count) in enumerate(bounds):
-                shard = dense_shard(docstore.slice(offset, count), vectors[offset:offset + count], factory,
-                                    encoder_spec, i, len(bounds), corpus_info)
-                if tmp is not None:
-                    write_shard(shard, tmp / shard_name(i))
-                built.append(shard)
+            built = [dense_shard(docstore.slice(offset, count), vectors[offset:offset + count], factory, encoder_spec,
+                                 i, len(bounds), corpus_info) for i, (offset, count) in enumerate(bounds)]
             manifest = dense_root_manifest(bounds, factory, encoder_spec, vectors.shape[1], corpus_info)
-            if tmp is not None:
-                write_root_manifest(tmp, manifest)
+            write_sharded(tmp, built, manifest)
         return cls(built, manifest)
 
-    @classmethod
-    def load(cls, path: str | Path, mmap: bool = False, threads: int = 2) -> ShardedDenseIndex:
-        """Load and validate a sharded dense directory; a missing or corrupt shard is an IndexError_ naming it."""
-        return load_generation(path, lambda generation: cls._load(generation, mmap, threads))
-
-    @classmethod
-    def _load(cls, path: Path, mmap: bool, threads: int) -> ShardedDenseIndex:
-        manifest = read_root_manifest(path, cls.kind)
-        shards = load_shards(path, manifest, lambda where: DenseIndex.load(where, mmap=mmap))
-        for i, shard in enumerate(shards):
-            if shard.dim != manifest.dimensions or shard.encoder_spec != manifest.encoder:
-                raise IndexError_(f"shard {i + 1} of {len(shards)} ({path / manifest.params['shards'][i]['path']}) "
-                                  "holds vectors of another encoder or dimension than the sharded manifest")
-        return cls(shards, manifest, threads)
+    @staticmethod
+    def mismatch(shard: DenseIndex, manifest: Manifest) -> str | None:
+        if shard.dim != manifest.dimensions or shard.encoder_spec != manifest.encoder:
+            return "holds vectors of another encoder or dimension than the sharded manifest"
+        return None
 
     def search(self, vectors: np.ndarray, k: int = 1000) -> tuple[np.ndarray, np.ndarray]:
         """Top-k global rows and inner-product scores per query vector; rows of -1 mark missing results."""

@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from sleuth.corpus.model import Passage
-from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Params
 from sleuth.index.dense import DenseIndex, add_vectors, make_faiss_index
 from sleuth.index.docstore import DocStore
@@ -36,11 +35,18 @@ from sleuth.index.sharded import (
     by_shard,
     part_bounds,
     shard_listing,
-    shard_name,
-    write_shard,
+    write_shards,
 )
 from sleuth.index.tokenize import Analyzer
-from sleuth.index.updates import Updater, check_new_ids, commit_generation, next_manifest, rows_to_delete, without
+from sleuth.index.updates import (
+    Updater,
+    check_new_ids,
+    commit_generation,
+    new_passage_encoder,
+    next_manifest,
+    rows_to_delete,
+    without,
+)
 
 
 def smallest(counts: Sequence[int] | np.ndarray) -> int:
@@ -70,17 +76,12 @@ def delete_bm25(index_dir: Path, ids: list[str]) -> Manifest:
 
 def _commit_bm25(index_dir: Path, current: ShardedBM25Index, parts: list[DocStore]) -> Manifest:
     """Every shard rebuilt from its passages with statistics over all shards, committed as one generation."""
-    old = current.manifest
-    assert old is not None  # a loaded index always has its manifest
+    old = current.loaded_manifest
     params = BM25Params(**old.params["bm25"])
     built = ShardedBM25Index.build_parts(parts, None, params, Analyzer(**old.params["analyzer"]), old.corpus)
     manifest = next_manifest(old, len(built), params=built.manifest.params if built.manifest else None)
 
-    def write(tmp: Path) -> None:
-        for i, shard in enumerate(built.shards):
-            write_shard(shard, tmp / shard_name(i))
-
-    return commit_generation(index_dir, manifest, write)
+    return commit_generation(index_dir, manifest, lambda tmp: write_shards(tmp, built.shards))
 
 
 # --- sharded dense ----------------------------------------------------------------------------------------------------
@@ -88,12 +89,7 @@ def _commit_bm25(index_dir: Path, current: ShardedBM25Index, parts: list[DocStor
 def add_dense(index_dir: Path, passages: list[Passage], encoder: Any = None) -> Manifest:
     current = ShardedDenseIndex.load(index_dir)
     check_new_ids(current.docstore, passages, index_dir)
-    if encoder is None:
-        from sleuth.models.registry import encoder_from_spec
-
-        encoder = encoder_from_spec(current.encoder_spec)
-    if encoder.dim != current.dim:
-        raise ConfigError(f"encoder '{encoder.name}' gives {encoder.dim} dimensions, the index has {current.dim}")
+    encoder = new_passage_encoder(encoder, current.encoder_spec, current.dim, index_dir)
     added = DocStore.from_passages(passages)
     vectors = np.ascontiguousarray(encoder.encode_passages(added.contents(), show_progress=False), dtype=np.float32)
     shards = list(current.shards)
@@ -108,7 +104,7 @@ def delete_dense(index_dir: Path, ids: list[str]) -> Manifest:
     current = ShardedDenseIndex.load(index_dir)
     rows = rows_to_delete(current.docstore, ids, index_dir)
     shards = list(current.shards)
-    factory = (current.manifest.params if current.manifest else {}).get("factory", "Flat")
+    factory = current.loaded_manifest.params.get("factory", "Flat")
     for s, _, local in by_shard(rows, current.offsets, current.counts):
         docstore, keep = without(shards[s].docstore, local)
         index = make_faiss_index(factory, current.dim)
@@ -120,8 +116,7 @@ def delete_dense(index_dir: Path, ids: list[str]) -> Manifest:
 
 def _commit_dense(index_dir: Path, current: ShardedDenseIndex, shards: list[DenseIndex]) -> Manifest:
     """The shards (new manifests: counts and positions) and the sharded manifest, committed as one generation."""
-    old = current.manifest
-    assert old is not None  # a loaded index always has its manifest
+    old = current.loaded_manifest
     bounds = part_bounds(shards)
     for i, shard in enumerate(shards):
         shard.manifest = Manifest(kind=DenseIndex.kind, count=len(shard), corpus=old.corpus, encoder=old.encoder,
@@ -129,11 +124,7 @@ def _commit_dense(index_dir: Path, current: ShardedDenseIndex, shards: list[Dens
                                                                      "shard": [i, len(shards)]})
     manifest = next_manifest(old, sum(len(s) for s in shards), params={**old.params, "shards": shard_listing(bounds)})
 
-    def write(tmp: Path) -> None:
-        for i, shard in enumerate(shards):
-            write_shard(shard, tmp / shard_name(i))
-
-    return commit_generation(index_dir, manifest, write)
+    return commit_generation(index_dir, manifest, lambda tmp: write_shards(tmp, shards))
 
 
 UPDATERS = {SHARDED_BM25: Updater(add=add_bm25, delete=delete_bm25),

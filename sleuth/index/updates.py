@@ -66,9 +66,11 @@ from sleuth.index.manifest import (
     write_manifest,
 )
 from sleuth.io import write_error
+from sleuth.models.encoder import Encoder
 
 __all__ = ["GENERATION", "LOCK", "Updater", "add_documents", "check_new_ids", "commit_generation", "delete_documents",
-           "generations", "next_manifest", "passages_from_records", "rows_to_delete", "system_updater", "without"]
+           "generations", "new_passage_encoder", "next_manifest", "passages_from_records", "rows_to_delete",
+           "system_updater", "without"]
 
 
 @dataclass(frozen=True)
@@ -130,12 +132,7 @@ def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=No
         docstore = DocStore.concat([current.docstore, added])
         if isinstance(current, BM25Index):
             return _write_bm25(index_dir, current, docstore)
-        if encoder is None:
-            from sleuth.models.registry import load_encoder
-
-            encoder = load_encoder(current.encoder_spec.get("name") or "minilm")
-        if encoder.dim != current.dim:
-            raise ConfigError(f"encoder '{encoder.name}' gives {encoder.dim} dimensions, the index has {current.dim}")
+        encoder = new_passage_encoder(encoder, current.encoder_spec, current.dim, index_dir)
         vectors = encoder.encode_passages(added.contents(), show_progress=False)
         index = current.index  # a private copy read from disk by _current: appending leaves the served one alone
         index.add(np.ascontiguousarray(vectors, dtype=np.float32))
@@ -163,6 +160,22 @@ def delete_documents(index_dir: str | Path, ids: Sequence[str]) -> Manifest:
         index = make_faiss_index(current.loaded_manifest.params.get("factory", "Flat"), current.dim)
         add_vectors(index, vectors)
         return _write_dense(index_dir, current, docstore, index)
+
+
+def new_passage_encoder(encoder: Encoder | None, spec: dict[str, Any], dim: int, index_dir: str | Path) -> Encoder:
+    """The encoder of an update's new dense passages, for sharded and unsharded indexes alike: ``encoder`` when
+    given, else the one the index's manifest records, loaded as a search loads it
+    (:func:`sleuth.models.registry.encoder_from_spec`: name, prefixes, normalisation, maximum length); a
+    ConfigError when its dimension is not the index's."""
+    if encoder is None:
+        from sleuth.models.registry import encoder_from_spec
+
+        if not spec.get("name"):
+            raise ConfigError(f"{index_dir}: the manifest records no encoder; name the encoder of new documents")
+        encoder = encoder_from_spec(spec)
+    if encoder.dim != dim:
+        raise ConfigError(f"encoder '{encoder.name}' gives {encoder.dim} dimensions, the index has {dim}")
+    return encoder
 
 
 def check_new_ids(current: DocStore, passages: Sequence[Passage], index_dir: str | Path) -> None:

@@ -186,6 +186,25 @@ def test_dense_add_and_delete_keep_untouched_scores(tmp_path, scifact_passages, 
     np.testing.assert_allclose([left[i] for i in left], [after[i] for i in left], rtol=1e-6)
 
 
+def test_dense_and_sharded_updates_load_the_recorded_encoder_alike(tmp_path, scifact_passages):
+    """With no encoder given, an update encodes new passages with the encoder its manifest records, options included
+    (here a maximum length of 16 tokens), for an unsharded and a sharded dense index alike."""
+    from sleuth.index.docstore import DocStore
+    from sleuth.index.sharded import ShardedDenseIndex
+    from sleuth.models.registry import load_encoder
+
+    short = load_encoder("minilm-onnx", max_length=16)
+    DenseIndex.build(scifact_passages[:20], short, tmp_path / "dense", show_progress=False)
+    ShardedDenseIndex.build(scifact_passages[:20], short, tmp_path / "sharded", shards=2, show_progress=False)
+    new = scifact_passages[20:24]
+    expected = short.encode_passages(DocStore.from_passages(new).contents(), show_progress=False)
+    for target, kind in ((tmp_path / "dense", DenseIndex), (tmp_path / "sharded", ShardedDenseIndex)):
+        add_documents(target, new)
+        index = kind.load(target)
+        assert index.manifest.encoder["max_length"] == 16
+        np.testing.assert_allclose(index.vectors([index.docstore.position(p.id) for p in new]), expected, atol=1e-6)
+
+
 # --- CLI and service ------------------------------------------------------------------------------------------------
 
 def test_update_command_adds_and_deletes(sleuth, tmp_path, scifact_passages):

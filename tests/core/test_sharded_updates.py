@@ -9,7 +9,8 @@ import pytest
 
 from sleuth.corpus.beir import load_beir
 from sleuth.corpus.bundled import bundled_dataset_dir
-from sleuth.errors import ConfigError, InputError
+from sleuth.errors import ConfigError, IndexError_, InputError
+from sleuth.index.manifest import current_generation, read_manifest
 from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex, index_kind
 from sleuth.index.updates import add_documents, delete_documents, generations
 from sleuth.pipelines.workspace import CorpusSource
@@ -57,6 +58,28 @@ def test_sharded_bm25_updates_keep_global_statistics(tmp_path, passages, claims)
     assert (sc_u[:, 0] > 0).sum() > 30
 
 
+SHARD_MANIFESTS = ["shard-000/manifest.json", "shard-001/manifest.json"]
+
+
+def test_an_updated_sharded_index_hashes_each_shard_file_once(tmp_path, passages):
+    """An update's root manifest lists the shards' manifests only, as a build's does: every shard file is checked
+    by its shard's own manifest alone, so loading hashes it once; a flipped byte in a shard file of the served
+    generation is still a one-line error naming the file."""
+    target = tmp_path / "bm25"
+    ShardedBM25Index.build(passages[:60], target, shards=2, show_progress=False)
+    assert sorted(read_manifest(target).files) == SHARD_MANIFESTS
+    add_documents(target, passages[60:70])
+    served = current_generation(target)
+    assert served != target and sorted(read_manifest(served).files) == SHARD_MANIFESTS
+    data = served / "shard-001" / "bm25s" / "data.csc.index.npy"
+    flipped = bytearray(data.read_bytes())
+    flipped[-5] ^= 0x20
+    data.write_bytes(bytes(flipped))
+    with pytest.raises(IndexError_, match=rf"shard 2 of 2 .* unusable: {data}: corrupt index file") as caught:
+        ShardedBM25Index.load(target)
+    assert "\n" not in str(caught.value)
+
+
 def test_sharded_update_errors_change_nothing(tmp_path, passages):
     target = tmp_path / "bm25"
     ShardedBM25Index.build(passages[:50], target, shards=2, show_progress=False)
@@ -85,6 +108,7 @@ def test_sharded_dense_updates_append_to_the_smallest_shard(tmp_path, passages):
     manifest = add_documents(target, new, encoder=encoder)
     assert [s["count"] for s in manifest.params["shards"]] == [151, 153]
     delete_documents(target, [passages[0].id, passages[200].id])
+    assert sorted(read_manifest(current_generation(target)).files) == SHARD_MANIFESTS
     updated = ShardedDenseIndex.load(target)
     assert [len(s) for s in updated.shards] == [150, 152]
     kept = [i for i in range(301) if i not in (0, 200)]

@@ -1,9 +1,8 @@
 """Int8 inference copy of a multi-expert encoder: torch dynamic quantisation of the ``nn.Linear`` layers (int8
 weights, activations quantised per batch on the fly), CPU only. The FFN output projection (1536 -> 384, whose GELU
-inputs have the widest range) stays float32: quantising it too is ~1.4x faster again but moved the reranking
-scores of untrained MiniLM experts far more (Pearson r with float32 per question 0.72-0.98 instead of at least
-0.96, on 6 HotpotQA dev questions). Embeddings, LayerNorm, softmax and the span head stay float32. The original model is left
-untouched; the copy shares its tokenizer and routing table.
+inputs have the widest range) stays float32, as do embeddings, LayerNorm, softmax and the span head (why, measured:
+docs/cos/README.md, section "Latency ... before and after the chain speed-ups", item "int8"). The original model is
+left untouched; the copy shares its tokenizer and routing table.
 """
 
 from __future__ import annotations

@@ -27,14 +27,8 @@ from sleuth.errors import ConfigError, IndexError_
 from sleuth.index.bm25 import check_unique
 from sleuth.index.dense import add_vectors, make_faiss_index
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import (
-    Manifest,
-    build_directory,
-    load_generation,
-    read_manifest,
-    require_manifest,
-    write_manifest,
-)
+from sleuth.index.manifest import Manifest, build_directory, read_manifest, write_manifest
+from sleuth.index.stored import StoredIndex
 from sleuth.models.encoder import Encoder
 from sleuth.systems.dhr.structure import DEFAULT_SEPARATOR, DocumentPassages, document_representation
 
@@ -77,7 +71,7 @@ def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     return part[np.lexsort((part, -scores[part]))]
 
 
-class HierarchicalIndex:
+class HierarchicalIndex(StoredIndex):
     """A loaded hierarchical index: FAISS document index, passage matrix, offsets, two docstores, two encoder specs."""
 
     kind = "hierarchical"
@@ -92,11 +86,6 @@ class HierarchicalIndex:
         self.manifest = manifest
         self._passage_document: np.ndarray | None = None
         self._centroids: np.ndarray | None = None
-
-    @property
-    def loaded_manifest(self) -> Manifest:
-        """The manifest (a built or loaded index always has one); an IndexError_ when there is none."""
-        return require_manifest(self.manifest, self.kind)
 
     # ------------------------------------------------------------------ building and loading
     @classmethod
@@ -144,9 +133,8 @@ class HierarchicalIndex:
 
     @classmethod
     def load(cls, path: str | Path, mmap: bool = True) -> HierarchicalIndex:
-        """Load and validate an index directory (of an updated one: the generation ``CURRENT`` names); passage
-        vectors are memory-mapped unless ``mmap`` is False."""
-        return load_generation(path, lambda generation: cls._load(Path(generation), mmap))
+        """:meth:`StoredIndex.load`; passage vectors are memory-mapped unless ``mmap`` is False."""
+        return super().load(path, mmap)
 
     @classmethod
     def _load(cls, path: Path, mmap: bool) -> HierarchicalIndex:
