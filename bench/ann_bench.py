@@ -21,6 +21,7 @@ from bench.common import (
     Report,
     ResultTable,
     Timing,
+    add_size_option,
     base_parser,
     bench_main,
     measure_interleaved,
@@ -184,7 +185,7 @@ def ann_table(rows: list[dict[str, Any]], n: int) -> ResultTable:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument("--n", type=int, default=0, help=f"base vectors (default {FULL_N:,}; --quick {QUICK_N:,})")
+    add_size_option(parser, "--n", FULL_N, QUICK_N, "base vectors")
     parser.add_argument("--queries", type=int, default=1000, help="queries for the batch search and recall")
     parser.add_argument("--single", type=int, default=200, help="queries in the single-query loop")
     parser.add_argument("--ef", type=int, nargs="+", default=[16, 64, 128, 256], help="HNSW efSearch values")

@@ -22,7 +22,17 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from bench.common import Report, ResultTable, base_parser, bench_main, measure_interleaved, progress, ratio, time_call  # noqa: E402
+from bench.common import (  # noqa: E402
+    Report,
+    ResultTable,
+    add_size_option,
+    base_parser,
+    bench_main,
+    measure_interleaved,
+    progress,
+    ratio,
+    time_call,
+)
 from sleuth.corpus.questions import read_questions  # noqa: E402
 from sleuth.paths import shared_data_dir  # noqa: E402
 from sleuth.systems.private_search.obfuscator import tokenize  # noqa: E402
@@ -30,7 +40,7 @@ from sleuth.systems.private_search.registry import MECHANISMS, load_vocabulary_t
 
 NAME = "privacy_bench"
 GOAL_PER_CORE = 200.0
-QUICK_QUERIES = 100
+FULL_QUERIES, QUICK_QUERIES = 1000, 100
 PER_QUERY_SAMPLE = 50  # queries obfuscated one call each (the slow way), for the side-by-side ratio
 SPLIT_SAMPLE = 200  # queries whose batch is timed in two parts: noise sampling, then the nearest-word search
 
@@ -73,7 +83,7 @@ def split_timings(obfuscator, queries: list[str], n: int, epsilon: float) -> dic
 
 def run(args: argparse.Namespace) -> Report:
     one_thread()
-    count = args.queries or (QUICK_QUERIES if args.quick else 1000)
+    count = args.queries or (QUICK_QUERIES if args.quick else FULL_QUERIES)
     path = shared_data_dir() / "nq" / "questions.jsonl"
     queries = [q.text for q in read_questions(path)][:count]
     words_per_query = float(np.mean([len(tokenize(q)) for q in queries]))
@@ -123,8 +133,7 @@ def run(args: argparse.Namespace) -> Report:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument("--queries", type=int, default=0, help=f"how many queries (default 1000; --quick: "
-                                                                f"{QUICK_QUERIES})")
+    add_size_option(parser, "--queries", FULL_QUERIES, QUICK_QUERIES, "how many queries")
     parser.add_argument("--n", type=int, default=20, help="obfuscated queries per query")
     parser.add_argument("--epsilon", type=float, default=12.5)
     parser.add_argument("--mechanisms", nargs="+", choices=MECHANISMS, default=list(MECHANISMS))

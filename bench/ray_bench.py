@@ -285,8 +285,7 @@ def search_table(kind: str, rows: int, queries: int, results: dict[str, Any], k:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument("--passages", type=int, default=0, help=f"passages to encode (default {FULL['passages']}, "
-                                                                f"--quick {QUICK['passages']})")
+    add_size_option(parser, "--passages", FULL["passages"], QUICK["passages"], "passages to encode")
     add_size_option(parser, "--dense-rows", FULL["dense_rows"], QUICK["dense_rows"], "rows of the flat dense layouts")
     parser.add_argument("--encode-repeats", type=int, default=1, help="timed encoding runs per path")
     parser.add_argument("--k", type=int, default=100, help="results per query")

@@ -32,7 +32,17 @@ from pathlib import Path
 
 import httpx
 
-from bench.common import Report, ResultTable, base_parser, bench_main, load_average, load_scifact, progress, time_call
+from bench.common import (
+    Report,
+    ResultTable,
+    add_size_option,
+    base_parser,
+    bench_main,
+    load_average,
+    load_scifact,
+    progress,
+    time_call,
+)
 from sleuth.corpus.model import Passage
 from sleuth.index.bm25 import BM25Index
 from sleuth.index.dense import DenseIndex
@@ -41,6 +51,7 @@ from sleuth.models.registry import load_encoder
 NAME = "service_bench"
 HOST = "127.0.0.1"
 STARTUP_SECONDS = 180
+FULL_REQUESTS = 2000
 QUICK = {"requests": 300, "dense_passages": 200, "long_doc_mb": 5}
 PIPELINES = ("bm25", "dense")
 HERE = Path(__file__).resolve().parent.parent
@@ -182,7 +193,7 @@ def git_head(tree: Path) -> str:
 
 def run(args: argparse.Namespace) -> Report:
     """Build the indexes, start the servers, run the interleaved bounded loads and the size checks, stop them."""
-    requests = args.requests or (QUICK["requests"] if args.quick else 2000)
+    requests = args.requests or (QUICK["requests"] if args.quick else FULL_REQUESTS)
     dense_passages = QUICK["dense_passages"] if args.quick else args.dense_passages
     long_doc_mb = QUICK["long_doc_mb"] if args.quick else args.long_doc_mb
     trees = {"after": HERE} | ({"before": args.baseline_tree.resolve()} if args.baseline_tree else {})
@@ -263,8 +274,7 @@ def report(summary: dict, args: argparse.Namespace) -> Report:
 def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
     parser.set_defaults(repeats=2)
-    parser.add_argument("--requests", type=int, default=0,
-                        help=f"requests per run (default 2000; --quick: {QUICK['requests']})")
+    add_size_option(parser, "--requests", FULL_REQUESTS, QUICK["requests"], "requests per run")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--max-seconds", type=float, default=120.0, help="stop a run after this many seconds")
     parser.add_argument("--baseline-tree", type=Path, default=None,

@@ -220,8 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
     parser.set_defaults(repeats=2)
     add_size_option(parser, "--dense-rows", FULL["dense_rows"], QUICK["dense_rows"], "rows of the flat dense index")
-    parser.add_argument("--single", type=int, default=0, help=f"single queries timed per layout (default "
-                                                              f"{FULL['single']}, --quick {QUICK['single']})")
+    add_size_option(parser, "--single", FULL["single"], QUICK["single"], "single queries timed per layout")
     parser.add_argument("--k", type=int, default=10, help="results per query")
     parser.add_argument("--clients", type=int, default=4, help="threads sending single queries at once")
     return parser

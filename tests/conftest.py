@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,44 @@ def sleuth():
     return run_sleuth
 
 
+STALLED_BUILD = """
+import time
+from sleuth.corpus.model import Passage
+from sleuth.index.bm25 import BM25Index
+def slow():
+    yield Passage("a", "a", "some text")
+    print("READY", flush=True)
+    time.sleep(60)
+BM25Index.build(slow(), {target!r}, show_progress=False)
+"""
+
+
+def kill_at_ready(script: str, half_written: Callable[[], bool]) -> int:
+    """Run ``script`` in a process, and kill -9 it once it prints READY, after checking ``half_written()`` (the
+    temporary folder it had left); returns the killed process's id."""
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
+        assert half_written()
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    return proc.pid
+
+
+def kill_build_midway(target: Path) -> int:
+    """Start a BM25 build of ``target`` in a process and kill -9 it once it has begun reading passages (its temporary
+    folder beside ``target``); returns the killed process's id."""
+    return kill_at_ready(STALLED_BUILD.format(target=str(target)),
+                         lambda: any(p.name.startswith(f".{target.name}.tmp-") for p in target.parent.iterdir()))
+
+
+@pytest.fixture(scope="session")
+def killed_build():
+    """``killed_build(target) -> pid``: a BM25 build of ``target`` killed -9 half way (see kill_build_midway)."""
+    return kill_build_midway
+
+
 STALLED_UPDATE = """
 import time
 import sleuth.index.updates as updates
@@ -44,14 +83,8 @@ updates.add_documents({target!r}, updates.passages_from_records({records!r}))
 def kill_update_midway(target: Path, records: list[dict]) -> None:
     """Start ``add_documents(target, records)`` in a process, kill -9 it once its new generation is half written
     (documents written, manifest not), and check that it had left a temporary generation folder."""
-    script = STALLED_UPDATE.format(target=str(target), records=records)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "READY"
-        assert any(p.name.startswith(".tmp-") for p in (target / "generations").iterdir())
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    kill_at_ready(STALLED_UPDATE.format(target=str(target), records=records),
+                  lambda: any(p.name.startswith(".tmp-") for p in (target / "generations").iterdir()))
 
 
 @pytest.fixture(scope="session")
@@ -87,6 +120,22 @@ def scifact_rows() -> list[dict]:
 @pytest.fixture(scope="session")
 def scifact_passages(scifact_rows) -> list[Passage]:
     return [Passage(r["_id"], r["_id"], r["text"], (r["title"],)) for r in scifact_rows]
+
+
+@pytest.fixture(scope="session")
+def bundled_passages() -> list[Passage]:
+    """The passages of the SciFact corpus bundled in the package (5,183 abstracts), as a workspace indexes them."""
+    from sleuth.pipelines.workspace import CorpusSource
+
+    return list(CorpusSource(bundled_dataset_dir(), "beir").passages())
+
+
+@pytest.fixture(scope="session")
+def bundled_claims() -> list[str]:
+    """The texts of the bundled SciFact's train queries (claims), in file order."""
+    from sleuth.corpus.beir import load_beir
+
+    return [q.text for q in load_beir(bundled_dataset_dir(), "train").queries]
 
 
 @pytest.fixture

@@ -13,7 +13,6 @@ backbone (a few MB, what can ship inside the package): ``load_encoder(path)`` lo
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.io import atomic_write_text
 from sleuth.models.registry import backbone_dir, backbone_name
 from sleuth.progress import progress
+from sleuth.train.budget import budgeted_batches, total_steps
 from sleuth.train.optimisation import Optimisation
 
 
@@ -178,26 +178,18 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
 
         st[0].model = add_lora(st[0].model, lora)
     st.train()
-    per_epoch = math.ceil(len(examples) / config.batch_size)
-    total = min(per_epoch * config.epochs, config.max_steps or per_epoch * config.epochs)
+    total = total_steps(len(examples), config.batch_size, config.epochs, config.max_steps)
     optimisation = Optimisation(st, config.lr, total, config.warmup_ratio, config.weight_decay, config.max_grad_norm)
     losses: list[float] = []
     start = time.perf_counter()
-    deadline = None if config.max_minutes is None else start + 60 * config.max_minutes
-
-    def finished() -> bool:
-        return len(losses) >= total or (deadline is not None and time.perf_counter() > deadline)
-
     with progress(f"training {Path(out).name}", total, "steps", config.show_progress) as task:
-        while not finished():
-            for batch in batches(examples, config.batch_size, rng):
-                if finished():
-                    break
-                queries, candidates, positives, masks = batch_layout(batch)
-                loss = contrastive_loss(embed(st, queries), embed(st, candidates), positives, masks, config.scale)
-                losses.append(optimisation.step(loss))
-                task.advance()
-                task.note(f"loss {losses[-1]:.3f}")
+        for batch in budgeted_batches(lambda: batches(examples, config.batch_size, rng), total, config.max_minutes,
+                                      start):
+            queries, candidates, positives, masks = batch_layout(batch)
+            loss = contrastive_loss(embed(st, queries), embed(st, candidates), positives, masks, config.scale)
+            losses.append(optimisation.step(loss))
+            task.advance()
+            task.note(f"loss {losses[-1]:.3f}")
     st.eval()
     out = Path(out)
     if lora is not None:

@@ -45,10 +45,6 @@ def test_several_hotpotqa_files_give_all_898_questions(data_dir):
     for example in ones:
         assert example.positive == f"{example.positive_id} {paragraphs[example.positive_id]}"
         assert set(example.negative_ids) <= set(paragraphs) - {e.positive_id for e in ones}
-    # one file with its corpus: the examples of before
-    alone, alone_corpus = load_hotpotqa(folder / "hotpot_train_100.json", folder / "hotpot_train_100_corpus.json")
-    assert {s: len(v) for s, v in hotpotqa_examples(alone, alone_corpus).items()} == {
-        "retrieval": 200, "expanded": 167, "reranking": 367, "linking": 83, "span": 61}
 
 
 def test_twowiki_examples_follow_the_evidences(twowiki):

@@ -322,69 +322,42 @@ def test_format_errors(tmp_path):
 # --- malformed input: every error names the file and the line (or record) and field --------------------------
 
 
-def test_malformed_jsonl_line_is_located(tmp_path):
-    path = write(tmp_path / "corpus.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "2", "text": "b"}\n{"_id": "3", \n')
-    with pytest.raises(InputError, match=r"corpus\.jsonl:3: malformed JSON"):
-        list(read_beir_corpus(path))
+HOTPOT_RECORDS = json.dumps([{"_id": "a", "question": "q"}, {"_id": "b"}])
+MUSIQUE_RECORDS = json.dumps([{"id": "x", "question": "q", "paragraphs": [{"title": "t"}]}])
 
 
-def test_missing_field_is_named(tmp_path):
-    path = write(tmp_path / "queries.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "2"}\n')
-    with pytest.raises(InputError, match=r"queries\.jsonl:2: field 'text': missing"):
-        list(read_beir_queries(path))
-    quest = write(tmp_path / "val.jsonl", '{"query": "q"}\n')
-    with pytest.raises(InputError, match=r"val\.jsonl:1: field 'docs': missing"):
-        list(read_quest_examples(quest))
+@pytest.mark.parametrize("name, text, read, message", [
+    ("corpus.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "2", "text": "b"}\n{"_id": "3", \n', read_beir_corpus,
+     r"corpus\.jsonl:3: malformed JSON"),
+    ("queries.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "2"}\n', read_beir_queries,
+     r"queries\.jsonl:2: field 'text': missing"),
+    ("val.jsonl", '{"query": "q"}\n', read_quest_examples, r"val\.jsonl:1: field 'docs': missing"),
+    ("docs.trec", "<DOC>\n<DOCNO>1</DOCNO>\nfine\n</DOC>\n<DOC>\nno number here\n</DOC>\n", read_trec_documents,
+     r"docs\.trec:5: field 'DOCNO'"),
+    ("open.trec", "<DOC>\n<DOCNO>1</DOCNO>\n<DOC>\n", read_trec_documents, r"open\.trec:3: <DOC> opened before"),
+    ("plain.trec", "hello\n", read_trec_documents, "no <DOC>"),
+    ("qrels.txt", "1 0 d1 1\n1 0 d2\n", read_qrels, r"qrels\.txt:2: expected 4 columns"),
+    ("test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\thigh\n", read_qrels, r"test\.tsv:2: relevance must be an integer"),
+    ("topics.tsv", "1\tfirst\n2 second\n", read_trec_topics, r"topics\.tsv:2: expected 'qid<TAB>query'"),
+    ("topics.trec", "<top>\n<num>1</num>\n</top>\n", read_trec_topics, r"topics\.trec:1: field 'title'"),
+    ("hotpot.json", '[\n{"_id": "a",\n "question": }\n]', read_hotpotqa_questions, r"hotpot\.json:3: malformed JSON"),
+    ("hotpot2.json", HOTPOT_RECORDS, read_hotpotqa_questions, r"hotpot2\.json\[1\]: field 'question': missing"),
+    ("musique.json", MUSIQUE_RECORDS, read_musique_questions,
+     r"musique\.json\[0\]\.paragraphs\[0\]: field 'paragraph_text'"),
+    ("dump.xml", "<mediawiki>\n<page><title>A</title>\n<ns>0</ns></pag>\n</mediawiki>\n", read_mediawiki,
+     r"dump\.xml:3: malformed XML"),
+])
+def test_malformed_input_is_located(tmp_path, name, text, read, message):
+    path = write(tmp_path / name, text)
+    with pytest.raises(InputError, match=message):
+        list(read(path))
 
 
-def test_sgml_document_without_docno(tmp_path):
-    path = write(tmp_path / "docs.trec", "<DOC>\n<DOCNO>1</DOCNO>\nfine\n</DOC>\n<DOC>\nno number here\n</DOC>\n")
-    with pytest.raises(InputError, match=r"docs\.trec:5: field 'DOCNO'"):
-        list(read_trec_documents(path))
-    unclosed = write(tmp_path / "open.trec", "<DOC>\n<DOCNO>1</DOCNO>\n<DOC>\n")
-    with pytest.raises(InputError, match=r"open\.trec:3: <DOC> opened before"):
-        list(read_trec_documents(unclosed))
-    not_trec = write(tmp_path / "plain.trec", "hello\n")
-    with pytest.raises(InputError, match="no <DOC>"):
-        list(read_trec_documents(not_trec))
-
-
-def test_bad_qrels_and_topic_lines(tmp_path):
-    qrels = write(tmp_path / "qrels.txt", "1 0 d1 1\n1 0 d2\n")
-    with pytest.raises(InputError, match=r"qrels\.txt:2: expected 4 columns"):
-        read_qrels(qrels)
-    beir = write(tmp_path / "test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\thigh\n")
-    with pytest.raises(InputError, match=r"test\.tsv:2: relevance must be an integer"):
-        read_qrels(beir)
-    topics = write(tmp_path / "topics.tsv", "1\tfirst\n2 second\n")
-    with pytest.raises(InputError, match=r"topics\.tsv:2: expected 'qid<TAB>query'"):
-        list(read_trec_topics(topics))
-    sgml = write(tmp_path / "topics.trec", "<top>\n<num>1</num>\n</top>\n")
-    with pytest.raises(InputError, match=r"topics\.trec:1: field 'title'"):
-        list(read_trec_topics(sgml))
-
-
-def test_whole_file_json_errors_name_file_and_record(tmp_path):
-    broken = write(tmp_path / "hotpot.json", '[\n{"_id": "a",\n "question": }\n]')
-    with pytest.raises(InputError, match=r"hotpot\.json:3: malformed JSON"):
-        list(read_hotpotqa_questions(broken))
-    records = write(tmp_path / "hotpot2.json", json.dumps([{"_id": "a", "question": "q"}, {"_id": "b"}]))
-    with pytest.raises(InputError, match=r"hotpot2\.json\[1\]: field 'question': missing"):
-        list(read_hotpotqa_questions(records))
-    bad_paragraph = [{"id": "x", "question": "q", "paragraphs": [{"title": "t"}]}]
-    musique = write(tmp_path / "musique.json", json.dumps(bad_paragraph))
-    with pytest.raises(InputError, match=r"musique\.json\[0\]\.paragraphs\[0\]: field 'paragraph_text'"):
-        list(read_musique_questions(musique))
+def test_malformed_table_names_its_file_and_field(tmp_path):
     (tmp_path / "tables").mkdir()
     write(tmp_path / "tables" / "t_0.json", json.dumps({"uid": "t_0", "header": [["h", []]], "data": [["bad"]]}))
     with pytest.raises(InputError, match=r"t_0\.json: field 'data'"):
         list(read_ottqa_tables(tmp_path))
-
-
-def test_malformed_xml_is_located(tmp_path):
-    path = write(tmp_path / "dump.xml", "<mediawiki>\n<page><title>A</title>\n<ns>0</ns></pag>\n</mediawiki>\n")
-    with pytest.raises(InputError, match=r"dump\.xml:3: malformed XML"):
-        list(read_mediawiki(path))
 
 
 def test_generic_jsonl_field_mapping(tmp_path):

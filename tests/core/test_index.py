@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-
 import bm25s
 import numpy as np
 import pytest
@@ -122,32 +116,12 @@ def test_failed_rebuild_keeps_the_old_index(tmp_path, scifact_passages):
     assert [p.name for p in tmp_path.iterdir()] == ["ix"]  # no temporary directory left behind
 
 
-def test_killed_rebuild_keeps_the_old_index(tmp_path, scifact_rows):
+def test_killed_rebuild_keeps_the_old_index(tmp_path, scifact_rows, killed_build):
     """kill -9 in the middle of a build: the previous index still loads and serves."""
-    corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps(r) + "\n" for r in scifact_rows), encoding="utf-8")
     target = tmp_path / "ix"
     rows = [Passage(r["_id"], r["_id"], r["text"], (r["title"],)) for r in scifact_rows[:50]]
     BM25Index.build(rows, target, show_progress=False)
-    script = f"""
-import json, time
-from sleuth.corpus.model import Passage
-from sleuth.index.bm25 import BM25Index
-def slow():
-    for line in open({str(corpus)!r}):
-        r = json.loads(line)
-        yield Passage(r["_id"], r["_id"], r["text"], (r["title"],))
-    print("READY", flush=True)
-    time.sleep(60)
-BM25Index.build(slow(), {str(target)!r}, show_progress=False)
-"""
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "READY"
-        assert any(p.name.startswith(".ix.tmp-") for p in tmp_path.iterdir())
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    killed_build(target)
     assert BM25Index.load(target).manifest.count == 50
 
 

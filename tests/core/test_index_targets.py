@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -53,31 +52,16 @@ def test_rebuild_replaces_an_index_but_not_its_updates(sleuth, tmp_path, scifact
     assert BM25Index.load(out).manifest.count == 400
 
 
-def test_next_build_removes_leftovers_of_killed_builds_only(tmp_path, scifact_rows):
+def test_next_build_removes_leftovers_of_killed_builds_only(tmp_path, scifact_rows, killed_build):
     """A build killed with -9 leaves .ix.tmp-HOST-PID-*; the next build removes it, but not a live build's folder,
     another host's, or a name sleuth does not write."""
     target = tmp_path / "ix"
     rows = [Passage(r["_id"], r["_id"], r["text"], (r["title"],)) for r in scifact_rows[:50]]
-    script = f"""
-import time
-from sleuth.corpus.model import Passage
-from sleuth.index.bm25 import BM25Index
-def slow():
-    yield Passage("a", "a", "some text")
-    print("READY", flush=True)
-    time.sleep(60)
-BM25Index.build(slow(), {str(target)!r}, show_progress=False)
-"""
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout.readline().strip() == "READY"
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
+    pid = killed_build(target)
     killed = [p for p in tmp_path.iterdir() if p.name.startswith(".ix.tmp-")]
-    assert len(killed) == 1 and f"-{proc.pid}-" in killed[0].name
+    assert len(killed) == 1 and f"-{pid}-" in killed[0].name
     kept = [tmp_path / f".ix.tmp-{socket.gethostname()}-{os.getpid()}-0123abcd",  # a live process
-            tmp_path / f".ix.tmp-elsewhere-{proc.pid}-0123abcd", tmp_path / ".ix.tmp-0123abcd", tmp_path / "other"]
+            tmp_path / f".ix.tmp-elsewhere-{pid}-0123abcd", tmp_path / ".ix.tmp-0123abcd", tmp_path / "other"]
     for path in kept:
         path.mkdir()
     BM25Index.build(rows, target, show_progress=False)

@@ -11,8 +11,6 @@ import time
 import numpy as np
 import pytest
 
-from sleuth.corpus.beir import load_beir
-from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.errors import ShardUnavailableError
 from sleuth.index.bm25 import BM25Index
 from sleuth.index.sharded import ShardedBM25Index
@@ -21,13 +19,13 @@ from sleuth.pipelines.workspace import CorpusSource
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'sleuth[ray]')")
 
 @pytest.fixture(scope="module")
-def passages():
-    return list(CorpusSource(bundled_dataset_dir(), "beir").passages())[:600]
+def passages(bundled_passages):
+    return bundled_passages[:600]
 
 
 @pytest.fixture(scope="module")
-def claims() -> list[str]:
-    return [q.text for q in load_beir(bundled_dataset_dir(), "train").queries[:200]]
+def claims(bundled_claims) -> list[str]:
+    return bundled_claims[:200]
 
 
 @pytest.fixture(scope="module")

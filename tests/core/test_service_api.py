@@ -354,11 +354,13 @@ def test_the_page_and_its_files(client):
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "script-src 'self'" in page.headers["content-security-policy"]
     assert '<select id="pipeline"' in page.text and "/static/app.js" in page.text
-    for name, kind in (("app.js", "javascript"), ("style.css", "text/css"), ("favicon.svg", "image/svg+xml")):
+    for name, kind in (("dom.js", "javascript"), ("app.js", "javascript"), ("style.css", "text/css"),
+                       ("favicon.svg", "image/svg+xml")):
         got = client.get(f"/static/{name}")
         assert got.status_code == 200 and kind in got.headers["content-type"], name
-    script = client.get("/static/app.js").text  # server text only goes through textContent
-    assert not any(sink in script for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"))
+    for name in ("dom.js", "app.js"):  # server text only goes through textContent
+        script = client.get(f"/static/{name}").text
+        assert not any(sink in script for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write"))
     assert error(client.get("/static/missing.js"), 404)
     assert error(client.get("/static/../app.py"), 404)
     assert error(client.get("/static/%2e%2e/app.py"), 404)

@@ -7,23 +7,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sleuth.corpus.beir import load_beir
-from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.errors import ConfigError, IndexError_, InputError
 from sleuth.index.manifest import current_generation, read_manifest
 from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex, index_kind
 from sleuth.index.updates import add_documents, delete_documents, generations
-from sleuth.pipelines.workspace import CorpusSource
 
 
 @pytest.fixture(scope="module")
-def passages():
-    return list(CorpusSource(bundled_dataset_dir(), "beir").passages())[:460]
+def passages(bundled_passages):
+    return bundled_passages[:460]
 
 
 @pytest.fixture(scope="module")
-def claims() -> list[str]:
-    return [q.text for q in load_beir(bundled_dataset_dir(), "train").queries[:40]]
+def claims(bundled_claims) -> list[str]:
+    return bundled_claims[:40]
 
 
 def scores_by_id(index, text: str) -> dict[str, float]:

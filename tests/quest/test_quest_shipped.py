@@ -143,6 +143,7 @@ def test_the_quest_page_and_its_files_are_served_with_the_security_headers(clien
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert "default-src 'none'" in page.headers["content-security-policy"]
     assert 'src="/quest/static/quest.js"' in page.text and 'id="members"' in page.text
+    assert client.get("/static/dom.js").status_code == 200 and 'src="/static/dom.js"' in page.text  # shared helpers
     script = client.get("/quest/static/quest.js")
     assert script.status_code == 200 and "/quest/predict" in script.text and "innerHTML" not in script.text
 

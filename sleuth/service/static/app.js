@@ -16,16 +16,6 @@ let perQueryExtras = [];
 let hopScoreExtras = [];
 let perQueryCountExtras = [];
 
-const $ = (id) => document.getElementById(id);
-
-/** An element with a class and text (text is set with textContent, so it is never parsed as HTML). */
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
-
 /** The query's content words, longest first (stopwords dropped unless nothing is left). */
 function queryTerms(query) {
   const words = [...new Set((query.toLowerCase().match(WORD) || []))];

@@ -35,6 +35,16 @@ def check_obfuscation_count(n: int) -> int:
     return n
 
 
+def chosen_epsilon(mechanism: str, epsilon: float | None) -> float | None:
+    """The epsilon ``mechanism`` runs with: ``--epsilon`` (checked) or the default for a DP mechanism, none for a
+    baseline (which refuses an ``--epsilon``)."""
+    if mechanism in MECHANISMS:
+        return check_epsilon(DEFAULT_EPSILON if epsilon is None else epsilon)
+    if epsilon is not None:
+        raise ConfigError(f"{mechanism} is not a DP mechanism and takes no --epsilon")
+    return None
+
+
 def obfuscate(
     query: str = typer.Argument(..., help="The query to obfuscate."),
     mechanism: str = typer.Option(DEFAULT_MECHANISM, help=f"One of {', '.join(OBFUSCATORS)}."),
@@ -50,11 +60,8 @@ def obfuscate(
     """Print n obfuscated versions of a query (nothing is sent anywhere)."""
     if mechanism not in OBFUSCATORS:
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(OBFUSCATORS)})")
-    if mechanism in BASELINES and epsilon is not None:
-        raise ConfigError(f"{mechanism} is not a DP mechanism and takes no --epsilon")
     check_obfuscation_count(n)
-    if mechanism in MECHANISMS:
-        epsilon = check_epsilon(DEFAULT_EPSILON if epsilon is None else epsilon)
+    epsilon = chosen_epsilon(mechanism, epsilon)
     if oov not in OOV_POLICIES:
         raise ConfigError(f"unknown out-of-vocabulary policy '{oov}' (known: {', '.join(OOV_POLICIES)})")
     vocabulary = corpus_words(vocabulary_from) if vocabulary_from else None
@@ -100,10 +107,7 @@ def private_search(
     if mechanism not in MECHANISMS + ("aed",):
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(MECHANISMS)}, aed)")
     check_obfuscation_count(n)
-    if mechanism in MECHANISMS:
-        epsilon = check_epsilon(DEFAULT_EPSILON if epsilon is None else epsilon)
-    elif epsilon is not None:
-        raise ConfigError(f"{mechanism} is not a DP mechanism and takes no --epsilon")
+    epsilon = chosen_epsilon(mechanism, epsilon)
     obfuscator = build_obfuscators([mechanism], "glove-6b-50d", None, "drop")[mechanism]
     if rerank_depth < 0:
         raise ConfigError(f"--rerank-depth must be 0 (the whole pool) or a positive integer, got {rerank_depth}")

@@ -28,6 +28,7 @@ from sleuth.io import atomic_directory, atomic_write_text
 from sleuth.models.cross_encoder import DEFAULT_BACKBONE, MAX_LENGTH, CrossEncoderClassifier, pair_text
 from sleuth.progress import progress
 from sleuth.stages.run import Run
+from sleuth.train.budget import budgeted_batches, total_steps
 from sleuth.train.optimisation import Optimisation
 
 TRAINING_FILE = "training.json"
@@ -142,30 +143,26 @@ def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig 
         classifier.add_lora(LoraSettings(rank=config.lora_rank, alpha=2 * config.lora_rank,
                                          layers=config.lora_layers))
     model = classifier.model
-    steps_per_epoch = -(-len(pairs) // config.batch_size)
-    total = steps_per_epoch * config.epochs if config.max_steps is None else min(config.max_steps,
-                                                                                steps_per_epoch * config.epochs)
+    total = total_steps(len(pairs), config.batch_size, config.epochs, config.max_steps)
     optimisation = Optimisation(model, config.learning_rate, total, config.warmup_ratio, config.weight_decay,
                                 max_grad_norm=1.0)
     loss_fn = torch.nn.BCEWithLogitsLoss()
     rng = random.Random(config.seed)
     losses: list[float] = []
-    deadline = None if config.max_minutes is None else time.perf_counter() + 60 * config.max_minutes
+    texts = [text for text, _ in pairs]
     model.train()
     with progress("training classifier", total, "steps", show_progress) as bar:
-        for _ in range(config.epochs):
-            for indices in length_grouped_batches([text for text, _ in pairs], config.batch_size, rng):
-                if len(losses) >= total or (deadline is not None and time.perf_counter() > deadline):
-                    break
-                started = time.perf_counter()
-                batch = [pairs[i] for i in indices]
-                inputs = classifier.tokenize([text for text, _ in batch])
-                labels = torch.tensor([label for _, label in batch], dtype=torch.float32, device=device)
-                losses.append(optimisation.step(loss_fn(model(**inputs).logits.reshape(-1), labels)))
-                if seconds is not None:
-                    seconds.append(time.perf_counter() - started)
-                bar.advance()
-                bar.note(f"loss {sum(losses[-20:]) / len(losses[-20:]):.3f}")
+        for indices in budgeted_batches(lambda: length_grouped_batches(texts, config.batch_size, rng), total,
+                                        config.max_minutes):
+            started = time.perf_counter()
+            batch = [pairs[i] for i in indices]
+            inputs = classifier.tokenize([text for text, _ in batch])
+            labels = torch.tensor([label for _, label in batch], dtype=torch.float32, device=device)
+            losses.append(optimisation.step(loss_fn(model(**inputs).logits.reshape(-1), labels)))
+            if seconds is not None:
+                seconds.append(time.perf_counter() - started)
+            bar.advance()
+            bar.note(f"loss {sum(losses[-20:]) / len(losses[-20:]):.3f}")
     model.eval()
     return classifier, losses
 

@@ -3,15 +3,6 @@
    per constraint for a set-operation pipeline, plus the whole query's when it is anchored). Server text only reaches the page through textContent. */
 "use strict";
 
-const $ = (id) => document.getElementById(id);
-
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined && text !== null) node.textContent = String(text);
-  return node;
-}
-
 function scoreCell(score) {
   const cell = el("td", "score");
   const bar = el("span", "bar");
