@@ -128,18 +128,12 @@ def by_shard(positions: Sequence[int] | np.ndarray, offsets: np.ndarray,
     return [(int(s), np.flatnonzero(owner == s), rows[owner == s] - offsets[s]) for s in np.unique(owner)]
 
 
-def write_root_manifest(directory: Path, manifest: Manifest) -> None:
-    """The sharded manifest, written last: :func:`~sleuth.index.manifest.write_manifest` lists each shard's manifest
-    (each shard's own manifest lists its files), as an update's commit does."""
-    write_manifest(directory, manifest)
-
-
 def write_sharded(directory: Path | None, shards: Sequence[BM25Index | DenseIndex], manifest: Manifest) -> None:
     """Every shard as an ordinary index directory ``shard-NNN`` of ``directory``, then the sharded manifest; nothing
     when the index is built in memory only (``directory`` None)."""
     if directory is not None:
         write_shards(directory, shards)
-        write_root_manifest(directory, manifest)
+        write_manifest(directory, manifest)  # written last; it lists each shard's manifest, not the shards' files
 
 
 def write_shards(directory: Path, shards: Sequence[BM25Index | DenseIndex]) -> None:

@@ -31,8 +31,8 @@ from sleuth.errors import ConfigError, InputError
 from sleuth.index.bm25 import BM25Params
 from sleuth.index.bm25_stats import GlobalStats, ShardCounts, merged_vocabulary
 from sleuth.index.docstore import DocStore
-from sleuth.index.manifest import build_directory
-from sleuth.index.sharded import bm25_root_manifest, shard_bounds, write_root_manifest
+from sleuth.index.manifest import build_directory, write_manifest
+from sleuth.index.sharded import bm25_root_manifest, shard_bounds
 from sleuth.index.tokenize import Analyzer
 from sleuth.pipelines.workspace import CorpusSource
 from sleuth.scale.ray_build import RayOptions
@@ -221,7 +221,7 @@ def write_shards(writers: list[Any], pieces: list[Any], bounds: list[tuple[int, 
                            for i, w in enumerate(writers)])
         if written != [c for _, c in bounds]:
             raise RuntimeError(f"Ray shard writers wrote {written} rows, planned {[c for _, c in bounds]}")
-        write_root_manifest(tmp, bm25_root_manifest(bounds, params, analyzer, stats, info))
+        write_manifest(tmp, bm25_root_manifest(bounds, params, analyzer, stats, info))
 
 
 def build_dense_reading_on_ray(source: CorpusSource, path: str | Path, shards: int, encoder: str = "minilm",
@@ -246,7 +246,7 @@ def build_dense_reading_on_ray(source: CorpusSource, path: str | Path, shards: i
                 raise RuntimeError(f"Ray shard writers wrote {[c for c, _, _ in written]} rows, planned "
                                    f"{[c for _, c in bounds]}")
             _, spec, dim = written[0]
-            write_root_manifest(tmp, dense_root_manifest(bounds, factory, spec, dim, info))
+            write_manifest(tmp, dense_root_manifest(bounds, factory, spec, dim, info))
     finally:
         for w in writers:
             ray.kill(w)

@@ -1,4 +1,4 @@
-"""The service's web page: ``/`` serves ``static/index.html`` and ``/static/*`` its CSS, script and icon.
+"""The service's web page: ``/`` serves ``static/index.html`` and ``/static/*`` its CSS, scripts and icon.
 
 Plain HTML, CSS and JavaScript shipped inside the package (no build step, nothing fetched from the network). The
 page calls ``/pipelines`` and ``/search`` with ``extras: true``, highlights the query's words in each passage, draws

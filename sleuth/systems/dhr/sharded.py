@@ -40,7 +40,6 @@ from sleuth.index.sharded import (
     scatter,
     shard_name,
     take_merged,
-    write_root_manifest,
 )
 from sleuth.systems.dhr.index import HierarchicalIndex, prior_applies
 from sleuth.systems.dhr.stages import ParallelParams, ParallelRanking, parallel_document_scores, rank_parallel
@@ -90,7 +89,7 @@ def shard_hierarchical(index: HierarchicalIndex, path: str | Path, shards: int) 
             write_manifest(where, own)
             listing.append({"path": shard_name(i), "offset": start, "count": stop - start, "document_offset": first,
                             "documents": end - first})
-        write_root_manifest(tmp, Manifest(kind=SHARDED_HIERARCHICAL, count=len(index), dimensions=manifest.dimensions,
+        write_manifest(tmp, Manifest(kind=SHARDED_HIERARCHICAL, count=len(index), dimensions=manifest.dimensions,
                                           encoder=manifest.encoder, corpus=manifest.corpus,
                                           params={**manifest.params, "shards": listing}))
     return Path(path)
