@@ -33,7 +33,7 @@ def update(
 
             loaded = load_encoder(encoder, device=device)
         passages = passages_from_records(obj for _, obj in iter_jsonl(add))
-        manifest = add_documents(index, passages, encoder=loaded)
+        manifest = add_documents(index, passages, encoder=loaded, device=device)
         done = f"added {len(passages):,}"
     elif delete is not None:  # always so here: exactly one of --add / --delete was checked above
         ids = list(dict.fromkeys(item.strip() for item in delete.split(",") if item.strip()))  # a,a deletes one

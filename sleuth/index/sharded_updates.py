@@ -56,7 +56,7 @@ def smallest(counts: Sequence[int] | np.ndarray) -> int:
 
 # --- sharded BM25 -----------------------------------------------------------------------------------------------------
 
-def add_bm25(index_dir: Path, passages: list[Passage], encoder: Any = None) -> Manifest:
+def add_bm25(index_dir: Path, passages: list[Passage], encoder: Any = None, device: str = "cpu") -> Manifest:
     current = ShardedBM25Index.load(index_dir)
     check_new_ids(current.docstore, passages, index_dir)
     parts = [shard.docstore for shard in current.shards]
@@ -86,10 +86,10 @@ def _commit_bm25(index_dir: Path, current: ShardedBM25Index, parts: list[DocStor
 
 # --- sharded dense ----------------------------------------------------------------------------------------------------
 
-def add_dense(index_dir: Path, passages: list[Passage], encoder: Any = None) -> Manifest:
+def add_dense(index_dir: Path, passages: list[Passage], encoder: Any = None, device: str = "cpu") -> Manifest:
     current = ShardedDenseIndex.load(index_dir)
     check_new_ids(current.docstore, passages, index_dir)
-    encoder = new_passage_encoder(encoder, current.encoder_spec, current.dim, index_dir)
+    encoder = new_passage_encoder(encoder, current.encoder_spec, current.dim, index_dir, device)
     added = DocStore.from_passages(passages)
     vectors = np.ascontiguousarray(encoder.encode_passages(added.contents(), show_progress=False), dtype=np.float32)
     shards = list(current.shards)

@@ -75,11 +75,12 @@ __all__ = ["GENERATION", "LOCK", "Updater", "add_documents", "check_new_ids", "c
 
 @dataclass(frozen=True)
 class Updater:
-    """How a system updates its own index kind: ``add(index_dir, passages, encoder) -> Manifest`` and
+    """How a system updates its own index kind: ``add(index_dir, passages, encoder, device) -> Manifest`` (``device``:
+    where the recorded encoders run when ``encoder`` is None) and
     ``delete(index_dir, ids) -> Manifest``, called with the directory's update lock held; both end with
     :func:`commit_generation`."""
 
-    add: Callable[[Path, list[Passage], Any], Manifest]
+    add: Callable[[Path, list[Passage], Any, str], Manifest]
     delete: Callable[[Path, list[str]], Manifest]
 
 
@@ -113,11 +114,11 @@ def passages_from_records(records: Iterable[dict[str, Any]]) -> list[Passage]:
     return passages
 
 
-def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=None) -> Manifest:
+def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=None, device: str = "cpu") -> Manifest:
     """Add passages to a bm25 or dense index directory as a new generation; returns the new manifest.
 
     A passage id already in the index (or twice in ``passages``) is an error; nothing changes then. ``encoder``
-    (dense only) defaults to the encoder the manifest records.
+    (dense only) defaults to the encoder the manifest records, loaded on ``device``.
     """
     passages = list(passages)
     if not passages:
@@ -125,14 +126,14 @@ def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=No
     with _locked(index_dir):
         kind = read_manifest(current_generation(index_dir)).kind
         if kind not in ("bm25", "dense"):
-            return system_updater(kind, index_dir).add(Path(index_dir), passages, encoder)
+            return system_updater(kind, index_dir).add(Path(index_dir), passages, encoder, device)
         current = _current(index_dir)
         check_new_ids(current.docstore, passages, index_dir)
         added = DocStore.from_passages(passages)
         docstore = DocStore.concat([current.docstore, added])
         if isinstance(current, BM25Index):
             return _write_bm25(index_dir, current, docstore)
-        encoder = new_passage_encoder(encoder, current.encoder_spec, current.dim, index_dir)
+        encoder = new_passage_encoder(encoder, current.encoder_spec, current.dim, index_dir, device)
         vectors = encoder.encode_passages(added.contents(), show_progress=False)
         index = current.index  # a private copy read from disk by _current: appending leaves the served one alone
         index.add(np.ascontiguousarray(vectors, dtype=np.float32))
@@ -162,9 +163,10 @@ def delete_documents(index_dir: str | Path, ids: Sequence[str]) -> Manifest:
         return _write_dense(index_dir, current, docstore, index)
 
 
-def new_passage_encoder(encoder: Encoder | None, spec: dict[str, Any], dim: int, index_dir: str | Path) -> Encoder:
+def new_passage_encoder(encoder: Encoder | None, spec: dict[str, Any], dim: int, index_dir: str | Path,
+                        device: str = "cpu") -> Encoder:
     """The encoder of an update's new dense passages, for sharded and unsharded indexes alike: ``encoder`` when
-    given, else the one the index's manifest records, loaded as a search loads it
+    given, else the one the index's manifest records, loaded on ``device`` as a search loads it
     (:func:`sleuth.models.registry.encoder_from_spec`: name, prefixes, normalisation, maximum length); a
     ConfigError when its dimension is not the index's."""
     if encoder is None:
@@ -172,7 +174,7 @@ def new_passage_encoder(encoder: Encoder | None, spec: dict[str, Any], dim: int,
 
         if not spec.get("name"):
             raise ConfigError(f"{index_dir}: the manifest records no encoder; name the encoder of new documents")
-        encoder = encoder_from_spec(spec)
+        encoder = encoder_from_spec(spec, device)
     if encoder.dim != dim:
         raise ConfigError(f"encoder '{encoder.name}' gives {encoder.dim} dimensions, the index has {dim}")
     return encoder

@@ -205,6 +205,21 @@ def test_dense_and_sharded_updates_load_the_recorded_encoder_alike(tmp_path, sci
         np.testing.assert_allclose(index.vectors([index.docstore.position(p.id) for p in new]), expected, atol=1e-6)
 
 
+def test_updates_load_the_recorded_encoder_on_the_given_device(tmp_path, scifact_passages):
+    """The device of an update reaches the encoder the manifest records, for an unsharded and a sharded dense index
+    (checked through the device check: a device name no machine has is a one-line ConfigError, nothing written)."""
+    from sleuth.index.sharded import ShardedDenseIndex
+    from sleuth.models.registry import load_encoder
+
+    encoder = load_encoder("minilm-onnx", max_length=16)
+    DenseIndex.build(scifact_passages[:10], encoder, tmp_path / "dense", show_progress=False)
+    ShardedDenseIndex.build(scifact_passages[:10], encoder, tmp_path / "sharded", shards=2, show_progress=False)
+    for target, kind in ((tmp_path / "dense", DenseIndex), (tmp_path / "sharded", ShardedDenseIndex)):
+        with pytest.raises(ConfigError, match="unknown device 'tpu'"):
+            add_documents(target, scifact_passages[10:12], device="tpu")
+        assert len(kind.load(target)) == 10
+
+
 # --- CLI and service ------------------------------------------------------------------------------------------------
 
 def test_update_command_adds_and_deletes(sleuth, tmp_path, scifact_passages):

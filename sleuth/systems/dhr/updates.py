@@ -33,12 +33,12 @@ def take(store: DocStore, rows: Sequence[int]) -> DocStore:
     return DocStore(*([getattr(store, name)[i] for i in rows] for name in ("ids", "doc_ids", "titles", "texts")))
 
 
-def encoders(index: HierarchicalIndex, encoder: Encoder | None) -> tuple[Encoder, Encoder]:
+def encoders(index: HierarchicalIndex, encoder: Encoder | None, device: str = "cpu") -> tuple[Encoder, Encoder]:
     """Document and passage encoders: the given one for passages (and for documents when the index used one model
-    for both), else the ones the manifest records; dimensions are checked."""
+    for both), else the ones the manifest records, on ``device``; dimensions are checked."""
     shared = index.document_encoder_spec == index.passage_encoder_spec
-    passage = encoder or encoder_from_spec(index.passage_encoder_spec)
-    document = passage if shared else encoder_from_spec(index.document_encoder_spec)
+    passage = encoder or encoder_from_spec(index.passage_encoder_spec, device)
+    document = passage if shared else encoder_from_spec(index.document_encoder_spec, device)
     for what, model, dim in (("passage", passage, index.passage_vectors.shape[1]),
                              ("document", document, index.document_vectors.shape[1])):
         if model.dim != dim:
@@ -46,7 +46,7 @@ def encoders(index: HierarchicalIndex, encoder: Encoder | None) -> tuple[Encoder
     return document, passage
 
 
-def add(index_dir: Path, passages: list[Passage], encoder: Encoder | None = None) -> Manifest:
+def add(index_dir: Path, passages: list[Passage], encoder: Encoder | None = None, device: str = "cpu") -> Manifest:
     """Add passages (grouped into documents by ``doc_id``) as a new generation."""
     current = HierarchicalIndex.load(index_dir, mmap=False)
     seen: set[str] = set()
@@ -61,7 +61,7 @@ def add(index_dir: Path, passages: list[Passage], encoder: Encoder | None = None
     for p in passages:
         groups.setdefault(p.doc_id, []).append(p)
     new_docs = [doc_id for doc_id in groups if current.documents.position(doc_id) is None]
-    document_encoder, passage_encoder = encoders(current, encoder)
+    document_encoder, passage_encoder = encoders(current, encoder, device)
     firsts = [groups[doc_id][0] for doc_id in new_docs]
     representations = [document_representation(Document(p.doc_id, p.title, p.text), separator) for p in firsts]
     added_passages = DocStore.from_passages(passages, title_separator=separator)
