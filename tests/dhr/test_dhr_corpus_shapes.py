@@ -3,15 +3,15 @@ mixed with 600 NQ passages (long + short documents), the articles alone (long do
 alone (one- or few-passage documents). Questions: every 8th SQuAD question and the NQ questions whose gold passage is
 in the slice. ``dhr`` must be within .005 of ``dense`` (or above) at R@1, R@20 and nDCG@10 on each shape; on the
 articles alone the default before issue 32 (the document's best passage score added, lam 1) was below at R@20.
-Real MiniLM, real data (slow: the three workspaces share one encoder memo, so the ~1,250 passages are encoded once).
+Real MiniLM, real data (slow: the three workspaces share one encoder and its memo, so the ~1,250 passages are
+encoded once).
 """
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
+from bench.dhr_shape_grid import shared_workspaces
 from sleuth.corpus.model import Query
 from sleuth.corpus.squad import read_squad_questions
 from sleuth.eval.measures import evaluate
@@ -19,6 +19,7 @@ from sleuth.pipelines.config import load_pipeline
 from sleuth.pipelines.mixed_source import with_distractors
 from sleuth.pipelines.sources import corpus_source
 from sleuth.pipelines.workspace import Workspace
+from tests.squad_nq_support import nq_slice
 
 NQ_PASSAGES = 600
 SQUAD_EVERY = 8
@@ -31,21 +32,13 @@ def shapes(data_dir, tmp_path_factory):
     """Workspaces over the three corpora (one shared passage memo) and the SQuAD and NQ questions."""
     folder = tmp_path_factory.mktemp("dhr-shapes")
     squad = data_dir / "squad2" / "dev-v2.0.json"
-    lines = (data_dir / "nq" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:NQ_PASSAGES]
-    nq_corpus = folder / "nq.jsonl"
-    nq_corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    in_slice = {json.loads(line)["_id"] for line in lines}
-    nq = [json.loads(line) for line in (data_dir / "nq" / "questions.jsonl").open(encoding="utf-8")]
+    nq_corpus, nq = nq_slice(data_dir, folder, NQ_PASSAGES)
     squad_questions = [Query(q.id, q.text, metadata={"gold": q.metadata["gold_passage"]})
                        for q in list(read_squad_questions(squad))[::SQUAD_EVERY]]
-    nq_questions = [Query(q["id"], q["question"], metadata={"gold": q["gold_passage"]})
-                    for q in nq if q["gold_passage"] in in_slice]
+    nq_questions = [Query(q["id"], q["question"], metadata={"gold": q["gold_passage"]}) for q in nq]
     sources = {"mixed": with_distractors(corpus_source(squad), (nq_corpus,)), "articles": corpus_source(squad),
                "short": corpus_source(nq_corpus)}
-    workspaces = {name: Workspace(source, show_progress=False, home=folder / "home") for name, source in sources.items()}
-    memo = workspaces["mixed"].encoder("minilm").passage_memo
-    for ws in workspaces.values():
-        ws.encoder("minilm").passage_memo = memo  # the same texts in every shape: each passage encoded once
+    workspaces = shared_workspaces(sources, home=folder / "home")  # one encoder: each passage encoded once
     return workspaces, squad_questions, nq_questions
 
 

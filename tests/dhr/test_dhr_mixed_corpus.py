@@ -6,8 +6,6 @@ for the second pipeline)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from sleuth.corpus.model import Query
@@ -15,6 +13,7 @@ from sleuth.corpus.squad import read_squad_questions
 from sleuth.pipelines.config import load_pipeline
 from sleuth.pipelines.mixed_source import MixedCorpusSource
 from sleuth.pipelines.workspace import Workspace
+from tests.squad_nq_support import nq_slice, squad_articles
 
 ARTICLES = ("Force", "Warsaw")  # evaluation articles of the default split: the length prior was not chosen on them
 NQ_PASSAGES = 600
@@ -24,19 +23,12 @@ NQ_PASSAGES = 600
 def mixed(data_dir, tmp_path_factory):
     """A workspace over the two articles + the NQ slice, and the SQuAD and NQ questions with their gold passages."""
     folder = tmp_path_factory.mktemp("dhr-mixed")
-    squad = json.loads((data_dir / "squad2" / "dev-v2.0.json").read_text(encoding="utf-8"))
-    squad["data"] = [article for article in squad["data"] if article["title"] in ARTICLES]
-    (folder / "squad.json").write_text(json.dumps(squad), encoding="utf-8")
-    lines = (data_dir / "nq" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:NQ_PASSAGES]
-    (folder / "nq.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    in_slice = {json.loads(line)["_id"] for line in lines}
-    nq = [json.loads(line) for line in (data_dir / "nq" / "questions.jsonl").open(encoding="utf-8")]
+    squad = squad_articles(data_dir, folder, ARTICLES)
+    nq_corpus, nq = nq_slice(data_dir, folder, NQ_PASSAGES)
     squad_questions = [Query(q.id, q.text, metadata={"gold": q.metadata["gold_passage"]})
-                       for q in read_squad_questions(folder / "squad.json")]
-    nq_questions = [Query(q["id"], q["question"], metadata={"gold": q["gold_passage"]})
-                    for q in nq if q["gold_passage"] in in_slice]
-    ws = Workspace(MixedCorpusSource(folder / "squad.json", distractors=(folder / "nq.jsonl",)), show_progress=False,
-                   home=folder / "home")
+                       for q in read_squad_questions(squad)]
+    nq_questions = [Query(q["id"], q["question"], metadata={"gold": q["gold_passage"]}) for q in nq]
+    ws = Workspace(MixedCorpusSource(squad, distractors=(nq_corpus,)), show_progress=False, home=folder / "home")
     return ws, squad_questions, nq_questions
 
 

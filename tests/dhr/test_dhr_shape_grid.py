@@ -5,8 +5,6 @@ Real MiniLM, real data (about 150 texts encoded)."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -16,6 +14,7 @@ from sleuth.corpus.squad import read_squad_questions
 from sleuth.pipelines.mixed_source import with_distractors
 from sleuth.pipelines.sources import corpus_source
 from sleuth.systems.dhr.index import prior_applies, top_k
+from tests.squad_nq_support import nq_slice, squad_articles
 
 ARTICLES = ("1973_oil_crisis", "Packet_switching")  # the two shortest dev articles (24 and 23 paragraphs)
 NQ_PASSAGES = 50
@@ -27,16 +26,10 @@ K = 10
 def small(data_dir, tmp_path_factory):
     """The workspace of the small mixed corpus, its ``dhr`` index, the questions and their vectors."""
     folder = tmp_path_factory.mktemp("shape-grid")
-    dev = json.loads((data_dir / "squad2" / "dev-v2.0.json").read_text(encoding="utf-8"))
-    squad = folder / "squad.json"
-    squad.write_text(json.dumps({**dev, "data": [a for a in dev["data"] if a["title"] in ARTICLES]}), encoding="utf-8")
-    lines = (data_dir / "nq" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:NQ_PASSAGES]
-    nq_corpus = folder / "nq.jsonl"
-    nq_corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    in_slice = {json.loads(line)["_id"] for line in lines}
-    nq = [json.loads(line) for line in (data_dir / "nq" / "questions.jsonl").open(encoding="utf-8")]
+    squad = squad_articles(data_dir, folder, ARTICLES)
+    nq_corpus, nq = nq_slice(data_dir, folder, NQ_PASSAGES)
     questions = ([Query(q.id, q.text) for q in list(read_squad_questions(squad))[::SQUAD_EVERY]]
-                 + [Query(q["id"], q["question"]) for q in nq if q["gold_passage"] in in_slice])
+                 + [Query(q["id"], q["question"]) for q in nq])
     ws = shared_workspaces({"mixed": with_distractors(corpus_source(squad), (nq_corpus,))}, home=folder / "home")["mixed"]
     index = dhr_index(ws)
     # the same batch the pipelines encode: the encoder hands them these very vectors
