@@ -304,8 +304,10 @@ def write_results(name: str, report: Report, args: argparse.Namespace, machine: 
                "results": report.data, "notes": report.notes}
     json_path, md_path = directory / f"{name}.json", directory / f"{name}.md"
     atomic_write_text(json_path, portable(json.dumps(payload, indent=2, default=str)) + "\n")
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    module = spec.name if spec is not None and spec.name.startswith("bench.") else f"bench.{name}"  # --name X
     header = (f"# {name}\n\n{created}, {machine['cpu_affinity']} CPUs, {machine['platform']}, "
-              f"python {machine['python']}; command: `python -m bench.{name} {' '.join(args.argv)}`; "
+              f"python {machine['python']}; command: `python -m {module} {' '.join(args.argv)}`; "
               f"wall time {elapsed_s:.0f} s.\n")
     body = "\n\n".join(t.to_markdown() for t in report.tables)
     notes = "".join(f"- {n}\n" for n in report.notes)
