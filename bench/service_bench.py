@@ -9,7 +9,7 @@ subprocesses on free loopback ports and are stopped at the end. Requests (SciFac
 spread over C threads, each with its own keep-alive httpx client; every load is bounded by the request count and by
 --max-seconds. An untimed warm-up of 50 requests per server and pipeline comes first.
 
-    python -m bench.service_bench [--requests 2000] [--concurrency 32] [--repeats 2] [--baseline-tree /work/main]
+    python -m bench.service_bench [--requests 2000] [--concurrency 32] [--repeats 2] [--baseline-tree OTHER_CHECKOUT]
                                   [--dense-passages 1000] [--long-doc-mb 50] [--quick]
 """
 
