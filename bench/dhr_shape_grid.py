@@ -27,7 +27,6 @@ shape; ties go to the first in grid order (smaller lam, prior, gate).
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
@@ -38,6 +37,7 @@ import numpy as np
 from bench.common import Report, ResultTable, add_size_option, base_parser, bench_main, progress
 from bench.dhr_squad import cached
 from bench.dhr_squad_scores import gold_ranks, recall_measures
+from sleuth.corpus.jsonl import iter_jsonl
 from sleuth.corpus.squad import read_squad_questions
 from sleuth.models.passage_memo import content_key
 from sleuth.paths import home_dir, shared_data_dir
@@ -181,7 +181,7 @@ def question_sets(data: Path) -> dict[str, Questions]:
     """The train side's questions: dev train articles, train-10, and the NQ guard (even positions)."""
     dev_train, _, _ = split_by_article(list(read_squad_questions(data / "squad2" / "dev-v2.0.json")))
     train10 = list(read_squad_questions(data / "squad2" / "train-v2.0-10articles.json"))
-    nq = [json.loads(line) for line in (data / "nq" / "questions.jsonl").open(encoding="utf-8")][0::2]
+    nq = [question for _, question in iter_jsonl(data / "nq" / "questions.jsonl")][0::2]
     squad = {name: Questions(name, [q.id for q in qs], [q.text for q in qs], [q.metadata["gold_passage"] for q in qs])
              for name, qs in (("dev train", dev_train), ("train-10", train10))}
     return {**squad, "NQ guard": Questions("NQ guard", [q["id"] for q in nq], [q["question"] for q in nq],

@@ -7,6 +7,8 @@ import json
 from collections.abc import Collection
 from pathlib import Path
 
+from sleuth.corpus.jsonl import iter_jsonl
+
 
 def squad_articles(data_dir: Path, folder: Path, titles: Collection[str]) -> Path:
     """``squad2/dev-v2.0.json`` restricted to the articles ``titles``, written as ``folder/squad.json``."""
@@ -23,6 +25,6 @@ def nq_slice(data_dir: Path, folder: Path, passages: int) -> tuple[Path, list[di
     lines = (data_dir / "nq" / "corpus.jsonl").read_text(encoding="utf-8").splitlines()[:passages]
     path = folder / "nq.jsonl"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    in_slice = {json.loads(line)["_id"] for line in lines}
-    questions = [json.loads(line) for line in (data_dir / "nq" / "questions.jsonl").open(encoding="utf-8")]
+    in_slice = {record["_id"] for _, record in iter_jsonl(path)}
+    questions = [question for _, question in iter_jsonl(data_dir / "nq" / "questions.jsonl")]
     return path, [q for q in questions if q["gold_passage"] in in_slice]

@@ -186,19 +186,29 @@ def test_dense_add_and_delete_keep_untouched_scores(tmp_path, scifact_passages, 
     np.testing.assert_allclose([left[i] for i in left], [after[i] for i in left], rtol=1e-6)
 
 
-def test_dense_and_sharded_updates_load_the_recorded_encoder_alike(tmp_path, scifact_passages):
-    """With no encoder given, an update encodes new passages with the encoder its manifest records, options included
-    (here a maximum length of 16 tokens), for an unsharded and a sharded dense index alike."""
-    from sleuth.index.docstore import DocStore
+def short_dense_indexes(tmp_path, passages) -> list[tuple]:
+    """A dense and a sharded dense index of ``passages`` made by MiniLM (ONNX) at a maximum length of 16 tokens,
+    recorded in their manifests: ``[(folder, index class), ...]``."""
     from sleuth.index.sharded import ShardedDenseIndex
     from sleuth.models.registry import load_encoder
 
     short = load_encoder("minilm-onnx", max_length=16)
-    DenseIndex.build(scifact_passages[:20], short, tmp_path / "dense", show_progress=False)
-    ShardedDenseIndex.build(scifact_passages[:20], short, tmp_path / "sharded", shards=2, show_progress=False)
+    DenseIndex.build(passages, short, tmp_path / "dense", show_progress=False)
+    ShardedDenseIndex.build(passages, short, tmp_path / "sharded", shards=2, show_progress=False)
+    return [(tmp_path / "dense", DenseIndex), (tmp_path / "sharded", ShardedDenseIndex)]
+
+
+def test_dense_and_sharded_updates_load_the_recorded_encoder_alike(tmp_path, scifact_passages):
+    """With no encoder given, an update encodes new passages with the encoder its manifest records, options included
+    (here a maximum length of 16 tokens), for an unsharded and a sharded dense index alike."""
+    from sleuth.index.docstore import DocStore
+    from sleuth.models.registry import load_encoder
+
+    indexes = short_dense_indexes(tmp_path, scifact_passages[:20])
     new = scifact_passages[20:24]
-    expected = short.encode_passages(DocStore.from_passages(new).contents(), show_progress=False)
-    for target, kind in ((tmp_path / "dense", DenseIndex), (tmp_path / "sharded", ShardedDenseIndex)):
+    expected = load_encoder("minilm-onnx", max_length=16).encode_passages(DocStore.from_passages(new).contents(),
+                                                                          show_progress=False)
+    for target, kind in indexes:
         add_documents(target, new)
         index = kind.load(target)
         assert index.manifest.encoder["max_length"] == 16
@@ -208,13 +218,7 @@ def test_dense_and_sharded_updates_load_the_recorded_encoder_alike(tmp_path, sci
 def test_updates_load_the_recorded_encoder_on_the_given_device(tmp_path, scifact_passages):
     """The device of an update reaches the encoder the manifest records, for an unsharded and a sharded dense index
     (checked through the device check: a device name no machine has is a one-line ConfigError, nothing written)."""
-    from sleuth.index.sharded import ShardedDenseIndex
-    from sleuth.models.registry import load_encoder
-
-    encoder = load_encoder("minilm-onnx", max_length=16)
-    DenseIndex.build(scifact_passages[:10], encoder, tmp_path / "dense", show_progress=False)
-    ShardedDenseIndex.build(scifact_passages[:10], encoder, tmp_path / "sharded", shards=2, show_progress=False)
-    for target, kind in ((tmp_path / "dense", DenseIndex), (tmp_path / "sharded", ShardedDenseIndex)):
+    for target, kind in short_dense_indexes(tmp_path, scifact_passages[:10]):
         with pytest.raises(ConfigError, match="unknown device 'tpu'"):
             add_documents(target, scifact_passages[10:12], device="tpu")
         assert len(kind.load(target)) == 10

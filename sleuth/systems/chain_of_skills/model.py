@@ -221,8 +221,6 @@ def weights_file(directory: str | Path) -> Path:
     return adapter if adapter.is_file() else Path(directory) / WEIGHTS_FILE
 
 
-
-
 class MultiExpertEncoder:
     """A HF BertModel with expert sub-layers, its tokenizer, routing table and encoding API."""
 

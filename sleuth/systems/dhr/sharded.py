@@ -90,8 +90,8 @@ def shard_hierarchical(index: HierarchicalIndex, path: str | Path, shards: int) 
             listing.append({"path": shard_name(i), "offset": start, "count": stop - start, "document_offset": first,
                             "documents": end - first})
         write_manifest(tmp, Manifest(kind=SHARDED_HIERARCHICAL, count=len(index), dimensions=manifest.dimensions,
-                                          encoder=manifest.encoder, corpus=manifest.corpus,
-                                          params={**manifest.params, "shards": listing}))
+                                     encoder=manifest.encoder, corpus=manifest.corpus,
+                                     params={**manifest.params, "shards": listing}))
     return Path(path)
 
 
