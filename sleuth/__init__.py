@@ -15,8 +15,14 @@ The names of :data:`EXPORTS` are imported on first use (module ``__getattr__``),
 from __future__ import annotations
 
 import importlib
+import os
 
 __version__ = "0.1.0"
+
+# bm25s runs a JAX top-k when it is imported and JAX is installed; JAX then takes 75 % of every GPU's memory up front,
+# and torch (sleuth's encoders, in that process and beside it) runs out of memory. sleuth never uses JAX: let it
+# allocate on demand unless the user chose otherwise (docs/training/README.md, session 15 on an H100).
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 #: public name -> the module that defines it
 EXPORTS: dict[str, str] = {

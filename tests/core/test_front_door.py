@@ -4,6 +4,7 @@ Python quickstart runs as written on real data (a slice of SciFact)."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -52,6 +53,17 @@ def test_import_sleuth_loads_no_submodule_until_asked():
             "print(loaded); sleuth.Run; print('sleuth.stages.run' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
     assert out.split("\n")[:2] == ["[]", "True"]
+
+
+@pytest.mark.parametrize("preset, expected", [(None, "false"), ("true", "true")])
+def test_import_sleuth_stops_jax_from_taking_the_gpu_unless_the_user_chose(preset, expected):
+    # bm25s initialises JAX on import where JAX is installed, and JAX would take 75 % of the GPU's memory up front
+    env = {k: v for k, v in os.environ.items() if k != "XLA_PYTHON_CLIENT_PREALLOCATE"}
+    if preset is not None:
+        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = preset
+    code = "import os, sleuth; print(os.environ['XLA_PYTHON_CLIENT_PREALLOCATE'])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    assert out.stdout.strip() == expected
 
 
 def test_every_public_name_resolves():

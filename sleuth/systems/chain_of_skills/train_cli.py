@@ -138,6 +138,8 @@ class TrainingOptions:
     help_panel = "Training"
     max_steps: int = typer.Option(100, help="Training steps (one skill per batch).")
     time_budget: float | None = typer.Option(None, help="Stop after this many minutes of training (and save).")
+    checkpoint_at: list[int] = typer.Option([], help="Also save the model after this many steps, in "
+                                                     "OUT-checkpoints/step-N (repeatable; for a curve over steps).")
     batch_size: int = typer.Option(8, help="Examples per batch.")
     lr: float = typer.Option(2e-5, help="Learning rate (AdamW, linear warm-up and decay).")
     max_length: int | None = typer.Option(None, help="Token limit while training (default: the model's).")
@@ -298,4 +300,5 @@ def train_config(training: TrainingOptions, device: str) -> Any:
                           rerank_negatives=training.rerank_negatives, aligned_rerank=training.aligned_rerank,
                           anchored_links=training.anchored_links, bucket=training.bucket,
                           cache_context=training.cache_context, threads=training.threads,
-                          time_budget_s=training.time_budget * 60 if training.time_budget else None)
+                          time_budget_s=training.time_budget * 60 if training.time_budget else None,
+                          checkpoints=tuple(sorted(set(training.checkpoint_at)))).check()

@@ -78,6 +78,7 @@ class CosTrainConfig:
     cache_context: bool = True  # cache the vectors of frozen context sides
     threads: int | None = None  # torch CPU threads (None: torch's default)
     time_budget_s: float | None = None  # stop (and save) after this many seconds; the schedule follows the clock
+    checkpoints: tuple[int, ...] = ()  # also save the model after these many steps (checkpoint_dir(out, N))
     seed: int = 13
     device: str = "cpu"
 
@@ -92,6 +93,9 @@ class CosTrainConfig:
             raise ConfigError("rerank_negatives must be >= 1 (or None for all)")
         if self.threads is not None and self.threads < 1:
             raise ConfigError("threads must be >= 1")
+        if any(step < 1 or step >= self.max_steps for step in self.checkpoints):
+            raise ConfigError(f"checkpoints must be steps between 1 and max_steps - 1 ({self.max_steps - 1}); "
+                              f"got {sorted(self.checkpoints)}")
         return self
 
 
@@ -392,8 +396,6 @@ def train_cos(model, head, data: Mapping[str, Sequence[CosExample]], out: str | 
     model card it writes from the result (README.md)."""
     import torch
 
-    from sleuth.systems.chain_of_skills.span_head import SPAN_HEAD_FILE, save_span_head
-
     config.check()
     unknown = set(data) - set(DEFAULT_WEIGHTS)
     if unknown:
@@ -455,6 +457,14 @@ def train_cos(model, head, data: Mapping[str, Sequence[CosExample]], out: str | 
         result.sources.append(source)
         result.examples.append(len(batch))
         steps = len(result.losses)
+        if steps in config.checkpoints:
+            result.seconds = time.perf_counter() - start
+            model.config, training_config = saved_config, model.config
+            modules.eval()
+            save_run(model, head, checkpoint_dir(out, steps),
+                     training_record(config, data, result, "checkpoint", cache, load_start), None)
+            modules.train()
+            model.config = training_config
         if log and (steps % 10 == 0 or steps == config.max_steps):
             log(f"step {steps}/{config.max_steps} {skill} ({source}) loss {result.losses[-1]:.4f} "
                 f"[{time.perf_counter() - start:.0f} s, {result.examples_per_second():.2f} examples/s, "
@@ -462,24 +472,44 @@ def train_cos(model, head, data: Mapping[str, Sequence[CosExample]], out: str | 
     result.seconds = time.perf_counter() - start
     modules.eval()
     model.config = saved_config  # the training token limit is not the model's inference limit
-    payload = {"config": asdict(config), "examples": {s: dict(Counter(e.source for e in v)) for s, v in data.items()},
-               "steps": len(result.losses), "stopped_by": stopped, "seconds": round(result.seconds, 2),
-               "examples_per_second": round(result.examples_per_second(), 3),
-               "examples_per_cpu_second": round(result.examples_per_cpu_second(), 3),
-               "steps_per_skill": dict(Counter(result.skills)),
-               "context_cache": {"hits": cache.hits, "misses": cache.misses} if cache else None,
-               "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
-               "load_average": {"start": load_start,
-                                "end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
-               "losses": result.losses, "skills": result.skills, "sources": result.sources,
-               "step_seconds": [round(s, 3) for s in result.step_seconds],
-               "step_cpu_seconds": [round(s, 3) for s in result.step_cpu_seconds], "batch_examples": result.examples}
+    out = Path(out)
+    save_run(model, head, out, training_record(config, data, result, stopped, cache, load_start),
+             card(result) if card else None)
+    return result
+
+
+def checkpoint_dir(out: str | Path, steps: int) -> Path:
+    """Where a run saving to ``out`` keeps its model after ``steps`` steps: ``OUT-checkpoints/step-N`` (beside ``out``,
+    which the final save replaces as a whole)."""
+    out = Path(out)
+    return out.with_name(f"{out.name}-checkpoints") / f"step-{steps}"
+
+
+def training_record(config: CosTrainConfig, data: Mapping[str, Sequence[CosExample]], result: CosTrainResult,
+                    stopped: str, cache: ContextCache | None, load_start: float | None) -> dict[str, Any]:
+    """What ``cos_training.json`` holds: the settings, the data, and per step loss, skill, source and time."""
+    import torch
+
+    return {"config": asdict(config), "examples": {s: dict(Counter(e.source for e in v)) for s, v in data.items()},
+            "steps": len(result.losses), "stopped_by": stopped, "seconds": round(result.seconds, 2),
+            "examples_per_second": round(result.examples_per_second(), 3),
+            "examples_per_cpu_second": round(result.examples_per_cpu_second(), 3),
+            "steps_per_skill": dict(Counter(result.skills)),
+            "context_cache": {"hits": cache.hits, "misses": cache.misses} if cache else None,
+            "threads": torch.get_num_threads(), "cpu_count": os.cpu_count(),
+            "load_average": {"start": load_start, "end": os.getloadavg()[0] if hasattr(os, "getloadavg") else None},
+            "losses": result.losses, "skills": result.skills, "sources": result.sources,
+            "step_seconds": [round(s, 3) for s in result.step_seconds],
+            "step_cpu_seconds": [round(s, 3) for s in result.step_cpu_seconds], "batch_examples": result.examples}
+
+
+def save_run(model, head, out: Path, record: dict[str, Any], card: str | None) -> None:
+    """Save the model and its span head to ``out`` with ``cos_training.json`` (one atomic swap for an adapter)."""
+    from sleuth.systems.chain_of_skills.span_head import SPAN_HEAD_FILE, save_span_head
 
     def extras(directory: Path) -> None:
         save_span_head(head, directory)
-        atomic_write_text(directory / "cos_training.json", json.dumps(payload, indent=1) + "\n")
+        atomic_write_text(directory / "cos_training.json", json.dumps(record, indent=1) + "\n")
 
-    out = Path(out)
-    model.save(out, card=card(result) if card else None, extras=extras)  # a "lora" adapter: one atomic swap
+    model.save(out, card=card, extras=extras)
     assert (out / SPAN_HEAD_FILE).is_file()
-    return result
