@@ -61,13 +61,19 @@ def add_lora(model, settings: LoraSettings = LoraSettings()):
     return peft.get_peft_model(model, config)
 
 
+def lora_config(path: str | Path) -> dict:
+    """The peft configuration (``adapter_config.json``) of the LoRA adapter at ``path``; a SleuthError if none."""
+    file = Path(path) / PEFT_CONFIG
+    if not file.is_file():
+        raise SleuthError(f"{path}: no {PEFT_CONFIG}; not a LoRA adapter directory")
+    return json.loads(file.read_text(encoding="utf-8"))
+
+
 def continue_lora(model, path: str | Path, settings: LoraSettings):
     """``model`` (the adapter's backbone) with the LoRA adapter at ``path`` loaded trainable, to train it further;
     its rank must be ``settings.rank`` (a different rank would be a new adapter, not a continuation)."""
     peft = _peft()
-    if not (Path(path) / PEFT_CONFIG).is_file():
-        raise SleuthError(f"{path}: no {PEFT_CONFIG}; not a LoRA adapter directory")
-    rank = json.loads((Path(path) / PEFT_CONFIG).read_text(encoding="utf-8")).get("r")
+    rank = lora_config(path).get("r")
     if rank != settings.rank:
         raise ConfigError(f"{path}: a LoRA adapter of rank {rank} cannot go on training at rank {settings.rank}")
     return peft.PeftModel.from_pretrained(model, str(path), is_trainable=True)
@@ -116,8 +122,7 @@ def adapter_info(path: str | Path) -> dict:
 def load_adapter(base_model, path: str | Path, merge: bool = True):
     """``base_model`` with the adapter at ``path`` applied; merged into plain weights unless ``merge`` is False."""
     peft = _peft()
-    if not (Path(path) / PEFT_CONFIG).is_file():
-        raise SleuthError(f"{path}: no {PEFT_CONFIG}; not a LoRA adapter directory")
+    lora_config(path)  # a one-line error where the folder holds no LoRA adapter
     model = peft.PeftModel.from_pretrained(base_model, str(path))
     return model.merge_and_unload() if merge else model
 
