@@ -34,6 +34,17 @@ FORMULAS: dict[str, Callable[[Components], float]] = {
 #: the reranking weights searched (hop-1 rerank weight w1, hop-2 rerank weight w2): score h1 + w1 r1 + h2 + w2 r2
 GRID_W1 = (0.0, 0.5, 1.0, 1.5, 3.0, 5.0, 10.0, 20.0)
 GRID_W2 = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0)
+#: rank fusions of the hotpotqa chain's paths with two rounds of retrieval's: name -> (RRF k, weight of the chain)
+FUSIONS = {"rrf k=60": (60, 1.0), "rrf k=60, chain x2": (60, 2.0), "rrf k=10": (10, 1.0), "rrf k=10, chain x2": (10, 2.0)}
+
+
+def fuse(chain: list[frozenset], two_round: list[frozenset], k: int, chain_weight: float) -> list[frozenset]:
+    """Reciprocal-rank fusion of two path lists (a path = its unordered pair of titles), best first."""
+    score: dict[frozenset, float] = {}
+    for weight, paths in ((chain_weight, chain), (1.0, two_round)):
+        for rank, path in enumerate(dict.fromkeys(paths)):  # duplicates (the same pair in both orders) rank once
+            score[path] = score.get(path, 0.0) + weight / (k + rank + 1)
+    return sorted(score, key=lambda p: -score[p])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -77,16 +88,27 @@ def analyse(model: str | None, args: argparse.Namespace) -> dict:
     gold = {q.id: set(q.metadata["supporting_titles"]) for q in questions if q.id in runs["hotpotqa"]}
     chain = runs["hotpotqa"]
 
-    def resort(score: Callable[[Components], float]) -> dict[str, float]:
+    def titles(hits) -> list[frozenset]:
+        return [frozenset(h.id.split("||")) for h in hits]
+
+    def measure(ranked: Callable[[str], list[frozenset]]) -> dict[str, float]:
+        """EM, R@5 and R@20 of the paths ``ranked(question id)`` puts first."""
         em = r5 = r20 = 0
         for qid, wanted in gold.items():
-            paths = [set(h.id.split("||")) for h in sorted(chain.get(qid, []), key=lambda h: -score(components(h)))]
+            paths = ranked(qid)
             em += bool(paths) and paths[0] == wanted
             r5 += any(wanted <= p for p in paths[:5])
             r20 += any(wanted <= p for p in paths[:20])
         return {"em": em / len(gold), "recall@5": r5 / len(gold), "recall@20": r20 / len(gold)}
 
+    def resort(score: Callable[[Components], float]) -> dict[str, float]:
+        return measure(lambda qid: titles(sorted(chain.get(qid, []), key=lambda h: -score(components(h)))))
+
     resorted = {name: resort(score) for name, score in FORMULAS.items()}
+
+    two_round = runs["retrieval-2hop"]
+    fusions = {name: measure(lambda qid, k=k, w=w: fuse(titles(chain.get(qid, [])), titles(two_round.get(qid, [])), k, w))
+               for name, (k, w) in FUSIONS.items()}
     grid = {f"{w1:g}/{w2:g}": resort(lambda c, w1=w1, w2=w2: c["h1"] + w1 * c["r1"] + c["h2"] + w2 * c["r2"])
             for w1 in GRID_W1 for w2 in GRID_W2}
     values: dict[str, list[float]] = {"h1": [], "r1": [], "h2": [], "r2": []}
@@ -122,7 +144,7 @@ def analyse(model: str | None, args: argparse.Namespace) -> dict:
     encoder = load_model(path)
     head = model_span_head(path, encoder.dim)
     spans = span_quality(encoder, head, question_spans(questions)).row()
-    return {"rows": rows, "resorted": resorted, "grid": grid, "components": spread, "hop1": hop1, "spans": spans,
+    return {"rows": rows, "resorted": resorted, "fusions": fusions, "grid": grid, "components": spread, "hop1": hop1, "spans": spans,
             "failures": {k: v / len(gold) for k, v in failures.items()}, "hop2_source": brought}
 
 
@@ -139,6 +161,8 @@ def run(args: argparse.Namespace) -> Report:
                          ["model", "chain", "R@1", "R@5", "R@10", "R@20", "EM"])
     paths = ResultTable("the hotpotqa chain's own paths re-sorted by other path scores: EM / R@20",
                         ["model", *FORMULAS])
+    fusions = ResultTable("the hotpotqa chain's paths fused with two rounds of retrieval's (reciprocal rank): "
+                          "EM / R@5 / R@20", ["model", *FUSIONS])
     grid = ResultTable("reranking weights over the chain's candidate paths (h1 + w1 r1 + h2 + w2 r2; shipped 1.5/1): "
                        "EM, R@5, R@20, best EM + R@20 first", ["model", "w1/w2", "EM", "R@5", "R@20"])
     hop1 = ResultTable("hop 1: kept passages holding a gold passage (one / both), paths per question",
@@ -156,6 +180,8 @@ def run(args: argparse.Namespace) -> Report:
         for row in result["rows"]:
             chains.add(name, row["chain"], *[row[f"path_recall@{k}"] for k in (1, 5, 10, 20)], row["passage_em"])
         paths.add(name, *[f"{v['em']:.3f} / {v['recall@20']:.3f}" for v in result["resorted"].values()])
+        fusions.add(name, *[f"{v['em']:.3f} / {v['recall@5']:.3f} / {v['recall@20']:.3f}"
+                            for v in result["fusions"].values()])
         ranked = sorted(result["grid"].items(), key=lambda kv: (-(kv[1]["em"] + kv[1]["recall@20"]), kv[0] != "1.5/1"))
         for weights, v in ranked[:8] + [kv for kv in ranked[8:] if kv[0] == "1.5/1"]:
             grid.add(name, weights, v["em"], v["recall@5"], v["recall@20"])
@@ -167,7 +193,7 @@ def run(args: argparse.Namespace) -> Report:
         spans.add(name, s["texts"], s["precision"], s["recall"], s["f1"], s["overlap_recall"], s["spans_per_text"])
     notes = [f"{name}: score components mean (stdev): " + ", ".join(
         f"{k} {v['mean']:.2f} ({v['stdev']:.2f})" for k, v in r["components"].items()) for name, r in results.items()]
-    return Report([chains, paths, grid, hop1, outcomes, spans], results, notes)
+    return Report([chains, paths, fusions, grid, hop1, outcomes, spans], results, notes)
 
 
 if __name__ == "__main__":
