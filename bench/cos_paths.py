@@ -4,7 +4,8 @@ loses against two rounds of retrieval.
     .venv/bin/python -m bench.cos_paths --model minilm --model default --questions DEV.json [--questions MORE.json]
         [--part tune] [--limit 100] [--limits paper --int8 --k-hop2-rerank 30]
 
-Per model: ``sleuth cos eval``'s rows (retrieval, retrieval-2hop, hotpotqa); the hotpotqa chain's own candidate
+Per model: ``sleuth cos eval``'s rows (retrieval, retrieval-2hop, and hotpotqa in the paper's order, without the
+fusion the shipped chain adds: its column "rrf k=10, chain x2" below); the hotpotqa chain's own candidate
 paths re-sorted by other path scores (the paper's hop1 + 1.5 hop1_rerank + hop2 + hop2_rerank, retrieval scores
 only, reranking scores only, ...), which separates the candidates the chain finds from the order it puts them in,
 and a grid of the two reranking weights (hop 1, hop 2) over the same candidates, to choose them on the tuning part
@@ -38,15 +39,6 @@ GRID_W2 = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 20.0)
 FUSIONS = {"rrf k=60": (60, 1.0), "rrf k=60, chain x2": (60, 2.0), "rrf k=10": (10, 1.0), "rrf k=10, chain x2": (10, 2.0)}
 
 
-def fuse(chain: list[frozenset], two_round: list[frozenset], k: int, chain_weight: float) -> list[frozenset]:
-    """Reciprocal-rank fusion of two path lists (a path = its unordered pair of titles), best first."""
-    score: dict[frozenset, float] = {}
-    for weight, paths in ((chain_weight, chain), (1.0, two_round)):
-        for rank, path in enumerate(dict.fromkeys(paths)):  # duplicates (the same pair in both orders) rank once
-            score[path] = score.get(path, 0.0) + weight / (k + rank + 1)
-    return sorted(score, key=lambda p: -score[p])
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
     parser.add_argument("--model", action="append", default=[], help="model: default | minilm | DIR (repeatable)")
@@ -68,7 +60,7 @@ def components(hit) -> Components:
 
 
 def analyse(model: str | None, args: argparse.Namespace) -> dict:
-    from sleuth.systems.chain_of_skills.chain import ChainLimits
+    from sleuth.systems.chain_of_skills.chain import ChainLimits, fuse_paths
     from sleuth.systems.chain_of_skills.evaluation import (
         LIMIT_SETS,
         eval_questions,
@@ -83,7 +75,7 @@ def analyse(model: str | None, args: argparse.Namespace) -> dict:
     limits = ChainLimits(**LIMIT_SETS[args.limits], k=1000, k_hop2_rerank=args.k_hop2_rerank)  # every candidate path
     rows = [s.row() for s in evaluate_chains(model, args.questions, ["retrieval", "retrieval-2hop", "hotpotqa"],
                                              args.limit, limits, runs=runs, int8=args.int8, part=args.part,
-                                             show_progress=True)]
+                                             show_progress=True, ablate=["fusion"])]  # the chain's own paths
     questions = eval_questions(args.questions, args.part, args.limit)
     gold = {q.id: set(q.metadata["supporting_titles"]) for q in questions if q.id in runs["hotpotqa"]}
     chain = runs["hotpotqa"]
@@ -107,7 +99,7 @@ def analyse(model: str | None, args: argparse.Namespace) -> dict:
     resorted = {name: resort(score) for name, score in FORMULAS.items()}
 
     two_round = runs["retrieval-2hop"]
-    fusions = {name: measure(lambda qid, k=k, w=w: fuse(titles(chain.get(qid, [])), titles(two_round.get(qid, [])), k, w))
+    fusions = {name: measure(lambda qid, k=k, w=w: titles(fuse_paths(chain.get(qid, []), two_round.get(qid, []), k, w)))
                for name, (k, w) in FUSIONS.items()}
     grid = {f"{w1:g}/{w2:g}": resort(lambda c, w1=w1, w2=w2: c["h1"] + w1 * c["r1"] + c["h2"] + w2 * c["r2"])
             for w1 in GRID_W1 for w2 in GRID_W2}

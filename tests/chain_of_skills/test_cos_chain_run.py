@@ -14,7 +14,8 @@ from sleuth.corpus.hotpotqa import hotpotqa_context_documents, read_hotpotqa_que
 from sleuth.errors import ConfigError
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.pipelines.workspace import CorpusSource, Workspace
-from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR
+from sleuth.stages.run import Hit
+from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, fuse_paths
 from sleuth.systems.chain_of_skills.chain_scores import path_score
 from sleuth.systems.chain_of_skills.path_metrics import mean, passage_em, path_recall_at_k
 
@@ -43,7 +44,7 @@ def config(folder, name, **params):
 
 def test_hotpotqa_chain_gives_scored_distinct_evidence_paths(hotpot):
     questions, workspace, folder = hotpot
-    pipeline = load_pipeline(config(folder, "hotpot", chain="hotpotqa", **LIMITS), workspace)
+    pipeline = load_pipeline(config(folder, "hotpot", chain="hotpotqa", fusion=False, **LIMITS), workspace)
     run = pipeline(questions)
     assert set(run) == {q.id for q in questions}
     recalls, ems = [], []
@@ -72,6 +73,36 @@ def test_hotpotqa_chain_gives_scored_distinct_evidence_paths(hotpot):
         ems.append(passage_em(paths[0], gold))
         assert recalls[-1] >= ems[-1]
     assert 0.0 <= mean(recalls) <= 1.0 and set(recalls) <= {0.0, 1.0}
+
+
+def test_fuse_paths_merges_one_unordered_pair_and_weights_the_chain():
+    chain = [Hit("a||b", 9.0, None, "A / B", None, {}), Hit("c||d", 8.0, None, "C / D", None, {})]
+    two_round = [Hit("e||f", 5.0, None, "E / F", None, {}), Hit("b||a", 4.0, None, "B / A", None, {})]
+    fused = fuse_paths(chain, two_round, k=10, chain_weight=2.0)
+    assert [h.id for h in fused] == ["a||b", "c||d", "e||f"]  # b||a is a||b: the chain's hit kept
+    assert fused[0].score == pytest.approx(2 / 11 + 1 / 12)
+    assert fused[1].score == pytest.approx(2 / 12) and fused[2].score == pytest.approx(1 / 11)
+    assert fused[0].extras["components"] == {"chain": 9.0, "retrieval-2hop": 4.0}
+    assert fused[1].extras["components"] == {"chain": 8.0, "retrieval-2hop": None}
+    # with equal weights the second list's first path beats the chain's second one
+    assert [h.id for h in fuse_paths(chain, two_round, k=10, chain_weight=1.0)][:2] == ["a||b", "e||f"]
+
+
+def test_hotpotqa_chain_fuses_its_paths_with_two_rounds_of_retrieval(hotpot):
+    questions, workspace, folder = hotpot
+    limits = {key: value for key, value in LIMITS.items() if key not in ("k_link", "k_hop2_link", "k_retrieval")}
+    paper = load_pipeline(config(folder, "paper", chain="hotpotqa", fusion=False, **LIMITS), workspace)(questions)
+    two_round = load_pipeline(config(folder, "2hop", chain="retrieval-2hop", **limits), workspace)(questions)
+    fused = load_pipeline(config(folder, "fused", chain="hotpotqa", **LIMITS), workspace)(questions)
+    added = 0
+    for query in questions:
+        expected = fuse_paths(paper[query.id], two_round[query.id])
+        assert [h.id for h in fused[query.id]] == [h.id for h in expected]
+        assert [h.score for h in fused[query.id]] == pytest.approx([h.score for h in expected])
+        pairs = {frozenset(h.id.split(PATH_SEPARATOR)) for h in fused[query.id]}
+        assert pairs == {frozenset(h.id.split(PATH_SEPARATOR)) for h in paper[query.id] + two_round[query.id]}
+        added += len(pairs) - len(paper[query.id])
+    assert added > 0  # two rounds of retrieval add paths the chain did not keep
 
 
 def test_nq_and_retrieval_chains_combine_scores_as_specified(hotpot):
@@ -176,8 +207,9 @@ def test_a_text_s_own_entity_is_excluded_without_using_up_its_mention_s_links(ho
 
 
 def test_the_skill_ablation_runs_the_chain_without_one_skill(hotpot):
-    """``ablate``: without the hop-2 rerank every path scores as the paper's sum with that term 0; without both
-    expanded retrieval and linking there is no hop-2 candidate, so no path; an unknown skill is a one-line error."""
+    """``ablate``: without the hop-2 rerank (and the fusion) every path scores as the paper's sum with that term 0;
+    without both expanded retrieval and linking there is no hop-2 candidate, so no path (and no fused two-round list,
+    made of expanded retrieval); without the fusion, the chain's own order; an unknown skill is a one-line error."""
     from sleuth.systems.chain_of_skills.chain import CosChain
 
     questions, workspace, folder = hotpot
@@ -188,7 +220,7 @@ def test_the_skill_ablation_runs_the_chain_without_one_skill(hotpot):
         return CosChain("hotpotqa", full.retrieve, full.link, full.rerank, full.expanded, full.limits,
                         ablate=skills)(questions)
 
-    for hits in without("hop2-rerank").values():
+    for hits in without("hop2-rerank", "fusion").values():
         assert hits
         for hit in hits:
             first, second = hit.extras["path"]
@@ -196,5 +228,7 @@ def test_the_skill_ablation_runs_the_chain_without_one_skill(hotpot):
                                                          second.extras["merged"], 0.0, full.rerank_weight))
     assert all(not hits for hits in without("expanded", "linking").values())
     assert any(without("expanded").values()) and any(without("linking").values())  # either skill alone finds paths
+    paper = load_pipeline(config(folder, "hotpot-paper", chain="hotpotqa", fusion=False, **LIMITS), workspace)
+    assert without("fusion") == paper(questions)
     with pytest.raises(ConfigError, match="cannot ablate 'span'"):
         CosChain("hotpotqa", full.retrieve, full.link, full.rerank, full.expanded, ablate=("span",))

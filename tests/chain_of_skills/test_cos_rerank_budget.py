@@ -35,7 +35,8 @@ def runs(two_dev_questions):
     out = {}
     for budget in (None, 1000, BUDGET):
         chain = CosChain("hotpotqa", SingleRetrieve(model, passage_index), link, Rerank(model),
-                         ExpandedRetrieve(model, passage_index), limits=ChainLimits(**LIMITS, k_hop2_rerank=budget))
+                         ExpandedRetrieve(model, passage_index), limits=ChainLimits(**LIMITS, k_hop2_rerank=budget),
+                         fusion=None)  # the chain's own paths (the budget acts before the fusion)
         out[budget] = chain(questions)
     return questions, out
 

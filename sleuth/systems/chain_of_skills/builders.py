@@ -21,7 +21,13 @@ from sleuth.pipelines.extras import register_extra
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
 from sleuth.systems.chain_of_skills.chain import CHAINS, EXPANDING, NO_RERANK, ChainLimits, CosChain
-from sleuth.systems.chain_of_skills.chain_scores import HOP1_RERANK_WEIGHT, NQ_RERANK_BETA, PROMOTION_ALPHA
+from sleuth.systems.chain_of_skills.chain_scores import (
+    FUSION_CHAIN_WEIGHT,
+    FUSION_RRF_K,
+    HOP1_RERANK_WEIGHT,
+    NQ_RERANK_BETA,
+    PROMOTION_ALPHA,
+)
 from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
 
 # what the skills and chains write in Hit.extras
@@ -98,9 +104,12 @@ def cos_chain_stage(ws: Workspace, *, chain: Annotated[str, OneOf(CHAINS)], mode
                     k_hop2_link: Count = 2, k: Count = 100,
                     alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
                     beta: float = NQ_RERANK_BETA, search: VectorSearch = VectorSearch(), span_seed: int = 0,
-                    k_hop2_rerank: Count | None = None, int8: bool = False, name: str | None = None) -> CosChain:
+                    k_hop2_rerank: Count | None = None, int8: bool = False, fusion: bool = True,
+                    fusion_k: Count = FUSION_RRF_K, fusion_chain_weight: float = FUSION_CHAIN_WEIGHT,
+                    name: str | None = None) -> CosChain:
     """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval | retrieval-2hop); see
-    ``sleuth.systems.chain_of_skills.chain``."""
+    ``sleuth.systems.chain_of_skills.chain``. ``fusion`` (hotpotqa): its paths fused by reciprocal rank (``fusion_k``)
+    with two rounds of retrieval's, its own list weighted ``fusion_chain_weight``; false = the paper's order."""
     limits = ChainLimits(k_retrieval=k_retrieval, k_link=k_link, k_hop1=k_hop1, k_expanded=k_expanded,
                          k_hop2_link=k_hop2_link, k=k, k_hop2_rerank=k_hop2_rerank)
     encoder = chain_model(ws, model, int8)
@@ -109,4 +118,5 @@ def cos_chain_stage(ws: Workspace, *, chain: Annotated[str, OneOf(CHAINS)], mode
     return CosChain(chain, SingleRetrieve(encoder, passages), link,
                     rerank=None if chain in NO_RERANK else Rerank(encoder),
                     expanded=ExpandedRetrieve(encoder, passages) if chain in EXPANDING else None,
-                    limits=limits, alpha=alpha, rerank_weight=rerank_weight, beta=beta, name=name)
+                    limits=limits, alpha=alpha, rerank_weight=rerank_weight, beta=beta, name=name,
+                    fusion=(fusion_k, fusion_chain_weight) if fusion else None)

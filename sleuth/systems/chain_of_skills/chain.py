@@ -12,6 +12,9 @@
   hop1_rerank + hop2 + hop2_rerank; paths of two same-title passages and duplicate unordered pairs dropped.
   A path is one hit: id "id1||id2", ``extras["path"]`` = [hop-1 hit, hop-2 hit] with their per-hop scores
   (``merged`` = aligned and promoted skill score, ``retrieval``/``expanded``, ``link``, ``rerank``).
+  Not in the paper, on by default (``fusion``): these paths fused by reciprocal rank with ``retrieval-2hop``'s over
+  the same hop-1 retrieval (``fuse_paths``: RRF k 10, the chain's list weighted 2; the score becomes the fused one,
+  ``extras["components"]`` keeps both lists' scores); ``fusion=None`` or ``ablate=["fusion"]`` is the paper's order.
 
 Cost: the hop-1 reranking reads ("question", "hop-1 passage") through the expert the expanded queries use (shared
 in the paper's routing), so its [CLS] vectors serve as the kept passages' expanded queries (no second pass); each
@@ -28,8 +31,11 @@ from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage
 from sleuth.stages.cancel import check_cancelled
+from sleuth.stages.fusion import reciprocal_rank_fusion
 from sleuth.stages.run import Hit, Run, rank_hits
 from sleuth.systems.chain_of_skills.chain_scores import (
+    FUSION_CHAIN_WEIGHT,
+    FUSION_RRF_K,
     HOP1_RERANK_WEIGHT,
     NQ_RERANK_BETA,
     PROMOTION_ALPHA,
@@ -80,20 +86,45 @@ def merged_hits(scored: Sequence[Sequence[Hit]], alpha: float) -> list[Hit]:
     return rank_hits(out)
 
 
+def fuse_paths(chain: Sequence[Hit], two_round: Sequence[Hit], k: int = FUSION_RRF_K,
+               chain_weight: float = FUSION_CHAIN_WEIGHT) -> list[Hit]:
+    """Two path rankings fused by reciprocal rank (``chain_weight`` / (k + rank) + 1 / (k + rank)), a path being its
+    unordered pair of ids (the first list's hit kept where both have it), best first; ties keep the chain's order."""
+    by_pair: dict[frozenset[str], Hit] = {}
+    rankings: list[list[Hit]] = []
+    parts: list[dict[str, float]] = []  # each list's score of a path, by the kept hit's id
+    for paths in (chain, two_round):
+        ranking, scores_of = [], {}
+        for hit in paths:
+            kept = by_pair.setdefault(frozenset(hit.id.split(PATH_SEPARATOR)), hit)
+            if kept.id not in scores_of:
+                scores_of[kept.id] = hit.score
+                ranking.append(kept)
+        rankings.append(ranking)
+        parts.append(scores_of)
+    scores = reciprocal_rank_fusion(rankings, [chain_weight, 1.0], k)
+    order = {hit_id: i for i, hit_id in enumerate(scores)}  # insertion: the chain's paths first, in its order
+    hits = {h.id: h for h in by_pair.values()}
+    return [hits[i].with_score(scores[i], components={"chain": parts[0].get(i), "retrieval-2hop": parts[1].get(i)})
+            for i in sorted(scores, key=lambda i: (-scores[i], order[i]))]
+
+
 #: skills a chain can run without, one at a time, to measure what each adds (the skill ablation): entity linking
-#: (at both hops), expanded-query retrieval (hop 2 then comes from links alone) and the hop-2 reranking (paths then
-#: scored without the hop-2 rerank term)
-ABLATIONS = ("linking", "expanded", "hop2-rerank")
+#: (at both hops), expanded-query retrieval (hop 2 then comes from links alone; no fused two-round list either), the
+#: hop-2 reranking (paths then scored without the hop-2 rerank term) and the fusion with two rounds of retrieval
+ABLATIONS = ("linking", "expanded", "hop2-rerank", "fusion")
 
 
 class CosChain(Stage):
     """One of :data:`CHAINS` over the four skill stages (which share one model); ``ablate`` names skills of
-    :data:`ABLATIONS` the chain runs without."""
+    :data:`ABLATIONS` the chain runs without; ``fusion`` = (RRF k, chain weight) of the hotpotqa chain's fusion with
+    two rounds of retrieval (:func:`fuse_paths`), None for the paper's order."""
 
     def __init__(self, chain: str, retrieve: SingleRetrieve, link: EntityLink, rerank: Rerank | None = None,
                  expanded: ExpandedRetrieve | None = None, limits: ChainLimits = ChainLimits(),
                  alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
-                 beta: float = NQ_RERANK_BETA, name: str | None = None, ablate: Sequence[str] = ()):
+                 beta: float = NQ_RERANK_BETA, name: str | None = None, ablate: Sequence[str] = (),
+                 fusion: tuple[int, float] | None = (FUSION_RRF_K, FUSION_CHAIN_WEIGHT)):
         unknown = [skill for skill in ablate if skill not in ABLATIONS]
         if unknown:
             raise ConfigError(f"cos_chain: cannot ablate '{unknown[0]}' (use one of {', '.join(ABLATIONS)})")
@@ -106,6 +137,7 @@ class CosChain(Stage):
             raise ConfigError(f"cos_chain: the '{chain}' chain needs expanded retrieval")
         self.chain, self.retrieve, self.link, self.rerank, self.expanded = chain, retrieve, link, rerank, expanded
         self.limits, self.alpha, self.rerank_weight, self.beta = limits, alpha, rerank_weight, beta
+        self.fusion = None if {"fusion", "expanded"} & self.ablate else fusion
         self.name = name or f"cos-{chain}"
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
@@ -125,8 +157,11 @@ class CosChain(Stage):
                 run[query.id] = hop1[:self.limits.k]
             elif self.chain == "nq":
                 run[query.id] = self.nq(query, hop1)[:self.limits.k]
-            else:
+            elif self.fusion is None:
                 run[query.id] = self.paths(query, hop1)[:self.limits.k]
+            else:  # two rounds of retrieval over the same hop-1 search: its top k_hop1
+                two_round = self.retrieval_paths(query, retrieved[:self.limits.k_hop1])
+                run[query.id] = fuse_paths(self.paths(query, hop1), two_round, *self.fusion)[:self.limits.k]
         return run
 
     def retrieval_paths(self, query: Query, hop1: list[Hit]) -> list[Hit]:

@@ -14,6 +14,10 @@ PROMOTION_ALPHA = 1.06
 HOP1_RERANK_WEIGHT = 1.5
 #: NQ final score: NQ_RERANK_BETA * rerank + score
 NQ_RERANK_BETA = 0.5
+#: not in the paper: the hotpotqa chain's paths fused by reciprocal rank with two rounds of retrieval's, the chain's
+#: list weighted FUSION_CHAIN_WEIGHT, RRF constant FUSION_RRF_K (chosen on HotpotQA dev's tuning part, docs/cos)
+FUSION_RRF_K = 10
+FUSION_CHAIN_WEIGHT = 2.0
 
 Key = TypeVar("Key", bound=Hashable)
 

@@ -46,7 +46,8 @@ def cos_eval_command(
     k_hop2_rerank: int | None = typer.Option(None, help="Rerank only the best N hop-2 candidates by their path score "
                                                         "without the hop-2 rerank (default: all, as the paper)."),
     ablate: list[str] = typer.Option([], help="Run the hotpotqa chain without this skill: linking | expanded | "
-                                              "hop2-rerank (repeatable; the skill ablation)."),
+                                              "hop2-rerank | fusion (with two rounds of retrieval: 'fusion' gives "
+                                              "the paper's order; repeatable; the skill ablation)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
     device: str = DEVICE,
     int8: bool = typer.Option(False, "--int8", help="Run the chains on an int8 (dynamically quantised) copy of "
