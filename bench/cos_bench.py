@@ -9,7 +9,8 @@ in float32, not timed). A variant is code, precision and torch threads:
   batches of 32 by character length, the expanded queries encoded again after the hop-1 reranking, both linking
   passes over every text;
 * ``after``: this tree (token-length buckets across a whole hop, the hop-1 reranking pass reused as the expanded
-  queries, the linking pass only over texts with a proposed mention);
+  queries, the linking pass only over texts with a proposed mention), the hotpotqa chain fused with two rounds of
+  retrieval as shipped; ``unfused``: this tree without that fusion (the paper's order);
 * ``fp32`` or ``int8`` (``sleuth.systems.chain_of_skills.quantise``), LoRA deltas merged into per-expert layers as
   sleuth's inference models have them; ``fp32-lora`` / ``int8-lora``: the deltas kept as float32 products beside
   the (quantised) frozen layer, as before 2026-11-25; ``@1`` / ``@2`` torch threads;
@@ -59,6 +60,9 @@ SKILLS = ("retrieval", "linking", "expanded", "reranking")
 TOP = 20
 
 
+CODES = ("before", "after", "unfused")
+
+
 @dataclass(frozen=True)
 class Variant:
     """``code:precision@threads[/budget][~fill]``, e.g. ``after:int8@1/300`` or ``after:int8-lora@2/30~0``."""
@@ -81,8 +85,9 @@ class Variant:
         except ValueError:
             raise SystemExit(f"bad variant {spec!r}: use code:precision@threads[/budget][~fill], "
                              "e.g. after:int8@2 or after:int8@1/300~0") from None
-        if code not in ("before", "after") or precision not in PRECISIONS or variant.threads < 1:
-            raise SystemExit(f"bad variant {spec!r}: code before|after, precision {'|'.join(PRECISIONS)}, threads >= 1")
+        if code not in CODES or precision not in PRECISIONS or variant.threads < 1:
+            raise SystemExit(f"bad variant {spec!r}: code {'|'.join(CODES)}, precision {'|'.join(PRECISIONS)}, "
+                             "threads >= 1")
         if code == "before" and variant.budget is not None:
             raise SystemExit(f"bad variant {spec!r}: the before code has no hop-2 reranking budget")
         return variant
@@ -236,6 +241,8 @@ class Contenders:
             for method in methods:
                 if hasattr(stage, method):
                     setattr(stage, method, meter.timed(skill, getattr(stage, method)))
+        if variant.code == "unfused":
+            return chains.CosChain(chain, retrieve, link, rerank, expanded, limits=chain_limits, fusion=None)
         return chains.CosChain(chain, retrieve, link, rerank, expanded, limits=chain_limits)
 
 
@@ -356,7 +363,8 @@ def run(args: argparse.Namespace) -> Report:
         more, data[label] = summarise(label, counts[label], len(passages), args.model, result, variants, chosen)
         data[label]["loadavg_end"] = load_average()
         tables += more
-    notes = [f"variants: code before = stages.py and chain.py at {args.before_rev}, after = this tree; fp32 / int8 "
+    notes = [f"variants: code before = stages.py and chain.py at {args.before_rev}, after = this tree (the hotpotqa "
+             "chain fused with two rounds of retrieval), unfused = this tree in the paper's order; fp32 / int8 "
              "(torch dynamic quantisation of nn.Linear) with LoRA deltas merged into per-expert layers, -lora = "
              "deltas kept unmerged; @N = torch threads; /N = hop-2 reranking budget (k_hop2_rerank); ~F = "
              "bucketing MIN_FILL (0 = token budget only)",
