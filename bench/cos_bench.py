@@ -241,9 +241,8 @@ class Contenders:
             for method in methods:
                 if hasattr(stage, method):
                     setattr(stage, method, meter.timed(skill, getattr(stage, method)))
-        if variant.code == "unfused":
-            return chains.CosChain(chain, retrieve, link, rerank, expanded, limits=chain_limits, fusion=None)
-        return chains.CosChain(chain, retrieve, link, rerank, expanded, limits=chain_limits)
+        unfused = {"fusion": None} if variant.code == "unfused" else {}  # the before code has no fusion argument
+        return chains.CosChain(chain, retrieve, link, rerank, expanded, limits=chain_limits, **unfused)
 
 
 def path_sets(chain: str, hits) -> list[frozenset[str]]:

@@ -102,11 +102,10 @@ def fuse_paths(chain: Sequence[Hit], two_round: Sequence[Hit], k: int = FUSION_R
                 ranking.append(kept)
         rankings.append(ranking)
         parts.append(scores_of)
-    scores = reciprocal_rank_fusion(rankings, [chain_weight, 1.0], k)
-    order = {hit_id: i for i, hit_id in enumerate(scores)}  # insertion: the chain's paths first, in its order
+    scores = reciprocal_rank_fusion(rankings, [chain_weight, 1.0], k)  # keyed in first-seen order: the chain's first
     hits = {h.id: h for h in by_pair.values()}
     return [hits[i].with_score(scores[i], components={"chain": parts[0].get(i), "retrieval-2hop": parts[1].get(i)})
-            for i in sorted(scores, key=lambda i: (-scores[i], order[i]))]
+            for i in sorted(scores, key=lambda i: -scores[i])]  # a stable sort: ties keep that order
 
 
 #: skills a chain can run without, one at a time, to measure what each adds (the skill ablation): entity linking
