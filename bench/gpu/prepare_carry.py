@@ -17,6 +17,9 @@ Adapters trained there are applied here to the exact float32 backbone, and every
     python bench/gpu/prepare_carry.py data-cos.tar.xz data-dhr.tar.xz --out .gpu2 --parts wheels
     # then, after a fresh start, the evaluations of the trained models (bench/gpu/curve_evals.sh; .gpu3 holds them)
     python bench/gpu/prepare_carry.py data-dev.tar.xz data-dhr.tar.xz --out .gpu2 --parts wheels
+    # session 18 (bench/gpu/paper_evals.sh): the model and the wheels in the first call, the data in the second
+    python bench/gpu/prepare_carry.py --out .gpu --parts model wheels
+    python bench/gpu/prepare_carry.py data-dev.tar.xz data-dhr.tar.xz data-pooled.tar.xz --out .gpu2 --parts
 """
 
 from __future__ import annotations
@@ -45,7 +48,8 @@ GROUPS = {"data-a.tar.xz": ["quest/train.jsonl", "quest/val.jsonl", "squad2/dev-
                               "musique/musique_train_100.json", "musique/musique_train_100_corpus.json",
                               "ottqa", "wikipedia", "hotpotqa/hotpot_dev_distractor_100.json",
                               "hotpotqa/hotpot_dev_distractor_more.json"],
-          "data-dev.tar.xz": ["hotpotqa/hotpot_dev_distractor_100.json", "hotpotqa/hotpot_dev_distractor_more.json"]}
+          "data-dev.tar.xz": ["hotpotqa/hotpot_dev_distractor_100.json", "hotpotqa/hotpot_dev_distractor_more.json"],
+          "data-pooled.tar.xz": ["hotpotqa/hotpot_train_100.json", "hotpotqa/hotpot_train_more.json"]}
 WHEELS = ["bm25s==0.3.16", "PyStemmer==3.1.0", "ir_measures==0.4.3", "pytrec_eval-terrier==0.5.11",
           "mwparserfromhell==0.7.2"]
 
@@ -56,7 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("groups", nargs="*", help=f"data archives: {', '.join(GROUPS)} (default: data-a, data-b)")
     parser.add_argument("--out", default=".gpu", help="folder in the repository root (git-ignored)")
-    parser.add_argument("--parts", nargs="+", choices=["model", "wheels"],
+    parser.add_argument("--parts", nargs="*", choices=["model", "wheels"],
                         help="what else goes in: the model (xz float16), the wheels (default: both, with data-a and "
                              "data-b when no archive is named)")
     args = parser.parse_args()

@@ -35,7 +35,8 @@ if [ "$MODE" = full ]; then
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
       $(ls .gpu/whl/*.whl .gpu2/whl/*.whl 2> /dev/null) || exit 1
   fi
-  for archive in .gpu/data-*.tar.xz .gpu2/data-*.tar.xz; do
+  for archive in .gpu/data-*.tar.xz .gpu2/data-*.tar.xz; do  # (NO_UNPACK=1: unpacked already, maybe being read)
+    [ -n "${NO_UNPACK:-}" ] && break
     [ -f "$archive" ] || continue; mkdir -p "$DATA" && tar xJf "$archive" -C "$DATA" || exit 1
   done
   export PYTHONPATH=$PWD:/tmp/site:$SHIM

@@ -93,3 +93,57 @@ def test_eval_part_and_pool_errors_are_one_line(args, message, dev_files, capsys
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_shards_cover_the_questions_once_over_the_same_corpus_and_merge_exactly(dev_files, tmp_path, capsys):
+    common = ["cos", "eval", "--questions", str(dev_files[0]), "--part", "report", "--limit", "5", "--model",
+              "minilm", "--chain", "retrieval", "--chain", "retrieval-2hop"]
+    main([*common, "--json", str(tmp_path / "whole.json")])
+    for shard in ("1/2", "0/2"):
+        main([*common, "--shard", shard, "--json", str(tmp_path / f"shard{shard[0]}.json")])
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "shard 1/2 (2 questions, corpus 50 passages" in printed  # the corpus of all 5 questions
+    whole = json.loads((tmp_path / "whole.json").read_text(encoding="utf-8"))
+    shards = [json.loads((tmp_path / f"shard{i}.json").read_text(encoding="utf-8")) for i in (0, 1)]
+    assert [s["rows"][0]["questions"] for s in shards] == [3, 2] and shards[0]["shard"] == "0/2"
+    main(["cos", "merge", str(tmp_path / "shard1.json"), str(tmp_path / "shard0.json"), "--json",
+          str(tmp_path / "merged.json")])
+    merged = json.loads((tmp_path / "merged.json").read_text(encoding="utf-8"))
+    assert merged["shards"] == 2 and merged["corpus"] == whole["corpus"]
+    for mine, theirs in zip(merged["rows"], whole["rows"]):
+        assert {k: v for k, v in mine.items() if k != "seconds"} == {k: v for k, v in theirs.items() if k != "seconds"}
+    assert 0 < whole["rows"][1]["path_recall@20"] < 1  # a measure that could differ between shards
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--shard", "2/2"], "--shard must be i/n with 0 <= i < n (e.g. 0/4), got '2/2'"),
+    (["--shard", "x"], "--shard must be i/n with 0 <= i < n (e.g. 0/4), got 'x'"),
+    (["--limit", "1", "--shard", "1/2"], "shard 1/2 holds no question"),
+])
+def test_shard_errors_are_one_line(args, message, dev_files, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cos", "eval", "--questions", str(dev_files[0]), "--model", "minilm", "--chain", "retrieval", *args])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_merge_refuses_records_that_are_not_one_runs_shards(tmp_path, capsys):
+    record = {"model": "m", "int8": False, "part": "report", "corpus": {"passages": 10}, "limits": {}, "ablate": [],
+              "rows": [{"chain": "retrieval", "questions": 1, "path_recall@20": 1.0, "passage_em": 0.0,
+                        "seconds": 1.0}]}
+    cases = {"a.json": {**record, "shard": "0/2"}, "b.json": {**record, "shard": "0/2"},
+             "c.json": {**record, "shard": "1/2", "part": "tune"}, "d.json": {"rows": []}}
+    for name, content in cases.items():
+        (tmp_path / name).write_text(json.dumps(content), encoding="utf-8")
+    (tmp_path / "e.json").write_text("{", encoding="utf-8")
+    for files, message in [(["a.json", "b.json"], "shards 0/2, 0/2 are not 0/2..1/2 each once"),
+                           (["a.json", "c.json"], "shard record 2 differs from the first in 'part'"),
+                           (["d.json"], "d.json: not a `sleuth cos eval --shard i/n --json` record (no 'model')"),
+                           (["e.json"], "e.json: not a JSON record"),
+                           (["missing.json"], "shard record not found")]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["cos", "merge", *(str(tmp_path / f) for f in files)])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1

@@ -48,6 +48,9 @@ def cos_eval_command(
     ablate: list[str] = typer.Option([], help="Run the hotpotqa chain without this skill: linking | expanded | "
                                               "hop2-rerank | fusion (with two rounds of retrieval: 'fusion' gives "
                                               "the paper's order; repeatable; the skill ablation)."),
+    shard: str | None = typer.Option(None, help="Evaluate every n-th question from the i-th ('i/n'), over the same "
+                                                "corpus: n processes (e.g. on one GPU) share a run; `sleuth cos "
+                                                "merge` joins their --json records."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
     device: str = DEVICE,
     int8: bool = typer.Option(False, "--int8", help="Run the chains on an int8 (dynamically quantised) copy of "
@@ -58,7 +61,7 @@ def cos_eval_command(
     from sleuth.corpus.question_split import PARTS
     from sleuth.io import atomic_write_text
     from sleuth.systems.chain_of_skills.chain import ABLATIONS, ChainLimits
-    from sleuth.systems.chain_of_skills.evaluation import EVAL_KS, LIMIT_SETS, evaluate_chains
+    from sleuth.systems.chain_of_skills.evaluation import EVAL_KS, LIMIT_SETS, evaluate_chains, parse_shard
     from sleuth.systems.chain_of_skills.model import SHIPPED_MODEL, UNTRAINED, model_path
 
     for file in (*questions, *distractors):
@@ -86,31 +89,69 @@ def cos_eval_command(
     for skill in ablate:
         if skill not in ABLATIONS:
             raise ConfigError(f"--ablate must be one of {', '.join(ABLATIONS)}, got '{skill}'")
+    shard_used = parse_shard(shard) if shard is not None else None
     limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank)
     corpus = "pooled" if pooled else "questions"
     stats: dict[str, int] = {}
     rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
                                              device=device, int8=int8, show_progress=True, part=part,
                                              corpus=corpus, distractors=distractors, stats=stats,
-                                             ablate=ablate)]
+                                             ablate=ablate, shard=shard_used)]
     name = model or SHIPPED_MODEL
     shown = "/".join(str(v) for v in values.values())
-    table = Table(title=f"Chain-of-Skills on {' + '.join(q.name for q in questions)}"
-                        f"{'' if part == 'all' else f' ({part} part)'} ({rows[0]['questions']} questions, "
-                        f"{'pooled ' if pooled else ''}corpus {stats['passages']} passages, model {name}"
-                        f"{' int8' if int8 else ''}, hop limits {shown})")
+    print_rows(f"Chain-of-Skills on {' + '.join(q.name for q in questions)}"
+               f"{'' if part == 'all' else f' ({part} part)'}{f' shard {shard}' if shard else ''} "
+               f"({rows[0]['questions']} questions, {'pooled ' if pooled else ''}corpus {stats['passages']} "
+               f"passages, model {name}{' int8' if int8 else ''}, hop limits {shown})", rows)
+    if json_out is not None:
+        recorded = {"model": name, "int8": int8, "questions": " ".join(map(str, questions)), "part": part,
+                    "corpus": {"setting": corpus, "distractors": list(map(str, distractors)),
+                               "passages": stats["passages"]},
+                    "limits": {**values, "k_hop2_rerank": k_hop2_rerank}, "ablate": ablate,
+                    **({"shard": shard} if shard else {}), "rows": rows}
+        atomic_write_text(json_out, json.dumps(recorded, indent=1) + "\n")
+        console.print(f"wrote {json_out}")
+
+
+@cos_app.command("merge")
+def cos_merge_command(
+    records: list[Path] = typer.Argument(..., help="The --json records of `sleuth cos eval --shard i/n`, one per "
+                                                   "shard."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the merged record as JSON here."),
+) -> None:
+    """The rows of one `sleuth cos eval` run from its shards' records (question-weighted means, seconds summed)."""
+    from sleuth.io import atomic_write_text
+    from sleuth.systems.chain_of_skills.evaluation import merge_shards
+
+    loaded = []
+    for record in records:
+        if not record.is_file():
+            raise ConfigError(f"shard record not found: {record}")
+        try:
+            loaded.append(json.loads(record.read_text(encoding="utf-8")))
+        except json.JSONDecodeError as error:
+            raise ConfigError(f"{record}: not a JSON record ({error.msg}, line {error.lineno})") from None
+        missing = [key for key in ("model", "corpus", "shard", "rows") if key not in loaded[-1]] if isinstance(
+            loaded[-1], dict) else ["rows"]
+        if missing:
+            raise ConfigError(f"{record}: not a `sleuth cos eval --shard i/n --json` record (no '{missing[0]}')")
+    merged = merge_shards(loaded)
+    print_rows(f"Chain-of-Skills, {merged['shards']} shards merged ({merged['rows'][0]['questions']} questions, "
+               f"part {merged.get('part', 'all')}, corpus {merged['corpus']['passages']} passages, model "
+               f"{merged['model']})", merged["rows"])
+    if json_out is not None:
+        atomic_write_text(json_out, json.dumps(merged, indent=1) + "\n")
+        console.print(f"wrote {json_out}")
+
+
+def print_rows(title: str, rows: list[dict]) -> None:
+    """Rows of chain scores as one table."""
+    table = Table(title=title)
     for column in rows[0]:
         table.add_column(column, justify="left" if column == "chain" else "right")
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
     out.print(table)
-    if json_out is not None:
-        recorded = {"model": name, "int8": int8, "questions": " ".join(map(str, questions)), "part": part,
-                    "corpus": {"setting": corpus, "distractors": list(map(str, distractors)),
-                               "passages": stats["passages"]},
-                    "limits": {**values, "k_hop2_rerank": k_hop2_rerank}, "ablate": ablate, "rows": rows}
-        atomic_write_text(json_out, json.dumps(recorded, indent=1) + "\n")
-        console.print(f"wrote {json_out}")
 
 
 def register(app: typer.Typer, train_app: typer.Typer) -> None:

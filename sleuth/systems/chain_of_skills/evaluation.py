@@ -10,6 +10,7 @@ top path for EM is its first two passages.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -78,13 +79,15 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
                     limits: ChainLimits = ChainLimits(), ks: Sequence[int] = EVAL_KS, device: str = "cpu",
                     span_seed: int = 0, int8: bool = False, runs: dict | None = None, show_progress: bool = False,
                     part: str = "all", corpus: str = "questions", distractors: Sequence[str | Path] = (),
-                    stats: dict | None = None, ablate: Sequence[str] = ()) -> list[ChainScores]:
+                    stats: dict | None = None, ablate: Sequence[str] = (),
+                    shard: tuple[int, int] | None = None) -> list[ChainScores]:
     """Scores of each chain over the first ``limit`` questions with supporting facts of ``part`` (``model_dir``:
     None for the shipped model, "minilm" for untrained experts, or a saved multi-expert model directory); ``corpus``:
     "questions" or "pooled" with ``distractors`` (:mod:`eval_corpus`); ``int8``: the chains' encoder quantised
     (``quantise``), the skill indexes still encoded in float32. With ``runs`` (a dict) each chain's Run is also left
     there by chain name (for path-level analysis); with ``stats`` (a dict) the corpus size ("passages");
-    ``ablate``: skills the hotpotqa chain runs without (``chain.ABLATIONS``).
+    ``ablate``: skills the hotpotqa chain runs without (``chain.ABLATIONS``); ``shard`` = (i, n): only every n-th of
+    those questions from the i-th is evaluated, over the same corpus (shards merge exactly: :func:`merge_shards`).
     ``show_progress``: a bar per chain (questions done, questions/s, time left; :mod:`sleuth.progress`)."""
     from sleuth.stages.base import transform_counted
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
@@ -104,6 +107,10 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
     passages = eval_passages(corpus, paths, {q.id for q in questions}, distractors)
     if stats is not None:
         stats["passages"] = len(passages)
+    if shard is not None:
+        questions = questions[shard[0]::shard[1]]
+        if not questions:
+            raise ConfigError(f"shard {shard[0]}/{shard[1]} holds no question")
 
     path = model_path(model_dir)
     model = load_model(path, device=device).for_inference()
@@ -138,6 +145,44 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
         results.append(ChainScores(chain, len(questions), {k: mean(v) for k, v in recall.items()}, mean(ems),
                                    time.perf_counter() - start))
     return results
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """"i/n" (0 <= i < n) as (i, n)."""
+    match = re.fullmatch(r"(\d+)/(\d+)", text.strip())
+    if not match or not int(match[1]) < int(match[2]):
+        raise ConfigError(f"--shard must be i/n with 0 <= i < n (e.g. 0/4), got '{text}'")
+    return int(match[1]), int(match[2])
+
+
+def merge_shards(records: Sequence[dict]) -> dict:
+    """``sleuth cos eval --shard i/n --json`` records of one evaluation merged into the record of the whole: the
+    same settings (all but ``shard`` and the rows), shards 0..n-1 each once; per chain the questions summed, each
+    measure their question-weighted mean, the seconds summed."""
+    if not records:
+        raise ConfigError("no shard records to merge")
+    settings = [{k: v for k, v in r.items() if k not in ("shard", "rows")} for r in records]
+    for index, other in enumerate(settings[1:], 1):
+        differing = sorted(k for k in {*settings[0], *other} if settings[0].get(k) != other.get(k))
+        if differing:
+            raise ConfigError(f"shard record {index + 1} differs from the first in '{differing[0]}'")
+    shards = sorted(parse_shard(str(r.get("shard", ""))) for r in records)
+    count = shards[0][1]
+    if shards != [(i, count) for i in range(count)]:
+        raise ConfigError(f"shards {', '.join(f'{i}/{n}' for i, n in shards)} are not 0/{count}..{count - 1}/{count} "
+                          "each once")
+    rows = []
+    for chain_rows in zip(*(r["rows"] for r in records)):
+        if len({row["chain"] for row in chain_rows}) != 1:
+            raise ConfigError("shard records list different chains")
+        total = sum(row["questions"] for row in chain_rows)
+        merged = {"chain": chain_rows[0]["chain"], "questions": total}
+        for key in chain_rows[0]:
+            if key not in merged and key != "seconds":
+                merged[key] = round(sum(row[key] * row["questions"] for row in chain_rows) / total, 4)
+        merged["seconds"] = round(sum(row["seconds"] for row in chain_rows), 1)
+        rows.append(merged)
+    return {**settings[0], "shards": count, "rows": rows}
 
 
 @dataclass

@@ -41,7 +41,12 @@ class IndexFlatIP:
     def search(self, x, k: int):
         scores = np.asarray(x, dtype=np.float32) @ self.vectors.T
         n = len(self.vectors)
-        top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+        if k < n:  # the k best (argpartition), then in order: score descending, ties by row
+            part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
+            order = np.lexsort((part, -np.take_along_axis(scores, part, axis=1)), axis=1)
+            top = np.take_along_axis(part, order, axis=1)
+        else:
+            top = np.argsort(-scores, axis=1, kind="stable")
         out_scores = np.full((len(scores), k), -np.inf, dtype=np.float32)
         out_rows = np.full((len(scores), k), -1, dtype=np.int64)
         out_rows[:, :min(k, n)] = top
