@@ -156,3 +156,28 @@ def test_several_squad_files_split_by_one_article_list(data_dir):
     assert len(split["train"]) == 18 and len(split["evaluation"]) == 8
     assert {q.metadata["article"] for q in train} == set(split["train"]) and len(train) == 7547
     assert "Beyoncé" in split["train"] and "Steam_engine" in split["evaluation"]
+
+
+@pytest.mark.slow
+def test_mine_from_base_adds_mined_negatives_to_round_one(data_dir, questions, tmp_path):
+    """Trained base encoders go on ANCE-style: round 1 mines from the base models' index (up to one more negative
+    per example than the same round without it: not every question has an answer-free passage left to mine), with no
+    index after the round."""
+    from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
+    from sleuth.train.contrastive import TrainConfig
+
+    model = tiny_bert()
+    chosen = questions[:60]
+    gold = {q.metadata["gold_passage"] for q in chosen}
+    docs = [d for i, d in enumerate(read_beir_corpus(data_dir / "nq" / "corpus.jsonl")) if d.id in gold or i % 50 == 0]
+    config = TrainConfig(lr=2e-4, batch_size=8, max_steps=2, show_progress=False)
+    negatives = {}
+    for mine in (False, True):
+        settings = DHRTrainingSettings(document_model=model, passage_model=model, rounds=1, shared_encoder=True,
+                                       mine_base=mine, index_rounds=False, mined_negatives=1, dev_fraction=0.2)
+        report = train_dhr(documents_to_groups(docs, None), chosen, tmp_path / f"run{mine}", settings, config,
+                           log=lambda _: None)
+        negatives[mine] = report["rounds"][0]["negatives_per_example"]
+        assert report["rounds"][0]["index"] is None and report["settings"]["mine_base"] is mine
+    for kind in ("passage", "document"):
+        assert negatives[False][kind] + 0.5 < negatives[True][kind] <= negatives[False][kind] + 1

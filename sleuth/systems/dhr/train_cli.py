@@ -72,7 +72,12 @@ def train_dhr_command(
     document_negatives: list[str] = typer.Option(["abstract=1"], help="KIND=COUNT, kinds: abstract, all-text."),
     passage_negatives: list[str] = typer.Option(["bm25=1", "in-doc=1"], help="KIND=COUNT, kinds: bm25, in-doc, "
                                                                                 "in-sec."),
-    mined: int = typer.Option(1, help="Mined negatives per question from round 2 on."),
+    mined: int = typer.Option(1, help="Mined negatives per question from round 2 on (from round 1 with "
+                                      "--mine-from-base)."),
+    mine_from_base: bool = typer.Option(False, "--mine-from-base", help="Round 1 adds negatives mined by the base "
+                                                                       "models' index: base models that are trained "
+                                                                       "encoders (an earlier run's round1/*-encoder) "
+                                                                       "go on ANCE-style."),
     dev_fraction: float = typer.Option(0.2, help="Share of questions held out as dev (seeded hash split)."),
     seed: int = typer.Option(13, help="Seed of the split, the shuffling and the model initialisation."),
     evaluate_base: bool = typer.Option(False, help="Also index and evaluate the untrained base models."),
@@ -105,7 +110,8 @@ def train_dhr_command(
                                    document_negatives=parse_counts(document_negatives, "document-negatives"),
                                    passage_negatives=parse_counts(passage_negatives, "passage-negatives"),
                                    mined_negatives=mined, dev_fraction=dev_fraction, split_seed=seed,
-                                   evaluate_base=evaluate_base, shared_encoder=shared_encoder, index_rounds=index,
+                                   evaluate_base=evaluate_base, mine_base=mine_from_base,
+                                   shared_encoder=shared_encoder, index_rounds=index,
                                    articles=articles)
     config = TrainConfig(lr=lr, batch_size=batch_size, epochs=epochs, max_steps=steps, max_length=max_length,
                          seed=seed, device=device, lora_rank=lora_rank, max_minutes=max_minutes)

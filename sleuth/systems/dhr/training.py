@@ -1,7 +1,9 @@
 """DHR training rounds: fine-tune the document and passage encoders, index the corpus, mine, train again.
 
 Round 1 trains each encoder from its base model on BM25 (and In-Doc/In-Sec) negatives; round r > 1 continues from
-round r-1's checkpoints with negatives mined by round r-1's index added (section 3.4, ANCE-style). After each round
+round r-1's checkpoints with negatives mined by round r-1's index added (section 3.4, ANCE-style). With
+``mine_base`` round 1 adds negatives mined by the base models' index too: base models that are trained encoders
+(e.g. an earlier run's round-1 adapters) go on ANCE-style without repeating their first round. After each round
 the corpus is indexed with the new encoders (``out/round<r>/index``, reusable by ``sleuth dhr compare``) and DHR is
 evaluated on the dev questions. Everything a run did is written to ``out/report.json``.
 """
@@ -58,6 +60,7 @@ class DHRTrainingSettings:
     k1: int = DEFAULT_K1
     lam: float = DEFAULT_LAMBDA
     evaluate_base: bool = False  # also index and evaluate the untrained base models (round 0)
+    mine_base: bool = False  # round 1 adds negatives mined by the base models' index (trained base encoders)
     ks: tuple[int, ...] = (1, 5, 20, 100)
     max_train_questions: int | None = None
     shared_encoder: bool = False  # one model for both roles, trained on document and passage examples together
@@ -67,9 +70,9 @@ class DHRTrainingSettings:
     def check(self) -> DHRTrainingSettings:
         if self.rounds < 1:
             raise ConfigError("rounds must be at least 1")
-        if not self.index_rounds and (self.rounds > 1 or self.evaluate_base):
-            raise ConfigError("without indexing after each round there is nothing to mine or evaluate: use rounds=1 "
-                              "and no base evaluation")
+        if not self.index_rounds and self.rounds > 1:
+            raise ConfigError("without indexing after each round there is nothing to mine from for round 2: use "
+                              "rounds=1")
         for kinds, known, what in ((self.document_negatives, DOCUMENT_NEGATIVE_KINDS, "document"),
                                    (self.passage_negatives, PASSAGE_NEGATIVE_KINDS, "passage")):
             unknown = sorted(set(kinds) - set(known))
@@ -129,14 +132,15 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
                               "dev_questions": len(dev_questions), "rounds": []}
     document_model, passage_model = settings.document_model, settings.passage_model  # names or paths
     index = None
-    if settings.evaluate_base:
+    if settings.evaluate_base or settings.mine_base:
         index = build_round_index(corpus, document_model, passage_model, None, config.device, config.show_progress)
+    if settings.evaluate_base:
         report["base_dev"] = evaluate(index, corpus, dev_questions, settings, config.device)
         log(f"round 0 (base models) dev: {format_accuracy(report['base_dev'])}")
     for round_number in range(1, settings.rounds + 1):
         folder = out / f"round{round_number}"
         mined_passages = mined_documents = None
-        if round_number > 1:
+        if round_number > 1 or settings.mine_base:
             if index is None:  # every round builds one, so later rounds always have the previous round's
                 raise RuntimeError(f"round {round_number}: no index from round {round_number - 1} to mine")
             mined_passages, mined_documents = mine(index, corpus, items, settings.mined_negatives, config.device)
