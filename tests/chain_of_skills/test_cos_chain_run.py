@@ -232,3 +232,18 @@ def test_the_skill_ablation_runs_the_chain_without_one_skill(hotpot):
     assert without("fusion") == paper(questions)
     with pytest.raises(ConfigError, match="cannot ablate 'span'"):
         CosChain("hotpotqa", full.retrieve, full.link, full.rerank, full.expanded, ablate=("span",))
+
+
+def test_fused_chain_encodes_no_question_passage_pair_twice(hotpot, monkeypatch):
+    """The two-round list's expanded queries come from the hop-1 reranking pass (the same expert reads the same
+    pairs): the fused chain never calls the expanded skill's own encoder, and its paths are those of the fusion."""
+    from sleuth.systems.chain_of_skills.stages import ExpandedRetrieve
+
+    questions, workspace, folder = hotpot
+    fused = load_pipeline(config(folder, "fused", chain="hotpotqa", **LIMITS), workspace)
+    encoded = []
+    original = ExpandedRetrieve.vectors
+    monkeypatch.setattr(ExpandedRetrieve, "vectors", lambda self, q, hop1: encoded.append(len(hop1)) or original(
+        self, q, hop1))
+    run = fused(questions)
+    assert encoded == [] and all(run[q.id] for q in questions)

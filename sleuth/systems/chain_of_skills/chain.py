@@ -17,15 +17,18 @@
   ``extras["components"]`` keeps both lists' scores); ``fusion=None`` or ``ablate=["fusion"]`` is the paper's order.
 
 Cost: the hop-1 reranking reads ("question", "hop-1 passage") through the expert the expanded queries use (shared
-in the paper's routing), so its [CLS] vectors serve as the kept passages' expanded queries (no second pass); each
+in the paper's routing), so its [CLS] vectors serve as the kept passages' expanded queries (no second pass), and
+as those of the fused two-round list's hop-1 passages (every retrieved passage is a hop-1 candidate); each
 hop's pairs and triples go through the encoder in one bucketed call (``bucketing``). ``ChainLimits.k_hop2_rerank``
 optionally caps the hop-2 reranking, the dominant cost at the paper's limits (~2,000 triples of ~250 tokens).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
@@ -158,16 +161,25 @@ class CosChain(Stage):
                 run[query.id] = self.nq(query, hop1)[:self.limits.k]
             elif self.fusion is None:
                 run[query.id] = self.paths(query, hop1)[:self.limits.k]
-            else:  # two rounds of retrieval over the same hop-1 search: its top k_hop1
-                two_round = self.retrieval_paths(query, retrieved[:self.limits.k_hop1])
-                run[query.id] = fuse_paths(self.paths(query, hop1), two_round, *self.fusion)[:self.limits.k]
+            else:  # two rounds of retrieval over the same hop-1 search (its top k_hop1), whose expanded queries
+                # the hop-1 reranking pass has already encoded (every retrieved passage is a hop-1 candidate)
+                vectors: dict[str, np.ndarray] = {}
+                paths = self.paths(query, hop1, vectors)
+                two_round = self.retrieval_paths(query, retrieved[:self.limits.k_hop1], vectors)
+                run[query.id] = fuse_paths(paths, two_round, *self.fusion)[:self.limits.k]
         return run
 
-    def retrieval_paths(self, query: Query, hop1: list[Hit]) -> list[Hit]:
-        """Two rounds of retrieval only: path score = hop-1 retrieval score + hop-2 expanded-retrieval score."""
+    def retrieval_paths(self, query: Query, hop1: list[Hit],
+                        vectors: Mapping[str, np.ndarray] | None = None) -> list[Hit]:
+        """Two rounds of retrieval only: path score = hop-1 retrieval score + hop-2 expanded-retrieval score;
+        ``vectors``: expanded-query vectors by hop-1 passage id, already encoded (the rest are encoded here)."""
         assert self.expanded is not None
         hop1 = [h.with_score(h.score, merged=h.score) for h in hop1]
-        expanded = self.expanded.retrieve(query.text, hop1, self.limits.k_expanded)
+        if vectors and hop1 and all(h.id in vectors for h in hop1):
+            expanded = self.expanded.from_vectors(hop1, np.stack([vectors[h.id] for h in hop1]),
+                                                  self.limits.k_expanded)
+        else:
+            expanded = self.expanded.retrieve(query.text, hop1, self.limits.k_expanded)
         scored, pairs = [], {}
         for first, found in zip(hop1, expanded):
             for second in found:
@@ -197,16 +209,21 @@ class CosChain(Stage):
         out = [h.with_score(nq_score(h.extras["rerank"], h.extras["merged"], self.beta)) for h in hits]
         return rank_hits(out)
 
-    def paths(self, query: Query, hop1: list[Hit]) -> list[Hit]:
+    def paths(self, query: Query, hop1: list[Hit], vectors_out: dict[str, np.ndarray] | None = None) -> list[Hit]:
+        """The hotpotqa chain's own paths (the paper's order); ``vectors_out`` receives the hop-1 candidates'
+        expanded-query vectors by id where the reranking pass gives them (``Rerank.expanded_vectors_reusable``)."""
         assert self.expanded is not None and self.rerank is not None
         hop1_values, vectors = self.rerank.score_pairs([(query.text, passage_text(h)) for h in hop1])
+        reusable = self.rerank.expanded_vectors_reusable(self.expanded)
+        if vectors_out is not None and reusable:
+            vectors_out.update((h.id, vectors[i]) for i, h in enumerate(hop1))
         hits = [h.with_score(hop1_score(float(v), h.extras["merged"], self.rerank_weight), rerank=float(v))
                 for h, v in zip(hop1, hop1_values)]
         order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, hits[i].id))[:self.limits.k_hop1]
         kept = [hits[i] for i in order]
         if "expanded" in self.ablate:
             expanded: list[list[Hit]] = [[] for _ in kept]
-        elif self.rerank.expanded_vectors_reusable(self.expanded):  # the hop-1 rerank already read (question,
+        elif reusable:  # the hop-1 rerank already read (question,
             # passage) through the expanded-query expert
             expanded = self.expanded.from_vectors(kept, vectors[order], self.limits.k_expanded)
         else:
