@@ -87,7 +87,7 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
     (``quantise``), the skill indexes still encoded in float32. With ``runs`` (a dict) each chain's Run is also left
     there by chain name (for path-level analysis); with ``stats`` (a dict) the corpus size ("passages");
     ``ablate``: skills the hotpotqa chain runs without (``chain.ABLATIONS``); ``shard`` = (i, n): only every n-th of
-    those questions from the i-th is evaluated, over the same corpus (shards merge exactly: :func:`merge_shards`).
+    those questions from the i-th is evaluated, over the same corpus (:func:`merge_shards` joins the shards).
     ``show_progress``: a bar per chain (questions done, questions/s, time left; :mod:`sleuth.progress`)."""
     from sleuth.stages.base import transform_counted
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
@@ -158,7 +158,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 def merge_shards(records: Sequence[dict]) -> dict:
     """``sleuth cos eval --shard i/n --json`` records of one evaluation merged into the record of the whole: the
     same settings (all but ``shard`` and the rows), shards 0..n-1 each once; per chain the questions summed, each
-    measure their question-weighted mean, the seconds summed."""
+    measure their question-weighted mean (exact up to the records' four decimals), the seconds summed."""
     if not records:
         raise ConfigError("no shard records to merge")
     settings = [{k: v for k, v in r.items() if k not in ("shard", "rows")} for r in records]
