@@ -58,7 +58,10 @@ def add_lora(model, settings: LoraSettings = LoraSettings()):
                              target_modules=list(settings.target_modules),
                              layers_to_transform=list(settings.layers) if settings.layers is not None else None,
                              modules_to_save=list(settings.modules_to_save) or None)
-    return peft.get_peft_model(model, config)
+    from sleuth.models.quiet import quiet_model_load
+
+    with quiet_model_load():  # transformers' is_gradient_checkpointing FutureWarning, which peft triggers
+        return peft.get_peft_model(model, config)
 
 
 def lora_config(path: str | Path) -> dict:
@@ -76,7 +79,10 @@ def continue_lora(model, path: str | Path, settings: LoraSettings):
     rank = lora_config(path).get("r")
     if rank != settings.rank:
         raise ConfigError(f"{path}: a LoRA adapter of rank {rank} cannot go on training at rank {settings.rank}")
-    return peft.PeftModel.from_pretrained(model, str(path), is_trainable=True)
+    from sleuth.models.quiet import quiet_model_load
+
+    with quiet_model_load():
+        return peft.PeftModel.from_pretrained(model, str(path), is_trainable=True)
 
 
 def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings, card: str | None = None,
@@ -84,11 +90,13 @@ def save_adapter(model, path: str | Path, backbone: str, settings: LoraSettings,
     """Write a LoRA-wrapped ``model``'s adapter (not the backbone) to ``path`` atomically, with the backbone's
     sleuth name, the settings, ``extra`` metadata and an optional model card."""
     from sleuth.io import atomic_write_text
+    from sleuth.models.quiet import quiet_adapter_save
 
     def write(tmp: Path) -> None:
         # peft fills an existing README.md instead of rendering its own card (which needs Jinja2)
         atomic_write_text(tmp / "README.md", card or "# Adapter\n")
-        model.save_pretrained(str(tmp))
+        with quiet_adapter_save():
+            model.save_pretrained(str(tmp))
         config = json.loads((tmp / PEFT_CONFIG).read_text(encoding="utf-8"))
         config["base_model_name_or_path"] = backbone  # the sleuth name, not this machine's path of the backbone
         atomic_write_text(tmp / PEFT_CONFIG, json.dumps(config, indent=2) + "\n")

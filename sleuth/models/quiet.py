@@ -1,9 +1,11 @@
 """Third-party noise silenced at its source: transformers' load reports ("UNEXPECTED" keys), weight-loading bars and
-deprecation FutureWarnings while a model is loaded, and torch's deprecation warning of quantised tensors while a model
-is quantised. Only inside these blocks, and only these warnings: anything else still shows."""
+deprecation FutureWarnings while a model is loaded or wrapped in a LoRA, peft's and huggingface_hub's remarks on the
+model card and the backbone's config while an adapter is saved, and torch's deprecation warning of quantised tensors
+while a model is quantised. Only inside these blocks, and only these warnings: anything else still shows."""
 
 from __future__ import annotations
 
+import logging
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,3 +36,18 @@ def quiet_quantisation() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", category=UserWarning, message=r"torch\.quantize_per_tensor.*deprecated")
         yield
+
+
+@contextmanager
+def quiet_adapter_save() -> Iterator[None]:
+    """Save a peft adapter without "Repo card metadata block was not found" (huggingface_hub: sleuth writes its own
+    card) and "Could not find a config file in <backbone>" (peft: the backbone is named by its sleuth name)."""
+    card_logger = logging.getLogger("huggingface_hub.repocard")
+    level = card_logger.level
+    card_logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=UserWarning, message=r"Could not find a config file in ")
+            yield
+    finally:
+        card_logger.setLevel(level)

@@ -99,8 +99,11 @@ def load_trainable(model: str | Path, device: str = "cpu", max_length: int | Non
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     _, SentenceTransformer = torch_modules()
+    from sleuth.models.quiet import quiet_model_load
+
     try:
-        st = SentenceTransformer(str(model), device=device)
+        with quiet_model_load():
+            st = SentenceTransformer(str(model), device=device)
     except (OSError, ValueError) as exc:
         raise ConfigError(f"cannot load model '{model}' for training: {str(exc).splitlines()[0]}") from None
     if max_length:

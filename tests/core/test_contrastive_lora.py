@@ -53,3 +53,23 @@ def test_lora_training_writes_a_small_adapter_that_load_encoder_merges(tmp_path)
     with pytest.raises(ConfigError, match="rank 4 cannot go on training at rank 8"):
         train_contrastive(out, examples, tmp_path / "other", TrainConfig(lora_rank=8, max_steps=1,
                                                                          show_progress=False))
+
+
+@pytest.mark.slow
+def test_lora_training_and_its_continuation_print_no_third_party_noise(tmp_path, capfd, caplog):
+    """No weight-loading bar, no transformers FutureWarning (peft's is_gradient_checkpointing), no "Repo card
+    metadata" or "Could not find a config file" remark on save: a training log holds sleuth's own lines."""
+    import warnings
+
+    examples = [ContrastiveExample(f"question {i}", f"passage {i}", [f"negative {i}"]) for i in range(4)]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        train_contrastive("minilm", examples, tmp_path / "a", TrainConfig(batch_size=4, max_steps=1, lora_rank=4,
+                                                                          show_progress=False))
+        train_contrastive(tmp_path / "a", examples, tmp_path / "b", TrainConfig(batch_size=4, max_steps=1,
+                                                                                lora_rank=4, show_progress=False))
+    printed = "".join(capfd.readouterr())
+    assert [str(w.message) for w in caught if w.category in (FutureWarning, UserWarning)] == []
+    assert not [noise for noise in ("Loading weights", "Repo card", "config file") if noise in printed], printed
+    assert not [r.getMessage() for r in caplog.records if r.name.startswith(("huggingface_hub", "transformers", "peft"))
+                and r.levelno >= 30]
