@@ -8,7 +8,16 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+
+
+@contextmanager
+def ignoring(category: type[Warning], message: str = "", module: str = "") -> Iterator[None]:
+    """Warnings of ``category`` whose text matches ``message`` (a regex, from the start) raised from a module
+    matching ``module`` ignored inside the block; the warning filters are restored afterwards."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=category, message=message, module=module)
+        yield
 
 
 @contextmanager
@@ -20,8 +29,7 @@ def quiet_model_load() -> Iterator[None]:
     hf_logging.set_verbosity_error()  # the load report: keys a task head leaves unused (a backbone's pooler)
     hf_logging.disable_progress_bar()
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=FutureWarning, module=r"(transformers|peft)(\.|$)")
+        with ignoring(FutureWarning, module=r"(transformers|peft)(\.|$)"):
             yield
     finally:
         hf_logging.set_verbosity(verbosity)
@@ -29,13 +37,10 @@ def quiet_model_load() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-@contextmanager
-def quiet_quantisation() -> Iterator[None]:
+def quiet_quantisation() -> AbstractContextManager[None]:
     """Quantise without torch's "quantized tensor creation functions ... are deprecated" warning (torch 2.10+ warns
     on every ``quantize_dynamic``; sleuth's int8 paths are measured and kept until torchao replaces them)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=UserWarning, message=r"torch\.quantize_per_tensor.*deprecated")
-        yield
+    return ignoring(UserWarning, message=r"torch\.quantize_per_tensor.*deprecated")
 
 
 @contextmanager
@@ -46,8 +51,7 @@ def quiet_adapter_save() -> Iterator[None]:
     level = card_logger.level
     card_logger.setLevel(logging.ERROR)
     try:
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", category=UserWarning, message=r"Could not find a config file in ")
+        with ignoring(UserWarning, message=r"Could not find a config file in "):
             yield
     finally:
         card_logger.setLevel(level)
