@@ -134,9 +134,9 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
     index = None
     if settings.evaluate_base or settings.mine_base:
         index = build_round_index(corpus, document_model, passage_model, None, config.device, config.show_progress)
-    if settings.evaluate_base and index is not None:
-        report["base_dev"] = evaluate(index, corpus, dev_questions, settings, config.device)
-        log(f"round 0 (base models) dev: {format_accuracy(report['base_dev'])}")
+        if settings.evaluate_base:
+            report["base_dev"] = evaluate(index, corpus, dev_questions, settings, config.device)
+            log(f"round 0 (base models) dev: {format_accuracy(report['base_dev'])}")
     for round_number in range(1, settings.rounds + 1):
         folder = out / f"round{round_number}"
         mined_passages = mined_documents = None
