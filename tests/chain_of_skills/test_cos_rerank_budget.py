@@ -1,13 +1,14 @@
 """The hop-2 reranking budget of the HotpotQA chain (``k_hop2_rerank``) on real HotpotQA dev questions (untrained
 MiniLM experts): a budget above the candidate count changes nothing; a small one keeps the candidates with the best
-path score without the hop-2 rerank, and their paths as the full chain scores them."""
+path score without the hop-2 rerank, and their paths as the full chain scores them; the "per-hop1" selection
+spreads the same budget over every kept hop-1 passage."""
 
 from __future__ import annotations
 
 import pytest
 
 from sleuth.corpus.model import Passage
-from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits, CosChain
+from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits, CosChain, merged_hits
 from sleuth.systems.chain_of_skills.chain_scores import path_score
 from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
 from sleuth.systems.chain_of_skills.skill_index import SkillIndex
@@ -32,12 +33,14 @@ def runs(two_dev_questions):
     passage_index, entity_index = SkillIndex.build(passages, model, "retrieval"), SkillIndex.build(
         passages, model, "linking")
     link = EntityLink(model, SpanProposalHead(model.dim, seed=0), entity_index)
-    out = {}
-    for budget in (None, 1000, BUDGET):
+    out: dict = {}
+    for budget, selection in ((None, "path"), (1000, "path"), (BUDGET, "path"), (LIMITS["k_hop1"], "per-hop1")):
+        limits = ChainLimits(**LIMITS, k_hop2_rerank=budget, hop2_selection=selection)
         chain = CosChain("hotpotqa", SingleRetrieve(model, passage_index), link, Rerank(model),
-                         ExpandedRetrieve(model, passage_index), limits=ChainLimits(**LIMITS, k_hop2_rerank=budget),
+                         ExpandedRetrieve(model, passage_index), limits=limits,
                          fusion=None)  # the chain's own paths (the budget acts before the fusion)
-        out[budget] = chain(questions)
+        out[budget if selection == "path" else selection] = chain(questions)
+    out["per-hop1 chain"] = chain
     return questions, out
 
 
@@ -63,3 +66,22 @@ def test_a_small_budget_reranks_the_best_candidates_by_partial_path_score(runs):
                 assert hit.score == pytest.approx(next(h.score for h in full if h.id == hit.id), rel=1e-5)
         cut = min(partial(h) for h in small)
         assert all(partial(h) <= cut + 1e-4 for pair, h in by_pair.items() if pair not in kept)
+
+
+def test_per_hop1_selection_gives_each_kept_hop1_passage_its_best_candidate(runs):
+    questions, out = runs
+    chain = out["per-hop1 chain"]
+    for question in questions:
+        found = chain.retrieve.retrieve([question.text], LIMITS["k_retrieval"])[0]
+        hop1 = merged_hits([found, chain.link.link([question.text], LIMITS["k_link"])[0]], chain.alpha)
+        candidates = chain.hop2_candidates(question, hop1)
+        chosen = chain.rerank_budget(candidates)
+        partial, groups = chain.budget_inputs(candidates)
+        assert len(set(groups)) == LIMITS["k_hop1"] and len(candidates) > LIMITS["k_hop1"]
+        assert sorted(first.extras["hop1_rank"] for first, _ in chosen) == list(range(LIMITS["k_hop1"]))
+        for first, second in chosen:
+            best = max(p for p, (f, _) in zip(partial, candidates) if f.id == first.id)
+            assert partial[candidates.index((first, second))] == best
+        # the paths the chain returns are those candidates' (fewer where two make the same unordered pair)
+        pairs = {frozenset((first.id, second.id)) for first, second in chosen}
+        assert {frozenset(h.id.split(PATH_SEPARATOR)) for h in out["per-hop1"][question.id]} <= pairs

@@ -28,6 +28,7 @@ from sleuth.systems.chain_of_skills.chain_scores import (
     NQ_RERANK_BETA,
     PROMOTION_ALPHA,
 )
+from sleuth.systems.chain_of_skills.hop2_budget import DEFAULT_HOP2_SELECTION, HOP2_SELECTIONS
 from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
 
 # what the skills and chains write in Hit.extras
@@ -104,14 +105,17 @@ def cos_chain_stage(ws: Workspace, *, chain: Annotated[str, OneOf(CHAINS)], mode
                     k_hop2_link: Count = 2, k: Count = 100,
                     alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
                     beta: float = NQ_RERANK_BETA, search: VectorSearch = VectorSearch(), span_seed: int = 0,
-                    k_hop2_rerank: Count | None = None, int8: bool = False, fusion: bool = True,
+                    k_hop2_rerank: Count | None = None,
+                    hop2_selection: Annotated[str, OneOf(HOP2_SELECTIONS)] = DEFAULT_HOP2_SELECTION,
+                    int8: bool = False, fusion: bool = True,
                     fusion_k: Count = FUSION_RRF_K, fusion_chain_weight: float = FUSION_CHAIN_WEIGHT,
                     name: str | None = None) -> CosChain:
     """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval | retrieval-2hop); see
     ``sleuth.systems.chain_of_skills.chain``. ``fusion`` (hotpotqa): its paths fused by reciprocal rank (``fusion_k``)
-    with two rounds of retrieval's, its own list weighted ``fusion_chain_weight``; false = the paper's order."""
+    with two rounds of retrieval's, its own list weighted ``fusion_chain_weight``; false = the paper's order.
+    ``k_hop2_rerank``: rerank only that many hop-2 candidates, picked by ``hop2_selection`` (:mod:`hop2_budget`)."""
     limits = ChainLimits(k_retrieval=k_retrieval, k_link=k_link, k_hop1=k_hop1, k_expanded=k_expanded,
-                         k_hop2_link=k_hop2_link, k=k, k_hop2_rerank=k_hop2_rerank)
+                         k_hop2_link=k_hop2_link, k=k, k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection)
     encoder = chain_model(ws, model, int8)
     passages = skill_index(ws, model, "retrieval", search)
     link = EntityLink(encoder, span_head(ws, model, span_seed), skill_index(ws, model, "linking", search))

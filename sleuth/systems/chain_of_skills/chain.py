@@ -48,6 +48,7 @@ from sleuth.systems.chain_of_skills.chain_scores import (
     nq_score,
     path_score,
 )
+from sleuth.systems.chain_of_skills.hop2_budget import DEFAULT_HOP2_SELECTION, HOP2_SELECTIONS, select_hop2
 from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve, passage_text
 
 CHAINS = ("hotpotqa", "nq", "retrieval", "retrieval-2hop")
@@ -61,7 +62,9 @@ class ChainLimits:
     """Hop limits (Ma et al., ACL 2023, Appendix A, HotpotQA): 200 retrieved + 5 links per mention at hop 1, keep 30;
     50 expanded + 2 links per mention at hop 2; ``k`` results returned. ``k_hop2_rerank`` (not in the paper; None =
     all) caps the hop-2 reranking: only the best that many (hop-1, hop-2) candidates by the path score without the
-    hop-2 rerank term (hop1 + 1.5 * hop1_rerank + hop2) are reranked and become paths."""
+    hop-2 rerank term (hop1 + 1.5 * hop1_rerank + hop2) are reranked and become paths; ``hop2_selection`` names
+    how those are picked (:mod:`hop2_budget`: "path" as just said, "per-hop1" round robin over the kept hop-1
+    passages, "mixed" half of each)."""
 
     k_retrieval: int = 200
     k_link: int = 5
@@ -70,6 +73,12 @@ class ChainLimits:
     k_hop2_link: int = 2
     k: int = 100
     k_hop2_rerank: int | None = None
+    hop2_selection: str = DEFAULT_HOP2_SELECTION
+
+    def __post_init__(self) -> None:
+        if self.hop2_selection not in HOP2_SELECTIONS:
+            raise ConfigError(f"cos_chain: unknown hop2_selection '{self.hop2_selection}' "
+                              f"(use one of {', '.join(HOP2_SELECTIONS)})")
 
 
 def merged_hits(scored: Sequence[Sequence[Hit]], alpha: float) -> list[Hit]:
@@ -212,6 +221,13 @@ class CosChain(Stage):
     def paths(self, query: Query, hop1: list[Hit], vectors_out: dict[str, np.ndarray] | None = None) -> list[Hit]:
         """The hotpotqa chain's own paths (the paper's order); ``vectors_out`` receives the hop-1 candidates'
         expanded-query vectors by id where the reranking pass gives them (``Rerank.expanded_vectors_reusable``)."""
+        candidates = self.rerank_budget(self.hop2_candidates(query, hop1, vectors_out))
+        return self.scored_paths(candidates, self.hop2_rerank_values(query, candidates))
+
+    def hop2_candidates(self, query: Query, hop1: list[Hit],
+                        vectors_out: dict[str, np.ndarray] | None = None) -> list[tuple[Hit, Hit]]:
+        """Every (hop-1, hop-2) candidate before the reranking budget: hop 1 reranked and cut to ``k_hop1``, hop 2
+        = expanded retrieval + links per kept passage (aligned, promoted), in hop-1 order."""
         assert self.expanded is not None and self.rerank is not None
         hop1_values, vectors = self.rerank.score_pairs([(query.text, passage_text(h)) for h in hop1])
         reusable = self.rerank.expanded_vectors_reusable(self.expanded)
@@ -220,11 +236,10 @@ class CosChain(Stage):
         hits = [h.with_score(hop1_score(float(v), h.extras["merged"], self.rerank_weight), rerank=float(v))
                 for h, v in zip(hop1, hop1_values)]
         order = sorted(range(len(hits)), key=lambda i: (-hits[i].score, hits[i].id))[:self.limits.k_hop1]
-        kept = [hits[i] for i in order]
+        kept = [hits[i].with_score(hits[i].score, hop1_rank=rank) for rank, i in enumerate(order)]
         if "expanded" in self.ablate:
             expanded: list[list[Hit]] = [[] for _ in kept]
-        elif reusable:  # the hop-1 rerank already read (question,
-            # passage) through the expanded-query expert
+        elif reusable:  # the hop-1 rerank already read (question, passage) through the expanded-query expert
             expanded = self.expanded.from_vectors(kept, vectors[order], self.limits.k_expanded)
         else:
             expanded = self.expanded.retrieve(query.text, kept, self.limits.k_expanded)
@@ -234,13 +249,18 @@ class CosChain(Stage):
         candidates: list[tuple[Hit, Hit]] = []
         for first, found, links in zip(kept, expanded, linked):
             candidates.extend((first, second) for second in merged_hits([found, links], self.alpha))
-        candidates = self.rerank_budget(candidates)
-        firsts = [f"{query.text} [SEP] {passage_text(first)}" for first, _ in candidates]
+        return candidates
+
+    def hop2_rerank_values(self, query: Query, candidates: Sequence[tuple[Hit, Hit]]) -> list[float]:
+        """The hop-2 rerank score of each candidate over "question [SEP] hop-1 passage" (0 where ablated)."""
         assert self.rerank is not None, "a chain with an expanded hop reranks (CHAINS)"
         if "hop2-rerank" in self.ablate or not candidates:
-            values = [0.0] * len(candidates)
-        else:
-            values = self.rerank.scores(firsts, [second for _, second in candidates])
+            return [0.0] * len(candidates)
+        firsts = [f"{query.text} [SEP] {passage_text(first)}" for first, _ in candidates]
+        return [float(v) for v in self.rerank.scores(firsts, [second for _, second in candidates])]
+
+    def scored_paths(self, candidates: Sequence[tuple[Hit, Hit]], values: Sequence[float]) -> list[Hit]:
+        """Candidates with their hop-2 rerank values as distinct paths scored by ``path_score``, best first."""
         scored, pairs = [], {}
         for (first, second), value in zip(candidates, values):
             second = second.with_score(second.score, rerank=value)
@@ -251,12 +271,15 @@ class CosChain(Stage):
         return self.path_hits(scored, pairs)
 
     def rerank_budget(self, candidates: list[tuple[Hit, Hit]]) -> list[tuple[Hit, Hit]]:
-        """The hop-2 candidates to rerank: all, or the best ``k_hop2_rerank`` by the path score without the hop-2
-        rerank term (ties: the earlier candidate)."""
-        budget = self.limits.k_hop2_rerank
-        if budget is None or len(candidates) <= budget:
-            return candidates
+        """The hop-2 candidates to rerank: all, or ``k_hop2_rerank`` of them picked by ``hop2_selection``
+        (:func:`hop2_budget.select_hop2`), in their order."""
+        partial, groups = self.budget_inputs(candidates)
+        chosen = select_hop2(partial, groups, self.limits.k_hop2_rerank, self.limits.hop2_selection)
+        return [candidates[i] for i in chosen]
+
+    def budget_inputs(self, candidates: Sequence[tuple[Hit, Hit]]) -> tuple[list[float], list[int]]:
+        """What the budget rules read: each candidate's path score without the hop-2 rerank term, and its hop-1
+        passage's rank among the kept ones."""
         partial = [path_score(first.extras["merged"], first.extras["rerank"], second.extras["merged"], 0.0,
                               self.rerank_weight) for first, second in candidates]
-        order = sorted(range(len(candidates)), key=lambda i: (-partial[i], i))[:budget]
-        return [candidates[i] for i in sorted(order)]
+        return partial, [first.extras["hop1_rank"] for first, _ in candidates]

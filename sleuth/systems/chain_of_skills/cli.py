@@ -45,6 +45,9 @@ def cos_eval_command(
     k_hop2_link: int | None = typer.Option(None, help="Linked passages per mention at hop 2 (reduced 1, paper 2)."),
     k_hop2_rerank: int | None = typer.Option(None, help="Rerank only the best N hop-2 candidates by their path score "
                                                         "without the hop-2 rerank (default: all, as the paper)."),
+    hop2_selection: str = typer.Option("path", help="Which hop-2 candidates --k-hop2-rerank keeps: path (the best by "
+                                                    "path score) | per-hop1 (round robin over the kept hop-1 "
+                                                    "passages) | mixed (half each)."),
     ablate: list[str] = typer.Option([], help="Run the hotpotqa chain without this skill: linking | expanded | "
                                               "hop2-rerank | fusion (with two rounds of retrieval: 'fusion' gives "
                                               "the paper's order; repeatable; the skill ablation)."),
@@ -62,6 +65,7 @@ def cos_eval_command(
     from sleuth.io import atomic_write_text
     from sleuth.systems.chain_of_skills.chain import ABLATIONS, ChainLimits
     from sleuth.systems.chain_of_skills.evaluation import EVAL_KS, LIMIT_SETS, evaluate_chains, parse_shard
+    from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS
     from sleuth.systems.chain_of_skills.model import SHIPPED_MODEL, UNTRAINED, model_path
 
     for file in (*questions, *distractors):
@@ -89,8 +93,12 @@ def cos_eval_command(
     for skill in ablate:
         if skill not in ABLATIONS:
             raise ConfigError(f"--ablate must be one of {', '.join(ABLATIONS)}, got '{skill}'")
+    if hop2_selection not in HOP2_SELECTIONS:
+        raise ConfigError(f"--hop2-selection must be one of {', '.join(HOP2_SELECTIONS)}, got '{hop2_selection}'")
     shard_used = parse_shard(shard) if shard is not None else None
-    limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank)
+    limits_used = ChainLimits(k_retrieval=values["k_retrieval"], k_link=values["k_link"], k_hop1=values["k_hop1"],
+                              k_expanded=values["k_expanded"], k_hop2_link=values["k_hop2_link"], k=max(EVAL_KS),
+                              k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection)
     corpus = "pooled" if pooled else "questions"
     stats: dict[str, int] = {}
     rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
@@ -107,7 +115,8 @@ def cos_eval_command(
         recorded = {"model": name, "int8": int8, "questions": " ".join(map(str, questions)), "part": part,
                     "corpus": {"setting": corpus, "distractors": list(map(str, distractors)),
                                "passages": stats["passages"]},
-                    "limits": {**values, "k_hop2_rerank": k_hop2_rerank}, "ablate": ablate,
+                    "limits": {**values, "k_hop2_rerank": k_hop2_rerank, "hop2_selection": hop2_selection},
+                    "ablate": ablate,
                     **({"shard": shard} if shard else {}), "rows": rows}
         atomic_write_text(json_out, json.dumps(recorded, indent=1) + "\n")
         console.print(f"wrote {json_out}")

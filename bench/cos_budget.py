@@ -1,0 +1,137 @@
+"""Chain-of-Skills hop-2 reranking budget on HotpotQA: which candidates to rerank (``hop2_budget`` rules).
+
+    .venv/bin/python -m bench.cos_budget --questions DEV.json [--questions MORE.json] [--part tune] [--limit N]
+        [--int8] [--budget 30] [--name NAME]
+
+At the paper's hop limits (200/5/30/50/2) the chain reranks only ``--budget`` of its ~1,500 hop-2 candidates, and
+those alone become its paths. Per question, over one hop-1 search, this bench builds every hop-2 candidate once,
+then for each selection rule (``HOP2_SELECTIONS``):
+
+* pool recall: how often the gold pair is among the candidates the rule picks (at several budgets; "all" = no
+  budget), the ceiling of the chain's own paths;
+* the chain's paths (the paper's order) and the shipped fused list (RRF with two rounds of retrieval): EM, R@5, R@20.
+
+The candidates the rules pick at ``--budget`` are reranked together in one call (their union), so each rule's
+paths are what the chain with that rule gives, up to int8's per-batch activation scales (``--int8``). Two rounds of
+retrieval are measured on the same hop-1 search. Nothing is tuned here: the rule that reads these figures is in
+docs/cos (run it on ``--part tune``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from bench.common import Report, ResultTable, base_parser, bench_main, progress
+from sleuth.paths import shared_data_dir
+
+NAME = "cos_budget"
+POOL_BUDGETS = (30, 60, 100, None)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser(__doc__.splitlines()[0])
+    parser.add_argument("--questions", action="append", default=[],
+                        help="HotpotQA-format dev questions (repeatable; default hotpot_dev_distractor_100.json)")
+    parser.add_argument("--part", default="tune", help="all | tune | report (sleuth.corpus.question_split)")
+    parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    parser.add_argument("--int8", action="store_true", help="the chain on the int8 encoder (as `sleuth cos eval`)")
+    parser.add_argument("--budget", type=int, default=30, help="hop-2 reranking budget of the measured chains")
+    parser.add_argument("--name", default=NAME, help=f"result file name (default {NAME})")
+    return parser
+
+
+def path_metrics(ranked: Sequence[frozenset], wanted: frozenset) -> dict[str, float]:
+    """EM, R@5 and R@20 of one question's ranked paths (pairs of passage ids = titles)."""
+    return {"em": float(bool(ranked) and ranked[0] == wanted), "recall@5": float(any(wanted <= p for p in ranked[:5])),
+            "recall@20": float(any(wanted <= p for p in ranked[:20]))}
+
+
+def analyse(args: argparse.Namespace) -> dict:
+    from sleuth.corpus.model import Query
+    from sleuth.progress import progress as bar
+    from sleuth.systems.chain_of_skills.chain import ChainLimits, CosChain, fuse_paths, merged_hits
+    from sleuth.systems.chain_of_skills.eval_corpus import eval_passages, eval_skill_index
+    from sleuth.systems.chain_of_skills.evaluation import LIMIT_SETS, eval_questions
+    from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, select_hop2
+    from sleuth.systems.chain_of_skills.model import load_model, model_path
+    from sleuth.systems.chain_of_skills.span_head import model_span_head
+    from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
+
+    questions = eval_questions(args.questions, args.part, args.limit)
+    passages = eval_passages("questions", args.questions, {q.id for q in questions})
+    path = model_path(None)
+    model = load_model(path).for_inference()
+    head = model_span_head(path, model.dim)
+    retrieval_index = eval_skill_index(passages, model, path, "retrieval", True, True)
+    link_index = eval_skill_index(passages, model, path, "linking", True, True)
+    if args.int8:
+        from sleuth.systems.chain_of_skills.quantise import quantise
+
+        model = quantise(model)
+    limits = ChainLimits(**LIMIT_SETS["paper"], k=1000, k_hop2_rerank=args.budget)
+    chain = CosChain("hotpotqa", SingleRetrieve(model, retrieval_index), EntityLink(model, head, link_index),
+                     rerank=Rerank(model), expanded=ExpandedRetrieve(model, retrieval_index), limits=limits)
+    pool = {rule: {str(b): 0.0 for b in POOL_BUDGETS} for rule in HOP2_SELECTIONS}
+    lists = ("two-round", *(f"{rule} {kind}" for rule in HOP2_SELECTIONS for kind in ("chain", "fused")))
+    scores = {name: {"em": 0.0, "recall@5": 0.0, "recall@20": 0.0} for name in lists}
+    reranked = 0
+    with bar("questions", total=len(questions), unit="questions") as task:
+        for q in questions:
+            query = Query(id=q.id, text=q.text)
+            wanted = frozenset(q.metadata["supporting_titles"])
+            retrieved = chain.retrieve.retrieve([q.text], limits.k_retrieval)[0]
+            links = chain.link.link([q.text], limits.k_link)[0]
+            hop1 = merged_hits([retrieved, links], chain.alpha)
+            vectors: dict = {}
+            candidates = chain.hop2_candidates(query, hop1, vectors)
+            two_round = chain.retrieval_paths(query, retrieved[:limits.k_hop1], vectors)
+            partial, groups = chain.budget_inputs(candidates)
+            gold_at = {i for i, (a, b) in enumerate(candidates) if frozenset((a.id, b.id)) == wanted}
+            chosen = {}
+            for rule in HOP2_SELECTIONS:
+                for budget in POOL_BUDGETS:
+                    picked = select_hop2(partial, groups, budget, rule)
+                    pool[rule][str(budget)] += bool(gold_at & set(picked))
+                    if budget == args.budget:
+                        chosen[rule] = picked
+            union = sorted(set().union(*chosen.values()))
+            reranked += len(union)
+            values = dict(zip(union, chain.hop2_rerank_values(query, [candidates[i] for i in union])))
+            measured = {"two-round": two_round}
+            for rule, picked in chosen.items():
+                own = chain.scored_paths([candidates[i] for i in picked], [values[i] for i in picked])
+                measured[f"{rule} chain"] = own
+                measured[f"{rule} fused"] = fuse_paths(own, two_round)
+            for name, hits in measured.items():
+                for key, value in path_metrics([frozenset(h.id.split("||")) for h in hits], wanted).items():
+                    scores[name][key] += value
+            task.advance()
+    n = len(questions)
+    return {"questions": n, "passages": len(passages), "budget": args.budget,
+            "pool": {r: {b: v / n for b, v in by.items()} for r, by in pool.items()},
+            "lists": {name: {k: v / n for k, v in s.items()} for name, s in scores.items()},
+            "reranked per question": reranked / n}
+
+
+def run(args: argparse.Namespace) -> Report:
+    args.questions = args.questions or [str(shared_data_dir() / "hotpotqa" / "hotpot_dev_distractor_100.json")]
+    if args.quick:
+        args.limit = args.limit or 5
+    progress(f"{args.part} part, budget {args.budget}{', int8' if args.int8 else ''}")
+    result = analyse(args)
+    where = (f"{' + '.join(q.split('/')[-1] for q in args.questions)}, part {args.part}, {result['questions']} "
+             f"questions, {result['passages']} passages, paper limits{', int8' if args.int8 else ''}")
+    pool = ResultTable(f"pool recall: the gold pair among the hop-2 candidates a rule picks ({where})",
+                       ["rule", *(f"budget {b}" if b else "all" for b in POOL_BUDGETS)])
+    for rule, by in result["pool"].items():
+        pool.add(rule, *by.values())
+    lists = ResultTable(f"paths at budget {args.budget}: EM / R@5 / R@20 ({where})", ["list", "EM", "R@5", "R@20"])
+    for name, s in result["lists"].items():
+        lists.add(name, s["em"], s["recall@5"], s["recall@20"])
+    notes = [f"hop-2 candidates reranked per question (the rules' union): {result['reranked per question']:.1f}"]
+    return Report([pool, lists], result, notes)
+
+
+if __name__ == "__main__":
+    bench_main(build_parser().parse_known_args()[0].name, build_parser(), run)
