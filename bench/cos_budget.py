@@ -1,18 +1,19 @@
 """Chain-of-Skills hop-2 reranking budget on HotpotQA: which candidates to rerank (``hop2_budget`` rules).
 
     .venv/bin/python -m bench.cos_budget --questions DEV.json [--questions MORE.json] [--part tune] [--limit N]
-        [--int8] [--budget 30] [--name NAME]
+        [--int8] [--budget 30 [--budget 60]] [--rule path [--rule per-hop1]] [--name NAME]
 
 At the paper's hop limits (200/5/30/50/2) the chain reranks only ``--budget`` of its ~1,500 hop-2 candidates, and
 those alone become its paths. Per question, over one hop-1 search, this bench builds every hop-2 candidate once,
-then for each selection rule (``HOP2_SELECTIONS``):
+then for each selection rule (``--rule``, default every one of ``HOP2_SELECTIONS``):
 
 * pool recall: how often the gold pair is among the candidates the rule picks (at several budgets; "all" = no
   budget), the ceiling of the chain's own paths;
-* the chain's paths (the paper's order) and the shipped fused list (RRF with two rounds of retrieval): EM, R@5, R@20.
+* at each ``--budget``, the chain's paths (the paper's order) and the shipped fused list (RRF with two rounds of
+  retrieval): EM, R@5, R@20.
 
-The candidates the rules pick at ``--budget`` are reranked together in one call (their union), so each rule's
-paths are what the chain with that rule gives, up to int8's per-batch activation scales (``--int8``). Two rounds of
+The candidates the rules pick at the budgets are reranked together in one call (their union), so each rule's
+paths are what the chain with that rule and budget gives, up to int8's per-batch activation scales (``--int8``). Two rounds of
 retrieval are measured on the same hop-1 search. Nothing is tuned here: the rule that reads these figures is in
 docs/cos (run it on ``--part tune``).
 """
@@ -36,7 +37,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--part", default="tune", help="all | tune | report (sleuth.corpus.question_split)")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--int8", action="store_true", help="the chain on the int8 encoder (as `sleuth cos eval`)")
-    parser.add_argument("--budget", type=int, default=30, help="hop-2 reranking budget of the measured chains")
+    parser.add_argument("--budget", type=int, action="append", default=[],
+                        help="hop-2 reranking budget of the measured chains (repeatable; default 30)")
+    parser.add_argument("--rule", action="append", default=[],
+                        help="hop-2 selection rule measured (repeatable; default all of hop2_budget.HOP2_SELECTIONS)")
     parser.add_argument("--name", default=NAME, help=f"result file name (default {NAME})")
     return parser
 
@@ -69,11 +73,13 @@ def analyse(args: argparse.Namespace) -> dict:
         from sleuth.systems.chain_of_skills.quantise import quantise
 
         model = quantise(model)
-    limits = ChainLimits(**LIMIT_SETS["paper"], k=1000, k_hop2_rerank=args.budget)
+    limits = ChainLimits(**LIMIT_SETS["paper"], k=1000)
     chain = CosChain("hotpotqa", SingleRetrieve(model, retrieval_index), EntityLink(model, head, link_index),
                      rerank=Rerank(model), expanded=ExpandedRetrieve(model, retrieval_index), limits=limits)
     pool = {rule: {str(b): 0.0 for b in POOL_BUDGETS} for rule in HOP2_SELECTIONS}
-    lists = ("two-round", *(f"{rule} {kind}" for rule in HOP2_SELECTIONS for kind in ("chain", "fused")))
+    rules = args.rule or list(HOP2_SELECTIONS)
+    measured_at = [(rule, budget) for rule in rules for budget in args.budget]
+    lists = ("two-round", *(f"{rule}@{budget} {kind}" for rule, budget in measured_at for kind in ("chain", "fused")))
     scores = {name: {"em": 0.0, "recall@5": 0.0, "recall@20": 0.0} for name in lists}
     reranked = 0
     with bar("questions", total=len(questions), unit="questions") as task:
@@ -88,27 +94,24 @@ def analyse(args: argparse.Namespace) -> dict:
             two_round = chain.retrieval_paths(query, retrieved[:limits.k_hop1], vectors)
             partial, groups = chain.budget_inputs(candidates)
             gold_at = {i for i, (a, b) in enumerate(candidates) if frozenset((a.id, b.id)) == wanted}
-            chosen = {}
             for rule in HOP2_SELECTIONS:
                 for budget in POOL_BUDGETS:
-                    picked = select_hop2(partial, groups, budget, rule)
-                    pool[rule][str(budget)] += bool(gold_at & set(picked))
-                    if budget == args.budget:
-                        chosen[rule] = picked
+                    pool[rule][str(budget)] += bool(gold_at & set(select_hop2(partial, groups, budget, rule)))
+            chosen = {f"{rule}@{budget}": select_hop2(partial, groups, budget, rule) for rule, budget in measured_at}
             union = sorted(set().union(*chosen.values()))
             reranked += len(union)
             values = dict(zip(union, chain.hop2_rerank_values(query, [candidates[i] for i in union])))
             measured = {"two-round": two_round}
-            for rule, picked in chosen.items():
+            for key, picked in chosen.items():
                 own = chain.scored_paths([candidates[i] for i in picked], [values[i] for i in picked])
-                measured[f"{rule} chain"] = own
-                measured[f"{rule} fused"] = fuse_paths(own, two_round)
+                measured[f"{key} chain"] = own
+                measured[f"{key} fused"] = fuse_paths(own, two_round)
             for name, hits in measured.items():
                 for key, value in path_metrics([frozenset(h.id.split("||")) for h in hits], wanted).items():
                     scores[name][key] += value
             task.advance()
     n = len(questions)
-    return {"questions": n, "passages": len(passages), "budget": args.budget,
+    return {"questions": n, "passages": len(passages), "budgets": args.budget, "rules": rules,
             "pool": {r: {b: v / n for b, v in by.items()} for r, by in pool.items()},
             "lists": {name: {k: v / n for k, v in s.items()} for name, s in scores.items()},
             "reranked per question": reranked / n}
@@ -116,9 +119,10 @@ def analyse(args: argparse.Namespace) -> dict:
 
 def run(args: argparse.Namespace) -> Report:
     args.questions = args.questions or [str(shared_data_dir() / "hotpotqa" / "hotpot_dev_distractor_100.json")]
+    args.budget = args.budget or [30]
     if args.quick:
         args.limit = args.limit or 5
-    progress(f"{args.part} part, budget {args.budget}{', int8' if args.int8 else ''}")
+    progress(f"{args.part} part, budgets {args.budget}{', int8' if args.int8 else ''}")
     result = analyse(args)
     where = (f"{' + '.join(q.split('/')[-1] for q in args.questions)}, part {args.part}, {result['questions']} "
              f"questions, {result['passages']} passages, paper limits{', int8' if args.int8 else ''}")
@@ -126,7 +130,7 @@ def run(args: argparse.Namespace) -> Report:
                        ["rule", *(f"budget {b}" if b else "all" for b in POOL_BUDGETS)])
     for rule, by in result["pool"].items():
         pool.add(rule, *by.values())
-    lists = ResultTable(f"paths at budget {args.budget}: EM / R@5 / R@20 ({where})", ["list", "EM", "R@5", "R@20"])
+    lists = ResultTable(f"paths per rule@budget: EM / R@5 / R@20 ({where})", ["list", "EM", "R@5", "R@20"])
     for name, s in result["lists"].items():
         lists.add(name, s["em"], s["recall@5"], s["recall@20"])
     notes = [f"hop-2 candidates reranked per question (the rules' union): {result['reranked per question']:.1f}"]
