@@ -11,7 +11,8 @@
   (aligned, promoted), reranked over "question [SEP] hop-1 passage"; path score = hop1 + rerank_weight *
   hop1_rerank + hop2 + hop2_rerank; paths of two same-title passages and duplicate unordered pairs dropped.
   A path is one hit: id "id1||id2", ``extras["path"]`` = [hop-1 hit, hop-2 hit] with their per-hop scores
-  (``merged`` = aligned and promoted skill score, ``retrieval``/``expanded``, ``link``, ``rerank``).
+  (``merged`` = aligned and promoted skill score, ``retrieval``/``expanded``, ``link``, ``rerank``; the hop-1 hit's
+  ``hop1_rank`` = its rank among the kept hop-1 passages).
   Not in the paper, on by default (``fusion``): these paths fused by reciprocal rank with ``retrieval-2hop``'s over
   the same hop-1 retrieval (``fuse_paths``: RRF k 10, the chain's list weighted 2; the score becomes the fused one,
   ``extras["components"]`` keeps both lists' scores); ``fusion=None`` or ``ablate=["fusion"]`` is the paper's order.
