@@ -54,7 +54,7 @@ def path_metrics(ranked: Sequence[frozenset], wanted: frozenset) -> dict[str, fl
 def analyse(args: argparse.Namespace) -> dict:
     from sleuth.corpus.model import Query
     from sleuth.progress import progress as bar
-    from sleuth.systems.chain_of_skills.chain import ChainLimits, CosChain, fuse_paths, merged_hits
+    from sleuth.systems.chain_of_skills.chain import ChainLimits, CosChain, fuse_paths
     from sleuth.systems.chain_of_skills.eval_corpus import eval_passages, eval_skill_index
     from sleuth.systems.chain_of_skills.evaluation import LIMIT_SETS, eval_questions
     from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, select_hop2
@@ -86,9 +86,7 @@ def analyse(args: argparse.Namespace) -> dict:
         for q in questions:
             query = Query(id=q.id, text=q.text)
             wanted = frozenset(q.metadata["supporting_titles"])
-            retrieved = chain.retrieve.retrieve([q.text], limits.k_retrieval)[0]
-            links = chain.link.link([q.text], limits.k_link)[0]
-            hop1 = merged_hits([retrieved, links], chain.alpha)
+            retrieved, hop1 = chain.first_hop([q.text])[0]
             vectors: dict = {}
             candidates = chain.hop2_candidates(query, hop1, vectors)
             two_round = chain.retrieval_paths(query, retrieved[:limits.k_hop1], vectors)

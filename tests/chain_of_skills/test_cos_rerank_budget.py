@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from sleuth.corpus.model import Passage
-from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits, CosChain, merged_hits
+from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits, CosChain
 from sleuth.systems.chain_of_skills.chain_scores import path_score
 from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
 from sleuth.systems.chain_of_skills.skill_index import SkillIndex
@@ -72,8 +72,7 @@ def test_per_hop1_selection_gives_each_kept_hop1_passage_its_best_candidate(runs
     questions, out = runs
     chain = out["per-hop1 chain"]
     for question in questions:
-        found = chain.retrieve.retrieve([question.text], LIMITS["k_retrieval"])[0]
-        hop1 = merged_hits([found, chain.link.link([question.text], LIMITS["k_link"])[0]], chain.alpha)
+        _, hop1 = chain.first_hop([question.text])[0]
         candidates = chain.hop2_candidates(question, hop1)
         chosen = chain.rerank_budget(candidates)
         partial, groups = chain.budget_inputs(candidates)

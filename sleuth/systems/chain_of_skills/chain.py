@@ -159,12 +159,9 @@ class CosChain(Stage):
         if self.chain == "retrieval-2hop":
             found = self.retrieve.retrieve(texts, self.limits.k_hop1)
             return Run({q.id: self.retrieval_paths(q, hop1)[:self.limits.k] for q, hop1 in zip(queries, found)})
-        found = self.retrieve.retrieve(texts, self.limits.k_retrieval)
-        linked = ([[] for _ in texts] if "linking" in self.ablate else self.link.link(texts, self.limits.k_link))
         run = Run()
-        for query, retrieved, links in zip(queries, found, linked):
+        for query, (retrieved, hop1) in zip(queries, self.first_hop(texts)):
             check_cancelled()  # a search given up stops between queries (and hops: model batches check too)
-            hop1 = merged_hits([retrieved, links], self.alpha)
             if self.chain == "retrieval":
                 run[query.id] = hop1[:self.limits.k]
             elif self.chain == "nq":
@@ -178,6 +175,13 @@ class CosChain(Stage):
                 two_round = self.retrieval_paths(query, retrieved[:self.limits.k_hop1], vectors)
                 run[query.id] = fuse_paths(paths, two_round, *self.fusion)[:self.limits.k]
         return run
+
+    def first_hop(self, texts: Sequence[str]) -> list[tuple[list[Hit], list[Hit]]]:
+        """Per question: its top ``k_retrieval`` retrieved passages, and hop 1 = those merged with the top
+        ``k_link`` linked passages per question mention (aligned, promoted; no links where linking is ablated)."""
+        found = self.retrieve.retrieve(texts, self.limits.k_retrieval)
+        linked = ([[] for _ in texts] if "linking" in self.ablate else self.link.link(texts, self.limits.k_link))
+        return [(retrieved, merged_hits([retrieved, links], self.alpha)) for retrieved, links in zip(found, linked)]
 
     def retrieval_paths(self, query: Query, hop1: list[Hit],
                         vectors: Mapping[str, np.ndarray] | None = None) -> list[Hit]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
@@ -84,7 +85,8 @@ def cos_eval_command(
         raise ConfigError(f"--limits must be one of {', '.join(LIMIT_SETS)}, got '{limits}'")
     given = {"k_retrieval": k_retrieval, "k_link": k_link, "k_hop1": k_hop1, "k_expanded": k_expanded,
              "k_hop2_link": k_hop2_link}
-    values = {name: LIMIT_SETS[limits][name] if value is None else value for name, value in given.items()}
+    values: dict[str, Any] = {name: LIMIT_SETS[limits][name] if value is None else value
+                              for name, value in given.items()}  # hop counts (Any: ChainLimits also has a str field)
     for name, value in values.items():
         if value < 1:
             raise ConfigError(f"--{name.replace('_', '-')} must be >= 1, got {value}")
@@ -96,9 +98,7 @@ def cos_eval_command(
     if hop2_selection not in HOP2_SELECTIONS:
         raise ConfigError(f"--hop2-selection must be one of {', '.join(HOP2_SELECTIONS)}, got '{hop2_selection}'")
     shard_used = parse_shard(shard) if shard is not None else None
-    limits_used = ChainLimits(k_retrieval=values["k_retrieval"], k_link=values["k_link"], k_hop1=values["k_hop1"],
-                              k_expanded=values["k_expanded"], k_hop2_link=values["k_hop2_link"], k=max(EVAL_KS),
-                              k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection)
+    limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection)
     corpus = "pooled" if pooled else "questions"
     stats: dict[str, int] = {}
     rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
