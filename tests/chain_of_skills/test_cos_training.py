@@ -268,3 +268,28 @@ def test_cos_eval_bad_input_is_one_line(args, message, data_dir, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_aligned_rerank_bases_are_the_chain_scores_of_each_group(hotpot_data):
+    """The retrieval scores the reranker is trained on top of (one batched pass per skill) equal, group by group,
+    the dot products of the model's own query and passage vectors: single retrieval for hop-1 groups, expanded
+    retrieval for hop-2 ones; cached or not."""
+    from sleuth.systems.chain_of_skills.chain_scores import HOP1_RERANK_WEIGHT
+    from sleuth.systems.chain_of_skills.model import load_model
+    from sleuth.systems.chain_of_skills.training import ContextCache, retrieval_scores
+
+    _, _, data = hotpot_data
+    hop1 = [e for e in data["reranking"] if " [SEP] " not in e.query][:3]
+    hop2 = [e for e in data["reranking"] if " [SEP] " in e.query][:3]
+    groups = [[(e.query, e.positive)] + [(e.query, n) for n in e.negatives[:2]] for e in (hop1[0], *hop2, *hop1[1:])]
+    model = load_model(None)
+    for cache in (None, ContextCache(model)):
+        bases = retrieval_scores(torch, model, groups, cache)
+        assert len(bases) == len(groups)
+        for group, (scores, weight) in zip(groups, bases):
+            question, _, first = group[0][0].partition(" [SEP] ")
+            skill, query = ("expanded", (question, first)) if first else ("retrieval", question)
+            passages = [p for _, p in group]
+            expected = model.encode(passages, skill, "context") @ model.encode([query], skill)[0]
+            assert weight == (1.0 if first else HOP1_RERANK_WEIGHT)
+            np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-4, atol=1e-4)

@@ -299,28 +299,37 @@ def bi_encoder_loss(torch, model, batch: Sequence[CosExample], skill: str, cache
 def retrieval_scores(torch, model, groups: Sequence[Sequence[tuple[str, str]]], cache: ContextCache | None):
     """Per group of (query, passage) pairs, the retrieval score the chain adds the reranking score to (no
     gradients): single retrieval for a question, expanded retrieval for "question [SEP] hop-1 passage"; and the
-    weight of the reranking score in the chain's sum (eq. 7: 1.5 at hop 1, 1 at hop 2)."""
+    weight of the reranking score in the chain's sum (eq. 7: 1.5 at hop 1, 1 at hop 2). One forward pass per skill
+    and side for the whole batch (a pass per group left a GPU idle between tiny batches)."""
     from sleuth.systems.chain_of_skills.chain_scores import HOP1_RERANK_WEIGHT
 
     training = model.bert.training
     model.bert.eval()
-    out = []
+    by_skill: dict[str, list[int]] = {"retrieval": [], "expanded": []}
+    texts: list[Any] = []
+    for g, group in enumerate(groups):
+        first, _, hop1 = group[0][0].partition(" [SEP] ")
+        by_skill["expanded" if hop1 else "retrieval"].append(g)
+        texts.append((first, hop1) if hop1 else group[0][0])
+    scores: list[Any] = [None] * len(groups)
     with torch.no_grad():
-        for group in groups:
-            query = group[0][0]
-            first, _, hop1 = query.partition(" [SEP] ")
-            skill, text = ("expanded", (first, hop1)) if hop1 else ("retrieval", query)
-            batch, states = run(model, [text], skill, "query")
-            vector = pooled(model, states, batch["attention_mask"])[0]
-            passages = [passage for _, passage in group]
+        for skill, members in by_skill.items():
+            if not members:
+                continue
+            batch, states = run(model, [texts[g] for g in members], skill, "query")
+            vectors = pooled(model, states, batch["attention_mask"])
+            passages = [passage for g in members for _, passage in groups[g]]
             if cache is not None and model.frozen_side(skill, "context"):
                 candidates = cache(torch, passages, skill)
             else:
                 tokens, cand_states = run(model, passages, skill, "context")
                 candidates = pooled(model, cand_states, tokens["attention_mask"])
-            out.append((candidates @ vector, 1.0 if hop1 else HOP1_RERANK_WEIGHT))
+            start = 0
+            for g, vector in zip(members, vectors):
+                scores[g] = candidates[start:start + len(groups[g])] @ vector
+                start += len(groups[g])
     model.bert.train(training)
-    return out
+    return [(scores[g], 1.0 if isinstance(texts[g], tuple) else HOP1_RERANK_WEIGHT) for g in range(len(groups))]
 
 
 def rerank_loss(torch, model, batch: Sequence[CosExample], rng: random.Random | None = None,
