@@ -1,12 +1,14 @@
 """Build the folder `.gpu/` that travels to a lent GPU machine (DEVELOPERS.md: the device tool; 64 MiB in all).
 
 The GPU machine has torch, transformers, sentence-transformers and peft but none of sleuth's other needs, no
-network and no `../shared/data`. This packs, into `.gpu/` (ignored by git through .git/info/exclude):
+network and no `../shared/data`. This packs, into `.gpu/` (git-ignored: an untracked folder travels with every
+call):
 - `data-a.tar.xz`, `data-b.tar.xz`: the training files of ../shared/data each call reads (unpacked there to
   ../shared/data);
-- `minilm/`: the packaged all-MiniLM-L6-v2 with its weights in float16, xz-compressed (the float32 file alone is
-  87 MiB); `bench/gpu/unpack_minilm.py` rebuilds a float32 package from it there, equal to the packaged model up to
-  float16 rounding (sentence vectors agree to a cosine of 0.999999);
+- `minilm/`: the packaged all-MiniLM-L6-v2 with its weights in float16, each tensor's high and low bytes in two
+  planes, xz-compressed (37 MiB; the float32 file alone is 87 MiB); `bench/gpu/unpack_minilm.py` rebuilds a float32
+  package from it there, equal to the packaged model up to float16 rounding (sentence vectors agree to a cosine of
+  0.999999);
 - `whl/`: wheels (cp312, manylinux) of bm25s, PyStemmer, ir_measures, pytrec_eval-terrier.
 Adapters trained there are applied here to the exact float32 backbone, and every figure is measured here.
 
@@ -17,6 +19,9 @@ Adapters trained there are applied here to the exact float32 backbone, and every
     python bench/gpu/prepare_carry.py data-cos.tar.xz data-dhr.tar.xz --out .gpu2 --parts wheels
     # then, after a fresh start, the evaluations of the trained models (bench/gpu/curve_evals.sh; .gpu3 holds them)
     python bench/gpu/prepare_carry.py data-dev.tar.xz data-dhr.tar.xz --out .gpu2 --parts wheels
+    # session 20 (bench/gpu/cos_candidate.sh): the repository is 22 MB, so the model alone in the first call
+    python bench/gpu/prepare_carry.py --out .gpu --parts model
+    python bench/gpu/prepare_carry.py data-cos.tar.xz --out .gpu2 --parts wheels
     # session 18 (bench/gpu/paper_evals.sh): the model and the wheels in the first call, the data in the second
     python bench/gpu/prepare_carry.py --out .gpu --parts model wheels
     python bench/gpu/prepare_carry.py data-dev.tar.xz data-dhr.tar.xz data-pooled.tar.xz --out .gpu2 --parts

@@ -85,19 +85,7 @@ if wants dhr; then
     --passage-negatives bm25=1 --document-negatives abstract=1 --no-index --dev-fraction 0.05 --seed 13 \
     --max-minutes $(S 3 0.7) --device $DEVICE
 fi
-# every training set and the shipped model's architecture and loss weights (the cos and cos-curve jobs)
-COS_DATA_AND_MODEL=(
-    --hotpotqa $DATA/hotpotqa/hotpot_train_100.json --hotpotqa-corpus $DATA/hotpotqa/hotpot_train_100_corpus.json
-    --hotpotqa $DATA/hotpotqa/hotpot_train_more.json --twowiki $DATA/2wikimultihopqa/2wiki_train_more.json
-    --musique $DATA/musique/musique_train_100.json --musique-corpus $DATA/musique/musique_train_100_corpus.json
-    --nq-questions $DATA/nq/questions.jsonl --nq-corpus $DATA/nq/corpus.jsonl --nq-split train
-    --squad $DATA/squad2/dev-v2.0.json --ottqa $DATA/ottqa --ottqa-questions $DATA/ottqa/dev.traced.json
-    --wikipedia $DATA/wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2
-    --wikipedia $DATA/wikipedia/enwiki-table-markup.xml.bz2 --variant lora --frozen-expert 1 --frozen-expert 3
-    --pooling mean --expert-layer 2 --expert-layer 3 --expert-layer 4 --expert-layer 5 --lora-rank 8 --lora-alpha 16
-    --lora-target query --lora-target key --lora-target value --lora-target attention_output
-    --lora-target intermediate --lora-target output --weight reranking=2 --weight span=2 --source-temperature 0
-)
+source bench/gpu/cos_recipe.sh  # COS_DATA_AND_MODEL: every training set, the shipped architecture and weights
 if wants cos; then
   job cos-lora $(S 900 200) $PY -m sleuth cos train --device $DEVICE --out "$W/models/cos-lora" "${COS_DATA_AND_MODEL[@]}" \
     --lr 1e-3 --batch-size $(S 4 32) --max-length 256 --max-steps $(S 2 1200) --time-budget $(S 10 2.2) --seed 13

@@ -293,3 +293,40 @@ def test_aligned_rerank_bases_are_the_chain_scores_of_each_group(hotpot_data):
             expected = model.encode(passages, skill, "context") @ model.encode([query], skill)[0]
             assert weight == (1.0 if first else HOP1_RERANK_WEIGHT)
             np.testing.assert_allclose(scores.numpy(), expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_route_gives_the_reranker_an_expert_of_its_own(data_dir, tmp_path, capsys):
+    """`--route reranking=6,6` adds a seventh expert that only the reranker reads: the saved model routes the chain's
+    reranking through it (the expanded query keeps expert 4, as in the paper's table) and training moved its deltas."""
+    from sleuth.systems.chain_of_skills.model import MultiExpertEncoder
+
+    folder, out = data_dir / "hotpotqa", tmp_path / "own-reranker"
+    main(["cos", "train", "--hotpotqa", str(folder / "hotpot_train_100.json"), "--hotpotqa-corpus",
+          str(folder / "hotpot_train_100_corpus.json"), "--variant", "lora", "--frozen-expert", "1", "--frozen-expert",
+          "3", "--expert-layer", "5", "--pooling", "mean", "--route", "reranking=6,6", "--max-steps", "5",
+          "--batch-size", "2", "--max-length", "64", "--lr", "1e-2", "--sampling", "round-robin", "--threads", "1",
+          "--out", str(out)])
+    loaded = MultiExpertEncoder.load(out)
+    assert loaded.config.num_experts == 7
+    assert [loaded.expert_for(skill, side) for skill, side in (("reranking", "query"), ("reranking", "context"),
+                                                               ("expanded", "query"), ("retrieval", "query"))] \
+        == [6, 6, 4, 0]
+    deltas = {key: float(value.abs().max()) for key, value in loaded.adapter_state().items() if ".lora_b." in key}
+    assert any(key.endswith(".lora_b.6") and moved > 0 for key, moved in deltas.items())
+    assert "reranking" in json.loads((out / "cos_training.json").read_text())["steps_per_skill"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--route", "reranking=6"], "--route expects SKILL=QUERY_EXPERT,CONTEXT_EXPERT (e.g. reranking=6,6), got "
+                                 "'reranking=6'"),
+    (["--route", "ranking=6,6"], "--route: unknown skill 'ranking'"),
+    (["--route", "reranking=6,6", "--model", "cos-minilm-lora"], "--route sets the routing of a fresh model"),
+])
+def test_cos_train_bad_route_is_one_line(args, message, data_dir, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cos", "train", "--hotpotqa", str(data_dir / "hotpotqa" / "hotpot_train_100.json"), *args,
+              "--out", str(tmp_path / "m")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1

@@ -34,6 +34,23 @@ def parse_weights(pairs: list[str]) -> dict[str, float]:
     return weights
 
 
+def parse_routes(pairs: list[str]) -> dict[str, tuple[int, int]]:
+    """``["reranking=6,6"]`` -> the paper's routing table (``skills.DEFAULT_ROUTES``) with those skills re-routed
+    (query expert, context expert)."""
+    from sleuth.systems.chain_of_skills.skills import DEFAULT_ROUTES
+
+    routes = dict(DEFAULT_ROUTES)
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if name.strip() not in routes:
+            raise ConfigError(f"--route: unknown skill '{name.strip()}' (known: {', '.join(routes)})")
+        ids = value.split(",")
+        if len(ids) != 2 or not all(i.strip().isdigit() for i in ids):
+            raise ConfigError(f"--route expects SKILL=QUERY_EXPERT,CONTEXT_EXPERT (e.g. reranking=6,6), got '{pair}'")
+        routes[name.strip()] = (int(ids[0]), int(ids[1]))
+    return routes
+
+
 def cpu_name() -> str:
     """The CPU model (Linux /proc/cpuinfo), else the platform's processor string."""
     try:
@@ -129,6 +146,10 @@ class ModelOptions:
     frozen_expert: list[int] = typer.Option([], help="lora: experts without deltas, read the backbone unchanged "
                                                      "(repeatable; their context vectors are cached in training).")
     pooling: str | None = typer.Option(None, help="Pooling of a fresh model: cls (paper) or mean (MiniLM's own).")
+    route: list[str] = typer.Option([], help="SKILL=Q,C: a fresh model reads the skill's queries through expert Q "
+                                             "and its contexts through expert C instead of the paper's table "
+                                             "(repeatable; ids past 5 add experts: reranking=6,6 gives the "
+                                             "reranker an expert it shares with no other skill).")
 
 
 @dataclass
@@ -213,6 +234,10 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
             raise ConfigError(f"training data file not found: {path}")
     if data.ottqa is not None and not data.ottqa.is_dir():
         raise ConfigError(f"OTT-QA folder not found: {data.ottqa}")
+    if architecture.route and (architecture.model != "minilm" or architecture.variant == "none"):
+        raise ConfigError("--route sets the routing of a fresh model with experts: it needs --model minilm and a "
+                          "--variant other than none")
+    parse_routes(architecture.route)
     if architecture.variant != "lora" and (architecture.lora_target or architecture.frozen_expert):
         raise ConfigError("--lora-target and --frozen-expert need --variant lora")
     if training.time_budget is not None and training.time_budget <= 0:
@@ -267,6 +292,7 @@ def initial_model(architecture: ModelOptions, device: str, seed: int) -> tuple[A
         load_model,
         model_path,
     )
+    from sleuth.systems.chain_of_skills.skills import SkillRouting
     from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
 
     if architecture.model != UNTRAINED:
@@ -274,6 +300,9 @@ def initial_model(architecture: ModelOptions, device: str, seed: int) -> tuple[A
         head = load_span_head(model_path(architecture.model), encoder.dim, device)
         return encoder, head or SpanProposalHead(encoder.dim, seed=seed)
     options: dict[str, Any] = {"pooling": architecture.pooling} if architecture.pooling else {}
+    if architecture.route:
+        routing = SkillRouting(parse_routes(architecture.route))
+        options.update(routing=routing, num_experts=max(6, routing.max_expert + 1))
     if architecture.expert_layer:
         options["expert_layers"] = tuple(architecture.expert_layer)
     if architecture.variant == "none":

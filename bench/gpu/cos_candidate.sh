@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
-# Session 20 (issue 27), the second call to a warm GPU machine whose first call unpacked the model and the wheels
-# (`bash bench/gpu/train_all.sh full none`, carry [".gpu"]): the shipped Chain-of-Skills model trained further, its
-# reranker weighted up (the paper-limit gap is the hop-2 reranker's order: docs/cos/README.md, "Session 19"), and,
-# in the same call, the evaluations its rule reads (tuning part) beside the report-part ones:
+# Issue 27: a candidate Chain-of-Skills model trained on a lent GPU and, in the same call, the evaluations its rule
+# reads (docs/cos/README.md, "Session 20") beside the report-part ones. The second call to a warm machine whose
+# first call unpacked the model (`bash bench/gpu/train_all.sh full none`, carry [".gpu"]):
 #   while it trains:  the shipped model on the tuning part (paper limits, all 499; reduced limits, the first 200)
-#   once it is saved: the new model on the same two, and on the report part (paper limits, all 1,213; reduced)
+#   once it is saved: the candidate on the same two, and on the report part (paper limits, all 1,213; reduced)
+# RECIPE picks the candidate:
+#   continue      (session 20, run and refused) the shipped model trained 800 more steps, lr 5e-4, seed 14, the
+#                 reranker's weight 3 (the paper-limit gap is the hop-2 reranker's order: "Session 19")
+#   own-reranker  (prepared in session 20, not run) a fresh model with the shipped recipe (800 steps of 32, lr 1e-3,
+#                 seed 13) whose reranker reads an expert of its own (`--route reranking=6,6`): in the paper's
+#                 routing it shares expert 4 with the expanded query, and weighting it up moved both
 #   here:
 #          python bench/gpu/prepare_carry.py --out .gpu --parts model               (the first call's carry)
 #          python bench/gpu/prepare_carry.py data-cos.tar.xz --out .gpu2 --parts wheels   (this call's, with sleuth.egg-info)
-#   device run, carry [".gpu2", "sleuth.egg-info"]:  LIMIT=540 bash bench/gpu/cos_continue.sh
-#   here, at toy size on the CPU:  PY=.venv/bin/python DEVICE=cpu SMOKE=9 LIMIT=900 OUT=/tmp/o bash bench/gpu/cos_continue.sh
+#   device run, carry [".gpu2", "sleuth.egg-info"]:  RECIPE=own-reranker LIMIT=555 bash bench/gpu/cos_candidate.sh
+#   here, at toy size on the CPU:  PY=.venv/bin/python DEVICE=cpu SMOKE=9 LIMIT=900 OUT=/tmp/o RECIPE=... bash bench/gpu/cos_candidate.sh
 # Paper limits run with TF32 matrix products (as session 18's report figures), reduced limits in float32 (as the
 # curve's). Every evaluation still running at LIMIT is stopped; the model and every finished record come back.
 set -u
-OUT=${OUT:?set OUT}; PY=${PY:-python3}; DEVICE=${DEVICE:-cuda}; SMOKE=${SMOKE:-}
+OUT=${OUT:?set OUT}; PY=${PY:-python3}; DEVICE=${DEVICE:-cuda}; SMOKE=${SMOKE:-}; RECIPE=${RECIPE:?set RECIPE: continue or own-reranker}
 W=${WORK:-/tmp/sleuth-gpu}; DATA=../shared/data; H=$DATA/hotpotqa; END=$((SECONDS + ${LIMIT:-540}))
 mkdir -p "$W/clogs" "$W/cevals" "$W/cmodels" "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 JAX_PLATFORMS=cpu XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -26,7 +31,7 @@ if [ -z "$SMOKE" ]; then  # the wheels and the data travel in this call (the mod
   for archive in .gpu2/data-*.tar.xz; do mkdir -p "$DATA" && tar xJf "$archive" -C "$DATA" || exit 1; done
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fi
-MODEL=$W/cmodels/cos-continued
+MODEL=$W/cmodels/cos-candidate
 if [ -n "$SMOKE" ]; then  # toy copies: the first few questions of each dev file; two training steps
   mkdir -p "$W/smoke" && for f in hotpot_dev_distractor_100 hotpot_dev_distractor_more; do
     $PY -c "import json; json.dump(json.load(open('$H/$f.json'))[:40], open('$W/smoke/$f.json', 'w'))"
@@ -46,24 +51,23 @@ paper() { TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 ev "$@" --limits paper --k-hop2-rer
 reduced() { TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=0 ev "$@"; }
 FIRST200=(--limit $(S 2 200))  # the standing model rule's questions (the tuning part's first 200); SMOKE: 2
 
-echo "== training (continued from cos-minilm-lora) and the shipped model's tuning-part evaluations, at $SECONDS s"
+source bench/gpu/cos_recipe.sh
+case $RECIPE in
+  continue) RECIPE_ARGS=(--model cos-minilm-lora "${COS_DATA[@]}" --weight reranking=3 --weight span=2
+                         --source-temperature 0 --lr 5e-4 --seed 14) ;;
+  own-reranker) RECIPE_ARGS=("${COS_DATA_AND_MODEL[@]}" --route reranking=6,6 --lr 1e-3 --seed 13) ;;
+  *) echo "unknown RECIPE $RECIPE (continue, own-reranker)"; exit 1 ;;
+esac
+echo "== training ($RECIPE) and the shipped model's tuning-part evaluations, at $SECONDS s"
 TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 timeout $(S 900 300) $PY -m sleuth cos train --device $DEVICE --out "$MODEL" \
-  --model cos-minilm-lora --hotpotqa $DATA/hotpotqa/hotpot_train_100.json \
-  --hotpotqa-corpus $DATA/hotpotqa/hotpot_train_100_corpus.json --hotpotqa $DATA/hotpotqa/hotpot_train_more.json \
-  --twowiki $DATA/2wikimultihopqa/2wiki_train_more.json --musique $DATA/musique/musique_train_100.json \
-  --musique-corpus $DATA/musique/musique_train_100_corpus.json --nq-questions $DATA/nq/questions.jsonl \
-  --nq-corpus $DATA/nq/corpus.jsonl --nq-split train --squad $DATA/squad2/dev-v2.0.json --ottqa $DATA/ottqa \
-  --ottqa-questions $DATA/ottqa/dev.traced.json \
-  --wikipedia $DATA/wikipedia/enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2 \
-  --wikipedia $DATA/wikipedia/enwiki-table-markup.xml.bz2 $(S "--wikipedia-max-articles 30" "") \
-  --weight reranking=3 --weight span=2 --source-temperature 0 --lr 5e-4 --batch-size $(S 4 32) --max-length 256 \
-  --max-steps $(S 2 800) --time-budget $(S 10 3.5) --seed 14 > "$W/clogs/train.log" 2>&1 &
+  "${RECIPE_ARGS[@]}" $(S "--wikipedia-max-articles 30" "") --batch-size $(S 4 32) --max-length 256 \
+  --max-steps $(S 2 800) --time-budget $(S 10 3.5) > "$W/clogs/train.log" 2>&1 &
 trainer=$!
 for i in 0 1 2 3 4; do (paper shipped-paper-tune tune $i 5) & done
 (reduced shipped-reduced-tune200 tune 0 1 "${FIRST200[@]}") &
 wait $trainer; echo "== training: exit $? at $SECONDS s"; grep -v "Warning\|warn(" "$W/clogs/train.log" | tail -4
 if [ -d "$MODEL" ]; then
-  (cd "$W/cmodels" && tar czf "$OUT/cos-continued.tgz" cos-continued)  # bring it back at once
+  (cd "$W/cmodels" && tar czf "$OUT/cos-candidate.tgz" cos-candidate)  # bring it back at once
   for i in 0 1 2 3 4; do (paper new-paper-tune tune $i 5 --model "$MODEL") & done
   (reduced new-reduced-tune200 tune 0 1 "${FIRST200[@]}" --model "$MODEL") &
   for i in 0 1 2 3 4 5 6 7 8; do (paper new-paper-report report $i 9 --model "$MODEL") & done
