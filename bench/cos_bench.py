@@ -198,9 +198,9 @@ class Contenders:
     def __init__(self, model_name: str, passages, before_rev: str, meter: Meter):
         import torch
 
+        from sleuth.systems.chain_of_skills.eval_corpus import eval_skill_indexes
         from sleuth.systems.chain_of_skills.model import load_model, model_path
         from sleuth.systems.chain_of_skills.quantise import quantise
-        from sleuth.systems.chain_of_skills.skill_index import SkillIndex
         from sleuth.systems.chain_of_skills.span_head import model_span_head
 
         path = model_path(None if model_name == "default" else model_name)
@@ -209,7 +209,7 @@ class Contenders:
         progress(f"encoding {len(passages)} passages for the retrieval and linking indexes (not timed, 1 thread)")
         torch.set_num_threads(1)  # the faster setting on the shared 2-core machine (see the variants @1 / @2)
         self.index_s, (self.passages, self.entities) = time_call(
-            lambda: (SkillIndex.build(passages, model, "retrieval"), SkillIndex.build(passages, model, "linking")))
+            lambda: eval_skill_indexes(passages, model, path, cache=False))
         self.models = {"fp32": model.for_inference(), "int8": quantise(model), "fp32-lora": model,
                        "int8-lora": quantise(model, merge=False)}
         for encoder in self.models.values():

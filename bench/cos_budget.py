@@ -55,7 +55,7 @@ def analyse(args: argparse.Namespace) -> dict:
     from sleuth.corpus.model import Query
     from sleuth.progress import progress as bar
     from sleuth.systems.chain_of_skills.chain import ChainLimits, CosChain, fuse_paths
-    from sleuth.systems.chain_of_skills.eval_corpus import eval_passages, eval_skill_index
+    from sleuth.systems.chain_of_skills.eval_corpus import eval_passages, eval_skill_indexes
     from sleuth.systems.chain_of_skills.evaluation import LIMIT_SETS, eval_questions
     from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, select_hop2
     from sleuth.systems.chain_of_skills.model import load_model, model_path
@@ -67,8 +67,7 @@ def analyse(args: argparse.Namespace) -> dict:
     path = model_path(None)
     model = load_model(path).for_inference()
     head = model_span_head(path, model.dim)
-    retrieval_index = eval_skill_index(passages, model, path, "retrieval", True, True)
-    link_index = eval_skill_index(passages, model, path, "linking", True, True)
+    retrieval_index, link_index = eval_skill_indexes(passages, model, path, True, True)
     if args.int8:
         from sleuth.systems.chain_of_skills.quantise import quantise
 

@@ -83,3 +83,18 @@ def test_default_cos_pipeline_loads_the_shipped_weights(data_dir, tmp_path):
         np.testing.assert_allclose(model.encode(TEXTS, skill), reference.encode(TEXTS, skill), rtol=1e-4, atol=1e-5)
     head = load_span_head(shipped_model_dir(), model.dim)
     assert all(torch.equal(v, stage.link.span_head.state_dict()[k]) for k, v in head.state_dict().items())
+
+
+def test_shipped_retrieval_and_linking_read_passages_through_the_same_weights():
+    """Experts 1 (retrieval's context side) and 3 (linking's) carry no LoRA deltas in the shipped model: both are
+    the frozen backbone, so one index serves both skills (``shares_context``); an untrained model's attention
+    experts are separate copies, so it keeps two."""
+    from sleuth.systems.chain_of_skills.model import model_config
+
+    shipped = load_model(None)
+    assert model_config(None).shares_context("linking", "retrieval") and shipped.config == model_config(None)
+    assert not model_config("minilm").shares_context("linking", "retrieval")
+    assert not model_config(None).shares_context("reranking", "retrieval")
+    for model in (shipped, shipped.for_inference()):
+        np.testing.assert_array_equal(model.encode(TEXTS, "retrieval", "context"),
+                                      model.encode(TEXTS, "linking", "context"))

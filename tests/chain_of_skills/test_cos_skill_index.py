@@ -61,3 +61,14 @@ def test_a_second_workspace_loads_the_cached_index_without_the_model(documents, 
     assert np.allclose(cached.index.reconstruct_n(0, len(cached)), built.index.reconstruct_n(0, len(built)))
     # another skill (another context expert) is another index
     assert skill_index(second, "minilm", "linking").skill == "linking"
+
+
+@pytest.mark.slow
+def test_the_shipped_model_builds_one_index_for_retrieval_and_linking(documents, tmp_path):
+    corpus = tmp_path / "corpus.json"
+    corpus.write_text(json.dumps({d.id: d.metadata["sentences"] for d in documents}), encoding="utf-8")
+    ws = Workspace(CorpusSource(corpus, format="hotpotqa"), home=tmp_path / "home", show_progress=False)
+    retrieval, linking = skill_index(ws, None, "retrieval"), skill_index(ws, None, "linking")
+    assert linking.manifest.params["skill"] == "retrieval" and linking.docstore.ids == retrieval.docstore.ids
+    built = [p for p in (tmp_path / "home").rglob("manifest.json") if read_manifest(p.parent).kind == KIND]
+    assert len(built) == 1  # (an untrained model's linking index is its own: the test above)

@@ -61,11 +61,15 @@ def chain_model(ws: Workspace, model: str | None, int8: bool):
 
 def skill_index(ws: Workspace, model: str | None, skill: str, search: VectorSearch = VectorSearch()):
     """The corpus passages encoded for ``skill`` (context side): built once and saved in the workspace's index
-    cache (keyed by the model, its weights' size and time, the skill and the factory), loaded from there after."""
+    cache (keyed by the model, its weights' size and time, the skill and the factory), loaded from there after; a
+    skill whose passages read the same weights as retrieval's (``MultiExpertConfig.shares_context``) gets that
+    index."""
     from sleuth.pipelines.workspace import params_key
-    from sleuth.systems.chain_of_skills.model import model_path
+    from sleuth.systems.chain_of_skills.model import model_config, model_path
     from sleuth.systems.chain_of_skills.skill_index import KIND, SkillIndex, model_info
 
+    if skill != "retrieval" and model_config(model).shares_context(skill, "retrieval"):
+        return skill_index(ws, model, "retrieval", search)
     if ws.corpus is None:
         raise ConfigError("cos: this pipeline needs a corpus to index")
     corpus, encoder = ws.corpus, model_info(model_path(model))

@@ -80,3 +80,13 @@ def eval_skill_index(passages: Sequence[Passage], model: Any, model_name: str, s
         return SkillIndex.load(path)
     return SkillIndex.build(passages, model, skill, path=path, encoder=encoder,
                             corpus_info={"passages": len(passages)}, show_progress=show_progress)
+
+
+def eval_skill_indexes(passages: Sequence[Passage], model: Any, model_name: str, cache: bool,
+                       show_progress: bool = False) -> tuple[Any, Any]:
+    """The retrieval and the linking index of ``passages`` (:func:`eval_skill_index`): one index for both when the
+    two skills read passages through the same weights (``MultiExpertConfig.shares_context``, the shipped model)."""
+    retrieval = eval_skill_index(passages, model, model_name, "retrieval", cache, show_progress)
+    if model.config.shares_context("linking", "retrieval"):
+        return retrieval, retrieval
+    return retrieval, eval_skill_index(passages, model, model_name, "linking", cache, show_progress)

@@ -20,7 +20,7 @@ from sleuth.corpus.hotpotqa import read_hotpotqa_questions
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits
-from sleuth.systems.chain_of_skills.eval_corpus import CORPUS_SETTINGS, eval_passages, eval_skill_index
+from sleuth.systems.chain_of_skills.eval_corpus import CORPUS_SETTINGS, eval_passages, eval_skill_indexes
 from sleuth.systems.chain_of_skills.path_metrics import mean, passage_em, path_recall_at_k
 
 EVAL_CHAINS = ("hotpotqa", "retrieval", "retrieval-2hop")
@@ -116,8 +116,7 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
     model = load_model(path, device=device).for_inference()
     head = model_span_head(path, model.dim, device, span_seed)
     cache = corpus == "pooled"  # the same large corpus for every part, limit and chain: encoded once per model
-    retrieval_index = eval_skill_index(passages, model, path, "retrieval", cache, show_progress)
-    link_index = eval_skill_index(passages, model, path, "linking", cache, show_progress)
+    retrieval_index, link_index = eval_skill_indexes(passages, model, path, cache, show_progress)
     if int8:
         from sleuth.systems.chain_of_skills.quantise import quantise
 

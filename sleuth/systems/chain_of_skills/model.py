@@ -108,6 +108,14 @@ class MultiExpertConfig:
                 raise ConfigError(f"a lora spec needs the 'lora' variant, not '{self.variant}'")
             self.lora.check(self.num_experts)
 
+    def shares_context(self, skill: str, other: str) -> bool:
+        """Whether ``skill`` and ``other`` read passages through the same weights: one context expert, or two
+        experts without LoRA deltas (both the frozen backbone). Their indexes of one corpus are then the same
+        (the shipped model's retrieval and linking: experts 1 and 3, both frozen), so one is built for both."""
+        first, second = self.routing.expert(skill, "context"), self.routing.expert(other, "context")
+        frozen = self.lora.frozen_experts if self.variant == "lora" and self.lora is not None else ()
+        return first == second or (first in frozen and second in frozen)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["expert_layers"] = None if self.expert_layers is None else list(self.expert_layers)
@@ -182,6 +190,12 @@ def load_model(model: str | Path | None, device: str = "cpu") -> MultiExpertEnco
     if not Path(path).is_dir():
         raise SleuthError(f"model directory not found: {path}")
     return MultiExpertEncoder.load(path, device=device)
+
+
+def model_config(model: str | Path | None) -> MultiExpertConfig:
+    """The architecture and routing of the model :func:`load_model` would load, read without its weights."""
+    path = model_path(model)
+    return MultiExpertConfig() if path == UNTRAINED else _read_config(Path(path))
 
 
 def _read_config(directory: Path) -> MultiExpertConfig:

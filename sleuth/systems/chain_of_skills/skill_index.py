@@ -2,9 +2,11 @@
 
 Retrieval and expanded retrieval share the context expert (passages: "title text"); entity linking searches an
 index of entity descriptions (title + first paragraph, i.e. the passage as stored) encoded with the linking skill's
-context expert. Held in memory (FAISS + DocStore from ``sleuth.index.dense`` / ``docstore``), and optionally saved
-as an index directory like the other kinds: ``vectors.faiss``, the document store and a manifest (kind
-``cos-skill``, params ``skill`` and ``factory``, ``encoder`` = the model it was encoded with), built atomically.
+context expert; where both skills read passages through the same weights (``MultiExpertConfig.shares_context``:
+the shipped model's experts 1 and 3 are both the frozen backbone), the retrieval index serves linking too. Held
+in memory (FAISS + DocStore from ``sleuth.index.dense`` / ``docstore``), and optionally saved as an index directory
+like the other kinds: ``vectors.faiss``, the document store and a manifest (kind ``cos-skill``, params ``skill`` and
+``factory``, ``encoder`` = the model it was encoded with), built atomically.
 """
 
 from __future__ import annotations
