@@ -149,3 +149,22 @@ def test_merge_refuses_records_that_are_not_one_runs_shards(tmp_path, capsys):
         assert exit_info.value.code == 2
         err = capsys.readouterr().err.strip()
         assert message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_processes_evaluating_one_corpus_share_one_index_build(dev_files, tmp_path, monkeypatch):
+    """Shards started together (two threads here, each with its own lock handle, as two processes) build a corpus's
+    index once: the second waits for the first's build and loads it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sleuth.systems.chain_of_skills.eval_corpus import eval_skill_index
+    from sleuth.systems.chain_of_skills.model import load_model
+
+    monkeypatch.setenv("SLEUTH_HOME", str(tmp_path))
+    passages = eval_passages("questions", dev_files[:1], {q.id for q in eval_questions(dev_files[:1], limit=3)})
+    model = load_model("minilm")
+    with ThreadPoolExecutor(2) as pool:
+        first, second = pool.map(lambda _: eval_skill_index(passages, model, "minilm", "retrieval", True), range(2))
+    assert len(first) == len(passages) == 30
+    assert first.manifest.created == second.manifest.created  # one build, loaded by the other
+    assert len(list(tmp_path.rglob("manifest.json"))) == 1

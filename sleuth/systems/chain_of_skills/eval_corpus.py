@@ -11,13 +11,15 @@ facts name titles): the same title never had two different paragraphs in these f
 two copies of one abstract that differ in a few characters (e.g. a non-breaking space), so every gold title resolves to one
 passage. All HotpotQA dev and train files give 24,989 paragraphs.
 
-A pooled corpus is the same for every part, limit and chain, so its skill indexes are cached
-(:func:`eval_skill_index`: under ``$SLEUTH_HOME/indexes/cos-eval-<corpus digest>/``, keyed by the model's weights
-and the skill) and encoded once per model.
+Skill indexes are cached (:func:`eval_skill_index`: under ``$SLEUTH_HOME/indexes/cos-eval-<corpus digest>/``,
+keyed by the model's weights and the skill): a pooled corpus is the same for every part, limit and chain, and a part's
+own paragraphs the same for every limit set, ablation and shard, so each is encoded once per model; shard processes
+started together wait for the first one's build (an ``flock`` beside the index) instead of encoding it each.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
@@ -76,10 +78,13 @@ def eval_skill_index(passages: Sequence[Passage], model: Any, model_name: str, s
     encoder = model_info(model_name)
     path = (home_dir() / "indexes" / f"cos-eval-{corpus_digest(passages)}" /
             params_key(KIND, {"encoder": encoder, "skill": skill, "factory": "Flat"}))
-    if (path / "manifest.json").is_file():
-        return SkillIndex.load(path)
-    return SkillIndex.build(passages, model, skill, path=path, encoder=encoder,
-                            corpus_info={"passages": len(passages)}, show_progress=show_progress)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f"{path.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one process builds, the others load what it wrote (released on close)
+        if (path / "manifest.json").is_file():
+            return SkillIndex.load(path)
+        return SkillIndex.build(passages, model, skill, path=path, encoder=encoder,
+                                corpus_info={"passages": len(passages)}, show_progress=show_progress)
 
 
 def eval_skill_indexes(passages: Sequence[Passage], model: Any, model_name: str, cache: bool,

@@ -115,8 +115,7 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
     path = model_path(model_dir)
     model = load_model(path, device=device).for_inference()
     head = model_span_head(path, model.dim, device, span_seed)
-    cache = corpus == "pooled"  # the same large corpus for every part, limit and chain: encoded once per model
-    retrieval_index, link_index = eval_skill_indexes(passages, model, path, cache, show_progress)
+    retrieval_index, link_index = eval_skill_indexes(passages, model, path, True, show_progress)
     if int8:
         from sleuth.systems.chain_of_skills.quantise import quantise
 
