@@ -61,5 +61,5 @@ def test_wide_commands_take_option_groups():
 
     grouped = inspect.signature(train_cos_command.__wrapped__).parameters
     assert list(grouped) == ["data", "architecture", "training", "out", "device"]
-    assert len(inspect.signature(train_cos_command).parameters) == 40  # the same 40 flags on the command line
+    assert len(inspect.signature(train_cos_command).parameters) == 41  # the same 41 flags on the command line
     assert len(inspect.signature(run_on_ray).parameters) == 6
