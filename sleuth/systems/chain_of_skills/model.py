@@ -108,13 +108,16 @@ class MultiExpertConfig:
                 raise ConfigError(f"a lora spec needs the 'lora' variant, not '{self.variant}'")
             self.lora.check(self.num_experts)
 
+    def frozen(self, expert: int) -> bool:
+        """Whether ``expert`` reads the backbone unchanged (an expert without LoRA deltas in a "lora" model)."""
+        return self.variant == "lora" and self.lora is not None and expert in self.lora.frozen_experts
+
     def shares_context(self, skill: str, other: str) -> bool:
         """Whether ``skill`` and ``other`` read passages through the same weights: one context expert, or two
         experts without LoRA deltas (both the frozen backbone). Their indexes of one corpus are then the same
         (the shipped model's retrieval and linking: experts 1 and 3, both frozen), so one is built for both."""
         first, second = self.routing.expert(skill, "context"), self.routing.expert(other, "context")
-        frozen = self.lora.frozen_experts if self.variant == "lora" and self.lora is not None else ()
-        return first == second or (first in frozen and second in frozen)
+        return first == second or (self.frozen(first) and self.frozen(second))
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -275,9 +278,7 @@ class MultiExpertEncoder:
     def frozen_side(self, skill: str, side: str) -> bool:
         """Whether inputs of ``skill`` on ``side`` go through the unchanged backbone (an expert without LoRA deltas
         in a "lora" model): their outputs do not change while training, so they may be cached."""
-        lora = self.config.lora
-        return self.config.variant == "lora" and lora is not None and self.expert_for(skill, side) in \
-            lora.frozen_experts
+        return self.config.frozen(self.expert_for(skill, side))
 
     # construction, persistence
 
