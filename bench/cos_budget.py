@@ -1,11 +1,13 @@
 """Chain-of-Skills hop-2 reranking budget on HotpotQA: which candidates to rerank (``hop2_budget`` rules).
 
     .venv/bin/python -m bench.cos_budget --questions DEV.json [--questions MORE.json] [--part tune] [--limit N]
-        [--int8] [--budget 30 [--budget 60]] [--rule path [--rule per-hop1]] [--name NAME]
+        [--int8] [--budget 30 [--budget 60]] [--rule path [--rule per-hop1]] [--weights 1.5,1 [--weights A,B]]
+        [--name NAME]
 
 At the paper's hop limits (200/5/30/50/2) the chain reranks only ``--budget`` of its ~1,500 hop-2 candidates, and
 those alone become its paths. Per question, over one hop-1 search, this bench builds every hop-2 candidate once,
-then for each selection rule (``--rule``, default every one of ``HOP2_SELECTIONS``):
+then for each selection rule (``--rule``, default every one of ``HOP2_SELECTIONS``) and each pair of selection
+weights (``--weights A,B``: the rules pick by hop1 + A * hop1_rerank + B * hop2; default the chain's own, 1.5,1):
 
 * pool recall: how often the gold pair is among the candidates the rule picks (at several budgets; "all" = no
   budget), the ceiling of the chain's own paths;
@@ -41,8 +43,19 @@ def build_parser() -> argparse.ArgumentParser:
                         help="hop-2 reranking budget of the measured chains (repeatable; default 30)")
     parser.add_argument("--rule", action="append", default=[],
                         help="hop-2 selection rule measured (repeatable; default all of hop2_budget.HOP2_SELECTIONS)")
+    parser.add_argument("--weights", action="append", default=[], type=weights_pair,
+                        help="selection weights A,B of hop1_rerank and hop2 (repeatable; default the chain's 1.5,1)")
     parser.add_argument("--name", default=NAME, help=f"result file name (default {NAME})")
     return parser
+
+
+def weights_pair(text: str) -> tuple[float, float]:
+    """"A,B" -> (A, B)."""
+    try:
+        a, b = (float(part) for part in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--weights takes A,B (two numbers), got '{text}'") from None
+    return a, b
 
 
 def path_metrics(ranked: Sequence[frozenset], wanted: frozenset) -> dict[str, float]:
@@ -57,7 +70,7 @@ def analyse(args: argparse.Namespace) -> dict:
     from sleuth.systems.chain_of_skills.chain import ChainLimits, CosChain, fuse_paths
     from sleuth.systems.chain_of_skills.eval_corpus import eval_passages, eval_skill_indexes
     from sleuth.systems.chain_of_skills.evaluation import LIMIT_SETS, eval_questions
-    from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, select_hop2
+    from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, select_hop2, selection_scores
     from sleuth.systems.chain_of_skills.model import load_model, model_path
     from sleuth.systems.chain_of_skills.span_head import model_span_head
     from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
@@ -75,10 +88,13 @@ def analyse(args: argparse.Namespace) -> dict:
     limits = ChainLimits(**LIMIT_SETS["paper"], k=1000)
     chain = CosChain("hotpotqa", SingleRetrieve(model, retrieval_index), EntityLink(model, head, link_index),
                      rerank=Rerank(model), expanded=ExpandedRetrieve(model, retrieval_index), limits=limits)
-    pool = {rule: {str(b): 0.0 for b in POOL_BUDGETS} for rule in HOP2_SELECTIONS}
     rules = args.rule or list(HOP2_SELECTIONS)
-    measured_at = [(rule, budget) for rule in rules for budget in args.budget]
-    lists = ("two-round", *(f"{rule}@{budget} {kind}" for rule, budget in measured_at for kind in ("chain", "fused")))
+    weights = args.weights or [(chain.rerank_weight, 1.0)]
+    named = {f"{rule}{'' if w == weights[0] else f'[{w[0]:g},{w[1]:g}]'}": (rule, w) for w in weights for rule in
+             (HOP2_SELECTIONS if w == weights[0] else rules)}  # pool recall of every rule, the first weights
+    pool = {name: {str(b): 0.0 for b in POOL_BUDGETS} for name in named}
+    measured_at = [(name, budget) for name, (rule, _) in named.items() if rule in rules for budget in args.budget]
+    lists = ("two-round", *(f"{name}@{budget} {kind}" for name, budget in measured_at for kind in ("chain", "fused")))
     scores = {name: {"em": 0.0, "recall@5": 0.0, "recall@20": 0.0} for name in lists}
     reranked = 0
     with bar("questions", total=len(questions), unit="questions") as task:
@@ -89,12 +105,15 @@ def analyse(args: argparse.Namespace) -> dict:
             vectors: dict = {}
             candidates = chain.hop2_candidates(query, hop1, vectors)
             two_round = chain.retrieval_paths(query, retrieved[:limits.k_hop1], vectors)
-            partial, groups = chain.budget_inputs(candidates)
+            _, groups = chain.budget_inputs(candidates)
+            terms = [(a.extras["merged"], a.extras["rerank"], b.extras["merged"]) for a, b in candidates]
+            partial = {w: selection_scores(terms, w) for w in weights}
             gold_at = {i for i, (a, b) in enumerate(candidates) if frozenset((a.id, b.id)) == wanted}
-            for rule in HOP2_SELECTIONS:
+            for name, (rule, w) in named.items():
                 for budget in POOL_BUDGETS:
-                    pool[rule][str(budget)] += bool(gold_at & set(select_hop2(partial, groups, budget, rule)))
-            chosen = {f"{rule}@{budget}": select_hop2(partial, groups, budget, rule) for rule, budget in measured_at}
+                    pool[name][str(budget)] += bool(gold_at & set(select_hop2(partial[w], groups, budget, rule)))
+            chosen = {f"{name}@{budget}": select_hop2(partial[named[name][1]], groups, budget, named[name][0])
+                      for name, budget in measured_at}
             union = sorted(set().union(*chosen.values()))
             reranked += len(union)
             values = dict(zip(union, chain.hop2_rerank_values(query, [candidates[i] for i in union])))
@@ -108,7 +127,7 @@ def analyse(args: argparse.Namespace) -> dict:
                     scores[name][key] += value
             task.advance()
     n = len(questions)
-    return {"questions": n, "passages": len(passages), "budgets": args.budget, "rules": rules,
+    return {"questions": n, "passages": len(passages), "budgets": args.budget, "rules": rules, "weights": weights,
             "pool": {r: {b: v / n for b, v in by.items()} for r, by in pool.items()},
             "lists": {name: {k: v / n for k, v in s.items()} for name, s in scores.items()},
             "reranked per question": reranked / n}

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, select_hop2
+from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, select_hop2, selection_scores
 
 # six candidates of three hop-1 passages (ranks 0, 1, 2): passage 0's candidates score highest
 PARTIAL = [9.0, 8.5, 8.0, 3.0, 2.0, 5.0]
 GROUPS = [0, 0, 0, 1, 1, 2]
+
+
+def test_selection_scores_weigh_the_hop1_rerank_and_hop2_terms():
+    terms = [(1.0, 2.0, 3.0), (0.5, -1.0, 4.0)]
+    assert selection_scores(terms, (1.5, 1.0)) == [7.0, 3.0]  # the path score without its hop-2 rerank term
+    assert selection_scores(terms, (0.0, 2.0)) == [7.0, 8.5]  # another pair reorders them
+    assert select_hop2(selection_scores(terms, (0.0, 2.0)), [0, 1], 1, "path") == [1]
 
 
 def test_path_keeps_the_best_partial_scores():

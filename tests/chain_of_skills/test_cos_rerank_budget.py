@@ -41,6 +41,9 @@ def runs(two_dev_questions):
                          fusion=None)  # the chain's own paths (the budget acts before the fusion)
         out[budget if selection == "path" else selection] = chain(questions)
     out["per-hop1 chain"] = chain
+    limits = ChainLimits(**LIMITS, k_hop2_rerank=BUDGET, selection_weights=(0.0, 2.0))
+    out["weighted"] = CosChain("hotpotqa", SingleRetrieve(model, passage_index), link, Rerank(model),
+                               ExpandedRetrieve(model, passage_index), limits=limits, fusion=None)(questions)
     return questions, out
 
 
@@ -84,3 +87,25 @@ def test_per_hop1_selection_gives_each_kept_hop1_passage_its_best_candidate(runs
         # the paths the chain returns are those candidates' (fewer where two make the same unordered pair)
         pairs = {frozenset((first.id, second.id)) for first, second in chosen}
         assert {frozenset(h.id.split(PATH_SEPARATOR)) for h in out["per-hop1"][question.id]} <= pairs
+
+
+def test_selection_weights_pick_by_hop1_plus_weighted_terms(runs):
+    """With selection_weights (0, 2) the budget keeps the best by hop1 + 2 * hop2 (the hop-1 rerank left out), and
+    the kept candidates are still scored by the full path score."""
+    questions, out = runs
+    differs = []
+    for question in questions:
+        full, weighted = out[None][question.id], out["weighted"][question.id]
+        by_pair = {frozenset(h.id.split(PATH_SEPARATOR)): h for h in full}
+        kept = {frozenset(h.id.split(PATH_SEPARATOR)) for h in weighted}
+
+        def chosen_by(hit) -> float:
+            first, second = hit.extras["path"]
+            return first.extras["merged"] + 2.0 * second.extras["merged"]
+
+        cut = min(chosen_by(h) for h in weighted)
+        assert all(chosen_by(h) <= cut + 1e-4 for pair, h in by_pair.items() if pair not in kept)
+        differs.append(kept != {frozenset(h.id.split(PATH_SEPARATOR)) for h in out[BUDGET][question.id]})
+        for hit in weighted:
+            assert hit.score == pytest.approx(by_pair[frozenset(hit.id.split(PATH_SEPARATOR))].score, rel=1e-5)
+    assert any(differs)  # the weights change which candidates are reranked

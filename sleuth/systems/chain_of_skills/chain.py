@@ -49,7 +49,12 @@ from sleuth.systems.chain_of_skills.chain_scores import (
     nq_score,
     path_score,
 )
-from sleuth.systems.chain_of_skills.hop2_budget import DEFAULT_HOP2_SELECTION, HOP2_SELECTIONS, select_hop2
+from sleuth.systems.chain_of_skills.hop2_budget import (
+    DEFAULT_HOP2_SELECTION,
+    HOP2_SELECTIONS,
+    select_hop2,
+    selection_scores,
+)
 from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve, passage_text
 
 CHAINS = ("hotpotqa", "nq", "retrieval", "retrieval-2hop")
@@ -65,7 +70,8 @@ class ChainLimits:
     all) caps the hop-2 reranking: only the best that many (hop-1, hop-2) candidates by the path score without the
     hop-2 rerank term (hop1 + 1.5 * hop1_rerank + hop2) are reranked and become paths; ``hop2_selection`` names
     how those are picked (:mod:`hop2_budget`: "path" as just said, "per-hop1" round robin over the kept hop-1
-    passages, "mixed" half of each)."""
+    passages, "mixed" half of each); ``selection_weights`` = (a, b) makes that score hop1 + a * hop1_rerank + b *
+    hop2 (None: the path score's own, the chain's ``rerank_weight`` and 1)."""
 
     k_retrieval: int = 200
     k_link: int = 5
@@ -75,6 +81,7 @@ class ChainLimits:
     k: int = 100
     k_hop2_rerank: int | None = None
     hop2_selection: str = DEFAULT_HOP2_SELECTION
+    selection_weights: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if self.hop2_selection not in HOP2_SELECTIONS:
@@ -283,8 +290,8 @@ class CosChain(Stage):
         return [candidates[i] for i in chosen]
 
     def budget_inputs(self, candidates: Sequence[tuple[Hit, Hit]]) -> tuple[list[float], list[int]]:
-        """What the budget rules read: each candidate's path score without the hop-2 rerank term, and its hop-1
-        passage's rank among the kept ones."""
-        partial = [path_score(first.extras["merged"], first.extras["rerank"], second.extras["merged"], 0.0,
-                              self.rerank_weight) for first, second in candidates]
+        """What the budget rules read: each candidate's selection score (:func:`hop2_budget.selection_scores`; by
+        default its path score without the hop-2 rerank term), and its hop-1 passage's rank among the kept ones."""
+        terms = [(first.extras["merged"], first.extras["rerank"], second.extras["merged"]) for first, second in candidates]
+        partial = selection_scores(terms, self.limits.selection_weights or (self.rerank_weight, 1.0))
         return partial, [first.extras["hop1_rank"] for first, _ in candidates]

@@ -1,8 +1,9 @@
 """Which hop-2 candidates the HotpotQA chain reranks under a budget (``ChainLimits.k_hop2_rerank``), as pure functions.
 
 Not in the paper (it reranks every candidate). A candidate is a (hop-1 passage, hop-2 passage) pair; ``partial`` is
-its path score without the hop-2 rerank term; ``groups`` gives each candidate's hop-1 passage as its rank in the
-hop-1 order (0 = best). Every rule returns candidate indices in their original order.
+the score the rules pick by (:func:`selection_scores`: by default its path score without the hop-2 rerank term);
+``groups`` gives each candidate's hop-1 passage as its rank in the hop-1 order (0 = best). Every rule returns
+candidate indices in their original order.
 
 * ``path``: the best ``budget`` candidates by ``partial`` (ties: the earlier one).
 * ``per-hop1``: round robin over the hop-1 passages in hop-1 order, each giving its next best candidate by
@@ -17,6 +18,14 @@ from collections.abc import Sequence
 HOP2_SELECTIONS = ("path", "per-hop1", "mixed")
 #: the rule the chain uses by default
 DEFAULT_HOP2_SELECTION = "path"
+
+
+def selection_scores(terms: Sequence[tuple[float, float, float]], weights: tuple[float, float]) -> list[float]:
+    """Each candidate's score for the budget rules from its (hop1, hop1_rerank, hop2) terms:
+    ``hop1 + a * hop1_rerank + b * hop2`` with ``weights`` = (a, b); the chain's default is (its hop-1 rerank
+    weight, 1), its path score without the hop-2 rerank term."""
+    a, b = weights
+    return [hop1 + a * hop1_rerank + b * hop2 for hop1, hop1_rerank, hop2 in terms]
 
 
 def best_by_partial(partial: Sequence[float], budget: int, among: Sequence[int] | None = None) -> list[int]:
