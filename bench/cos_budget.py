@@ -50,12 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def weights_pair(text: str) -> tuple[float, float]:
-    """"A,B" -> (A, B)."""
+    """"A,B" -> (A, B) (``hop2_budget.parse_selection_weights``)."""
+    from sleuth.errors import ConfigError
+    from sleuth.systems.chain_of_skills.hop2_budget import parse_selection_weights
+
     try:
-        a, b = (float(part) for part in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--weights takes A,B (two numbers), got '{text}'") from None
-    return a, b
+        return parse_selection_weights(text, "--weights")
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def path_metrics(ranked: Sequence[frozenset], wanted: frozenset) -> dict[str, float]:

@@ -111,15 +111,20 @@ def cos_chain_stage(ws: Workspace, *, chain: Annotated[str, OneOf(CHAINS)], mode
                     beta: float = NQ_RERANK_BETA, search: VectorSearch = VectorSearch(), span_seed: int = 0,
                     k_hop2_rerank: Count | None = None,
                     hop2_selection: Annotated[str, OneOf(HOP2_SELECTIONS)] = DEFAULT_HOP2_SELECTION,
+                    selection_weights: list[float] | None = None,
                     int8: bool = False, fusion: bool = True,
                     fusion_k: Count = FUSION_RRF_K, fusion_chain_weight: float = FUSION_CHAIN_WEIGHT,
                     name: str | None = None) -> CosChain:
     """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval | retrieval-2hop); see
     ``sleuth.systems.chain_of_skills.chain``. ``fusion`` (hotpotqa): its paths fused by reciprocal rank (``fusion_k``)
     with two rounds of retrieval's, its own list weighted ``fusion_chain_weight``; false = the paper's order.
-    ``k_hop2_rerank``: rerank only that many hop-2 candidates, picked by ``hop2_selection`` (:mod:`hop2_budget`)."""
+    ``k_hop2_rerank``: rerank only that many hop-2 candidates, picked by ``hop2_selection`` (:mod:`hop2_budget`)
+    over hop1 + a * hop1_rerank + b * hop2, ``selection_weights`` = [a, b] (default the path score's own)."""
+    if selection_weights is not None and len(selection_weights) != 2:
+        raise ConfigError(f"cos_chain: selection_weights takes two numbers [a, b], got {selection_weights}")
     limits = ChainLimits(k_retrieval=k_retrieval, k_link=k_link, k_hop1=k_hop1, k_expanded=k_expanded,
-                         k_hop2_link=k_hop2_link, k=k, k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection)
+                         k_hop2_link=k_hop2_link, k=k, k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection,
+                         selection_weights=(selection_weights[0], selection_weights[1]) if selection_weights else None)
     encoder = chain_model(ws, model, int8)
     passages = skill_index(ws, model, "retrieval", search)
     link = EntityLink(encoder, span_head(ws, model, span_seed), skill_index(ws, model, "linking", search))

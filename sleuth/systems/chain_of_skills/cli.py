@@ -49,6 +49,8 @@ def cos_eval_command(
     hop2_selection: str = typer.Option("path", help="Which hop-2 candidates --k-hop2-rerank keeps: path (the best by "
                                                     "path score) | per-hop1 (round robin over the kept hop-1 "
                                                     "passages) | mixed (half each)."),
+    selection_weights: str | None = typer.Option(None, help="A,B: --k-hop2-rerank picks by hop1 + A * hop1_rerank "
+                                                            "+ B * hop2 (default: the path score's own, 1.5,1)."),
     ablate: list[str] = typer.Option([], help="Run the hotpotqa chain without this skill: linking | expanded | "
                                               "hop2-rerank | fusion (with two rounds of retrieval: 'fusion' gives "
                                               "the paper's order; repeatable; the skill ablation)."),
@@ -66,7 +68,7 @@ def cos_eval_command(
     from sleuth.io import atomic_write_text
     from sleuth.systems.chain_of_skills.chain import ABLATIONS, ChainLimits
     from sleuth.systems.chain_of_skills.evaluation import EVAL_KS, LIMIT_SETS, evaluate_chains, parse_shard
-    from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS
+    from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, parse_selection_weights
     from sleuth.systems.chain_of_skills.model import SHIPPED_MODEL, UNTRAINED, model_path
 
     for file in (*questions, *distractors):
@@ -97,8 +99,10 @@ def cos_eval_command(
             raise ConfigError(f"--ablate must be one of {', '.join(ABLATIONS)}, got '{skill}'")
     if hop2_selection not in HOP2_SELECTIONS:
         raise ConfigError(f"--hop2-selection must be one of {', '.join(HOP2_SELECTIONS)}, got '{hop2_selection}'")
+    weights = parse_selection_weights(selection_weights) if selection_weights is not None else None
     shard_used = parse_shard(shard) if shard is not None else None
-    limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection)
+    limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection,
+                              selection_weights=weights)
     corpus = "pooled" if pooled else "questions"
     stats: dict[str, int] = {}
     rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
@@ -115,7 +119,8 @@ def cos_eval_command(
         recorded = {"model": name, "int8": int8, "questions": " ".join(map(str, questions)), "part": part,
                     "corpus": {"setting": corpus, "distractors": list(map(str, distractors)),
                                "passages": stats["passages"]},
-                    "limits": {**values, "k_hop2_rerank": k_hop2_rerank, "hop2_selection": hop2_selection},
+                    "limits": {**values, "k_hop2_rerank": k_hop2_rerank, "hop2_selection": hop2_selection,
+                               **({"selection_weights": list(weights)} if weights else {})},
                     "ablate": ablate,
                     **({"shard": shard} if shard else {}), "rows": rows}
         atomic_write_text(json_out, json.dumps(recorded, indent=1) + "\n")

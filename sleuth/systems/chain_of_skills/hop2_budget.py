@@ -15,9 +15,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from sleuth.errors import ConfigError
+
 HOP2_SELECTIONS = ("path", "per-hop1", "mixed")
 #: the rule the chain uses by default
 DEFAULT_HOP2_SELECTION = "path"
+
+
+def parse_selection_weights(text: str, field: str = "--selection-weights") -> tuple[float, float]:
+    """"A,B" -> (A, B); a ConfigError naming ``field`` otherwise."""
+    parts = text.split(",")
+    try:
+        a, b = (float(part) for part in parts)
+    except ValueError:
+        raise ConfigError(f"{field} takes two numbers A,B (the weights of hop1_rerank and hop2), got '{text}'") from None
+    return a, b
 
 
 def selection_scores(terms: Sequence[tuple[float, float, float]], weights: tuple[float, float]) -> list[float]:
