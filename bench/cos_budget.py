@@ -66,13 +66,12 @@ def path_metrics(ranked: Sequence[frozenset], wanted: frozenset) -> dict[str, fl
             "recall@20": float(any(wanted <= p for p in ranked[:20]))}
 
 
-def analyse(args: argparse.Namespace) -> dict:
-    from sleuth.corpus.model import Query
-    from sleuth.progress import progress as bar
-    from sleuth.systems.chain_of_skills.chain import ChainLimits, CosChain, fuse_paths
+def paper_chain(args: argparse.Namespace):
+    """The tuning or report part's questions (``--questions``, ``--part``, ``--limit``), their paragraphs, and the
+    shipped model's hotpotqa chain over them at the paper's limits (int8 with ``--int8``), keeping 1,000 paths."""
+    from sleuth.systems.chain_of_skills.chain import ChainLimits, CosChain
     from sleuth.systems.chain_of_skills.eval_corpus import eval_passages, eval_skill_indexes
     from sleuth.systems.chain_of_skills.evaluation import LIMIT_SETS, eval_questions
-    from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, select_hop2, selection_scores
     from sleuth.systems.chain_of_skills.model import load_model, model_path
     from sleuth.systems.chain_of_skills.span_head import model_span_head
     from sleuth.systems.chain_of_skills.stages import EntityLink, ExpandedRetrieve, Rerank, SingleRetrieve
@@ -90,6 +89,17 @@ def analyse(args: argparse.Namespace) -> dict:
     limits = ChainLimits(**LIMIT_SETS["paper"], k=1000)
     chain = CosChain("hotpotqa", SingleRetrieve(model, retrieval_index), EntityLink(model, head, link_index),
                      rerank=Rerank(model), expanded=ExpandedRetrieve(model, retrieval_index), limits=limits)
+    return questions, passages, chain
+
+
+def analyse(args: argparse.Namespace) -> dict:
+    from sleuth.corpus.model import Query
+    from sleuth.progress import progress as bar
+    from sleuth.systems.chain_of_skills.chain import fuse_paths
+    from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, select_hop2, selection_scores
+
+    questions, passages, chain = paper_chain(args)
+    limits = chain.limits
     rules = args.rule or list(HOP2_SELECTIONS)
     weights = args.weights or [(chain.rerank_weight, 1.0)]
     named = {f"{rule}{'' if w == weights[0] else f'[{w[0]:g},{w[1]:g}]'}": (rule, w) for w in weights for rule in
@@ -108,8 +118,7 @@ def analyse(args: argparse.Namespace) -> dict:
             candidates = chain.hop2_candidates(query, hop1, vectors)
             two_round = chain.retrieval_paths(query, retrieved[:limits.k_hop1], vectors)
             _, groups = chain.budget_inputs(candidates)
-            terms = [(a.extras["merged"], a.extras["rerank"], b.extras["merged"]) for a, b in candidates]
-            partial = {w: selection_scores(terms, w) for w in weights}
+            partial = {w: selection_scores(chain.selection_terms(candidates), w) for w in weights}
             gold_at = {i for i, (a, b) in enumerate(candidates) if frozenset((a.id, b.id)) == wanted}
             for name, (rule, w) in named.items():
                 for budget in POOL_BUDGETS:

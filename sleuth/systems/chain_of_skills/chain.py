@@ -292,6 +292,11 @@ class CosChain(Stage):
     def budget_inputs(self, candidates: Sequence[tuple[Hit, Hit]]) -> tuple[list[float], list[int]]:
         """What the budget rules read: each candidate's selection score (:func:`hop2_budget.selection_scores`; by
         default its path score without the hop-2 rerank term), and its hop-1 passage's rank among the kept ones."""
-        terms = [(first.extras["merged"], first.extras["rerank"], second.extras["merged"]) for first, second in candidates]
-        partial = selection_scores(terms, self.limits.selection_weights or (self.rerank_weight, 1.0))
+        partial = selection_scores(self.selection_terms(candidates),
+                                   self.limits.selection_weights or (self.rerank_weight, 1.0))
         return partial, [first.extras["hop1_rank"] for first, _ in candidates]
+
+    @staticmethod
+    def selection_terms(candidates: Sequence[tuple[Hit, Hit]]) -> list[tuple[float, float, float]]:
+        """Each candidate's (hop1, hop1_rerank, hop2) terms, which the selection score weighs."""
+        return [(first.extras["merged"], first.extras["rerank"], second.extras["merged"]) for first, second in candidates]
