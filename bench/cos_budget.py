@@ -32,13 +32,18 @@ NAME = "cos_budget"
 POOL_BUDGETS = (30, 60, 100, None)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = base_parser(__doc__.splitlines()[0])
+def add_chain_options(parser: argparse.ArgumentParser) -> None:
+    """The options :func:`paper_chain` reads: --questions, --part, --limit, --int8."""
     parser.add_argument("--questions", action="append", default=[],
                         help="HotpotQA-format dev questions (repeatable; default hotpot_dev_distractor_100.json)")
     parser.add_argument("--part", default="tune", help="all | tune | report (sleuth.corpus.question_split)")
     parser.add_argument("--limit", type=int, default=None, help="first N questions only")
     parser.add_argument("--int8", action="store_true", help="the chain on the int8 encoder (as `sleuth cos eval`)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = base_parser(__doc__.splitlines()[0])
+    add_chain_options(parser)
     parser.add_argument("--budget", type=int, action="append", default=[],
                         help="hop-2 reranking budget of the measured chains (repeatable; default 30)")
     parser.add_argument("--rule", action="append", default=[],

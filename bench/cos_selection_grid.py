@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import RESULTS_DIR, Report, ResultTable, base_parser, bench_main, progress
-from bench.cos_budget import paper_chain
+from bench.cos_budget import add_chain_options, paper_chain
 from sleuth.paths import shared_data_dir
 
 NAME = "cos_selection_grid"
@@ -34,12 +34,8 @@ PATH_WEIGHTS = (1.5, 1.0)
 
 def build_parser() -> argparse.ArgumentParser:
     parser = base_parser(__doc__.splitlines()[0])
-    parser.add_argument("--questions", action="append", default=[],
-                        help="HotpotQA-format dev questions (repeatable; default hotpot_dev_distractor_100.json)")
-    parser.add_argument("--part", default="tune", help="all | tune | report (sleuth.corpus.question_split)")
-    parser.add_argument("--limit", type=int, default=None, help="first N questions only")
+    add_chain_options(parser)
     parser.add_argument("--shard", default=None, help="i/n: write the terms of every n-th question from the i-th")
-    parser.add_argument("--int8", action="store_true", help="the chain on the int8 encoder (as `sleuth cos eval`)")
     parser.add_argument("--budget", type=int, action="append", default=[], help="budgets (repeatable; default 30)")
     parser.add_argument("--terms", type=Path, action="append", default=[],
                         help="terms files to read (repeatable); default: build them here")
