@@ -23,11 +23,9 @@ W=${WORK:-/tmp/sleuth-gpu}; DATA=../shared/data; H=$DATA/hotpotqa; END=$((SECOND
 mkdir -p "$W/clogs" "$W/cevals" "$W/cmodels" "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 JAX_PLATFORMS=cpu XLA_PYTHON_CLIENT_PREALLOCATE=false
 export PYTHONPATH=$PWD:/tmp/site:$PWD/bench/gpu/faiss_shim
+source bench/gpu/lib.sh
 if [ -z "$SMOKE" ]; then  # the wheels and the data travel in this call (the model alone fills the first)
-  if [ ! -d /tmp/site/mwparserfromhell ] && ls .gpu2/whl/*.whl > /dev/null 2>&1; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .gpu2/whl/*.whl \
-      || exit 1
-  fi
+  install_wheels $(ls .gpu2/whl/*.whl 2> /dev/null) || exit 1
   for archive in .gpu2/data-*.tar.xz; do mkdir -p "$DATA" && tar xJf "$archive" -C "$DATA" || exit 1; done
   nvidia-smi --query-gpu=name,memory.total --format=csv,noheader
 fi
@@ -41,11 +39,8 @@ S() { if [ -n "$SMOKE" ]; then echo "$1"; else echo "$2"; fi; }
 
 ev() {  # ev NAME PART SHARD N ARGS...: one shard of one evaluation, stopped at END
   local name=$1 part=$2 shard=$3 n=$4; shift 4
-  [ $((END - SECONDS)) -gt 10 ] || return 0
-  OMP_NUM_THREADS=1 timeout $((END - SECONDS)) $PY -m sleuth cos eval --questions $H/hotpot_dev_distractor_100.json \
-    --questions $H/hotpot_dev_distractor_more.json --part $part --shard $shard/$n --device $DEVICE \
-    --json "$W/cevals/$name-$shard.json" ${SMOKE:+--limit $SMOKE} "$@" > "$W/clogs/$name-$shard.log" 2>&1
-  echo "$name $shard/$n: exit $? at $SECONDS s"
+  cos_eval_shard "$W/cevals/$name-$shard.json" "$W/clogs/$name-$shard.log" $shard $n \
+    --questions $H/hotpot_dev_distractor_100.json --questions $H/hotpot_dev_distractor_more.json --part $part "$@"
 }
 paper() { TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 ev "$@" --limits paper --k-hop2-rerank 30; }
 reduced() { TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=0 ev "$@"; }
@@ -74,10 +69,6 @@ if [ -d "$MODEL" ]; then
   for i in 0 1; do (reduced new-reduced-report report $i 2 --model "$MODEL") & done
 fi
 wait
-for name in shipped-paper-tune shipped-reduced-tune200 new-paper-tune new-reduced-tune200 new-paper-report \
-            new-reduced-report; do
-  ls "$W/cevals/$name"-[0-9]*.json > /dev/null 2>&1 || { echo "$name: no record"; continue; }
-  $PY -m sleuth cos merge "$W/cevals/$name"-[0-9]*.json --json "$W/cevals/$name.json" > "$W/clogs/merge-$name.log" \
-    2>&1 && grep -v "^$" "$W/clogs/merge-$name.log" | tail -6 || echo "$name: not merged ($(tail -1 "$W/clogs/merge-$name.log"))"
-done
+merge_evals "$W/cevals" "$W/clogs" shipped-paper-tune shipped-reduced-tune200 new-paper-tune new-reduced-tune200 \
+  new-paper-report new-reduced-report
 (cd "$W" && tar czf "$OUT/cevals.tgz" cevals clogs); ls -la "$OUT"

