@@ -122,8 +122,8 @@ def analyse(args: argparse.Namespace) -> dict:
             vectors: dict = {}
             candidates = chain.hop2_candidates(query, hop1, vectors)
             two_round = chain.retrieval_paths(query, retrieved[:limits.k_hop1], vectors)
-            _, groups = chain.budget_inputs(candidates)
-            partial = {w: selection_scores(chain.selection_terms(candidates), w) for w in weights}
+            groups, terms = chain.hop1_ranks(candidates), chain.selection_terms(candidates)
+            partial = {w: selection_scores(terms, w) for w in weights}
             gold_at = {i for i, (a, b) in enumerate(candidates) if frozenset((a.id, b.id)) == wanted}
             for name, (rule, w) in named.items():
                 for budget in POOL_BUDGETS:

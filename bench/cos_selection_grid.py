@@ -20,11 +20,10 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-
 from bench.common import RESULTS_DIR, Report, ResultTable, base_parser, bench_main, progress
 from bench.cos_budget import add_chain_options, paper_chain
 from sleuth.paths import shared_data_dir
+from sleuth.systems.chain_of_skills.hop2_budget import best_by_partial, selection_scores
 
 NAME = "cos_selection_grid"
 HOP1_RERANK_WEIGHTS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0)
@@ -67,29 +66,25 @@ def write_terms(args: argparse.Namespace, out: Path) -> None:
     atomic_write_text(out, "\n".join(lines) + "\n")
 
 
-def read_terms(files: Sequence[Path]) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per question: its candidates' (hop1, hop1_rerank, hop2) terms and whether each is the gold pair."""
+def read_terms(files: Sequence[Path]) -> list[tuple[list[tuple[float, float, float]], set[int]]]:
+    """Per question: its candidates' (hop1, hop1_rerank, hop2) terms and the indices of the gold pair's candidates."""
     out = []
     for file in files:
         for line in file.read_text().splitlines():
             question = json.loads(line)
             wanted = frozenset(question["wanted"])
             rows = question["rows"]
-            terms = np.array([row[2:5] for row in rows], dtype=float).reshape(-1, 3)
-            out.append((terms, np.array([frozenset(row[:2]) == wanted for row in rows], dtype=bool)))
+            out.append(([(row[2], row[3], row[4]) for row in rows],
+                        {i for i, row in enumerate(rows) if frozenset(row[:2]) == wanted}))
     return out
 
 
-def pool_recall(questions: Sequence[tuple[np.ndarray, np.ndarray]], weights: tuple[float, float],
-                budget: int) -> float:
-    """Share of questions whose gold pair is among the ``budget`` best by hop1 + a * hop1_rerank + b * hop2 (ties:
-    the earlier candidate, as ``hop2_budget.best_by_partial``)."""
-    a, b = weights
-    hits = 0
-    for terms, gold in questions:
-        scores = terms[:, 0] + a * terms[:, 1] + b * terms[:, 2]
-        chosen = np.lexsort((np.arange(len(scores)), -scores))[:budget]
-        hits += bool(gold[chosen].any())
+def pool_recall(questions: Sequence[tuple[Sequence[tuple[float, float, float]], set[int]]],
+                weights: tuple[float, float], budget: int) -> float:
+    """Share of questions whose gold pair is among the ``budget`` candidates the chain's ``path`` rule would rerank
+    under ``weights`` (``hop2_budget.selection_scores`` and ``best_by_partial``)."""
+    hits = sum(bool(gold & set(best_by_partial(selection_scores(terms, weights), budget)))
+               for terms, gold in questions)
     return hits / max(len(questions), 1)
 
 
@@ -113,7 +108,7 @@ def run(args: argparse.Namespace) -> Report:
         write_terms(args, files[0])
     questions = read_terms(files)
     tables, result = [], {"questions": len(questions), "terms": [f.name for f in files],
-                          "pool at no budget": float(np.mean([gold.any() for _, gold in questions])), "budgets": {}}
+                          "pool at no budget": sum(bool(gold) for _, gold in questions) / max(len(questions), 1), "budgets": {}}
     for budget in args.budget:
         grid = {(a, b): pool_recall(questions, (a, b), budget) for a in HOP1_RERANK_WEIGHTS for b in HOP2_WEIGHTS}
         chosen = pick(grid)

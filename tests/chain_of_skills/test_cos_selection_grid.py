@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
-
 from bench.cos_selection_grid import PATH_WEIGHTS, pick, pool_recall, read_terms
 
 
 def test_pool_recall_counts_questions_whose_gold_pair_is_selected():
     # question 1: the gold candidate (index 1) wins on the hop-1 rerank term; question 2: on the hop-2 term
-    first = (np.array([[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]), np.array([False, True]))
-    second = (np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]), np.array([False, True]))
+    first = ([(0.0, 0.0, 1.0), (0.0, 1.0, 0.0)], {1})
+    second = ([(0.0, 1.0, 0.0), (0.0, 0.0, 1.0)], {1})
     assert pool_recall([first, second], (2.0, 1.0), 1) == 0.5
     assert pool_recall([first, second], (0.5, 1.0), 1) == 0.5
     assert pool_recall([first, second], (1.0, 1.0), 1) == 0.0  # a tie keeps the earlier candidate: not gold
@@ -29,4 +27,4 @@ def test_read_terms_marks_the_gold_pair_in_either_order(tmp_path):
     file = tmp_path / "terms.jsonl"
     file.write_text(json.dumps(line) + "\n")
     [(terms, gold)] = read_terms([file])
-    assert terms.tolist() == [[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]] and gold.tolist() == [True, False]
+    assert terms == [(1.0, 2.0, 3.0), (0.5, 0.5, 0.5)] and gold == {0}

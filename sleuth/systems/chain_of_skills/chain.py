@@ -294,7 +294,12 @@ class CosChain(Stage):
         default its path score without the hop-2 rerank term), and its hop-1 passage's rank among the kept ones."""
         partial = selection_scores(self.selection_terms(candidates),
                                    self.limits.selection_weights or (self.rerank_weight, 1.0))
-        return partial, [first.extras["hop1_rank"] for first, _ in candidates]
+        return partial, self.hop1_ranks(candidates)
+
+    @staticmethod
+    def hop1_ranks(candidates: Sequence[tuple[Hit, Hit]]) -> list[int]:
+        """Each candidate's hop-1 passage's rank among the kept ones (the budget rules' groups)."""
+        return [first.extras["hop1_rank"] for first, _ in candidates]
 
     @staticmethod
     def selection_terms(candidates: Sequence[tuple[Hit, Hit]]) -> list[tuple[float, float, float]]:
