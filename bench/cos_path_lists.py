@@ -22,6 +22,7 @@ from pathlib import Path
 
 from bench.common import RESULTS_DIR, Report, ResultTable, base_parser, bench_main, progress
 from bench.cos_budget import add_chain_options, paper_chain, path_metrics
+from bench.cos_selection_grid import write_sharded
 from sleuth.paths import shared_data_dir
 from sleuth.systems.chain_of_skills.chain_scores import (
     FUSION_CHAIN_WEIGHT,
@@ -61,33 +62,25 @@ def write_scores(args: argparse.Namespace, out: Path) -> None:
     """One line per question of the terms files: its terms rows, the hop-2 rerank value of the reranked rows (by
     row index) and two rounds of retrieval's paths (pairs of ids, best first)."""
     from sleuth.corpus.model import Query
-    from sleuth.io import atomic_write_text
-    from sleuth.progress import progress as bar
     from sleuth.stages.run import Hit
-    from sleuth.systems.chain_of_skills.evaluation import parse_shard
 
     questions, passages, chain = paper_chain(args)
     by_id = {q.id: q for q in questions}
     hits = {p.id: Hit(p.id, 0.0, p.doc_id, p.title, p.text) for p in passages}
+
+    def scores_of(record: dict) -> dict:
+        question = by_id[record["id"]]  # a terms file of other questions or another part is refused here
+        query, rows = Query(id=question.id, text=question.text), record["rows"]
+        terms = [(row[2], row[3], row[4]) for row in rows]
+        union = sorted({i for w in SELECTIONS for i in best_by_partial(selection_scores(terms, w), RERANKED)})
+        values = chain.hop2_rerank_values(query, [(hits[rows[i][0]], hits[rows[i][1]]) for i in union])
+        retrieved = chain.retrieve.retrieve([question.text], chain.limits.k_retrieval)[0]
+        two_round = chain.retrieval_paths(query, retrieved[:chain.limits.k_hop1])[:200]
+        return {**record, "r2": {str(i): round(v, 5) for i, v in zip(union, values)},
+                "two_round": [h.id.split("||") for h in two_round]}
+
     records = [json.loads(line) for file in args.terms for line in file.read_text().splitlines()]
-    if args.shard:
-        index, count = parse_shard(args.shard)
-        records = records[index::count]
-    lines = []
-    with bar("questions", total=len(records), unit="questions") as task:
-        for record in records:
-            question = by_id[record["id"]]  # a terms file of other questions or another part is refused here
-            query, rows = Query(id=question.id, text=question.text), record["rows"]
-            terms = [(row[2], row[3], row[4]) for row in rows]
-            union = sorted({i for w in SELECTIONS for i in best_by_partial(selection_scores(terms, w), RERANKED)})
-            values = chain.hop2_rerank_values(query, [(hits[rows[i][0]], hits[rows[i][1]]) for i in union])
-            retrieved = chain.retrieve.retrieve([question.text], chain.limits.k_retrieval)[0]
-            two_round = chain.retrieval_paths(query, retrieved[:chain.limits.k_hop1])[:200]
-            record["r2"] = {str(i): round(v, 5) for i, v in zip(union, values)}
-            record["two_round"] = [h.id.split("||") for h in two_round]
-            lines.append(json.dumps(record))
-            task.advance()
-    atomic_write_text(out, "\n".join(lines) + "\n")
+    write_sharded(records, args.shard, scores_of, out)
 
 
 def distinct(scored: Sequence[tuple[str, str, float]]) -> list[Pair]:

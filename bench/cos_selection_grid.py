@@ -42,28 +42,39 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def write_terms(args: argparse.Namespace, out: Path) -> None:
-    """One line per question: id, gold titles, and each hop-2 candidate's [hop-1 id, hop-2 id, hop1, hop1_rerank,
-    hop2, hop-1 rank]."""
-    from sleuth.corpus.model import Query
+def write_sharded(items: Sequence, shard: str | None, line_of, out: Path) -> None:
+    """``line_of(item)`` for every item of ``shard`` ("i/n": every n-th item from the i-th; None: all), with a
+    progress bar, written to ``out`` as JSON lines in one atomic write."""
     from sleuth.io import atomic_write_text
     from sleuth.progress import progress as bar
     from sleuth.systems.chain_of_skills.evaluation import parse_shard
 
-    questions, _, chain = paper_chain(args)  # the corpus = every question of the part, whatever the shard
-    if args.shard:
-        index, count = parse_shard(args.shard)
-        questions = questions[index::count]
+    if shard:
+        index, count = parse_shard(shard)
+        items = items[index::count]
     lines = []
-    with bar("questions", total=len(questions), unit="questions") as task:
-        for q in questions:
-            _, hop1 = chain.first_hop([q.text])[0]
-            candidates = chain.hop2_candidates(Query(id=q.id, text=q.text), hop1, {})
-            rows = [[a.id, b.id, *(round(t, 5) for t in terms), a.extras["hop1_rank"]]
-                    for (a, b), terms in zip(candidates, chain.selection_terms(candidates))]
-            lines.append(json.dumps({"id": q.id, "wanted": q.metadata["supporting_titles"], "rows": rows}))
+    with bar("questions", total=len(items), unit="questions") as task:
+        for item in items:
+            lines.append(json.dumps(line_of(item)))
             task.advance()
     atomic_write_text(out, "\n".join(lines) + "\n")
+
+
+def write_terms(args: argparse.Namespace, out: Path) -> None:
+    """One line per question: id, gold titles, and each hop-2 candidate's [hop-1 id, hop-2 id, hop1, hop1_rerank,
+    hop2, hop-1 rank]."""
+    from sleuth.corpus.model import Query
+
+    questions, _, chain = paper_chain(args)  # the corpus = every question of the part, whatever the shard
+
+    def terms_of(q) -> dict:
+        _, hop1 = chain.first_hop([q.text])[0]
+        candidates = chain.hop2_candidates(Query(id=q.id, text=q.text), hop1, {})
+        rows = [[a.id, b.id, *(round(t, 5) for t in terms), a.extras["hop1_rank"]]
+                for (a, b), terms in zip(candidates, chain.selection_terms(candidates))]
+        return {"id": q.id, "wanted": q.metadata["supporting_titles"], "rows": rows}
+
+    write_sharded(questions, args.shard, terms_of, out)
 
 
 def read_terms(files: Sequence[Path]) -> list[tuple[list[tuple[float, float, float]], set[int]]]:
