@@ -9,8 +9,10 @@ import typer
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, corpus_source, note_bundled, out, workspace
 from sleuth.cli.render import hits_json, hits_table
+from sleuth.corpus.model import Query
 from sleuth.pipelines.config import load_pipeline
 from sleuth.pipelines.index_stage import stage_for_index
+from sleuth.stages.base import check_query
 
 
 def search(
@@ -25,6 +27,7 @@ def search(
     device: str = DEVICE,
 ) -> None:
     """Search a corpus or an index and print the top k results."""
+    check_query(Query("", query))  # before any index is read or built: an empty query costs nothing
     if index is not None:
         stage = stage_for_index(index, k, device)
     else:

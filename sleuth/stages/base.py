@@ -30,11 +30,12 @@ def as_queries(queries: str | Query | Iterable[str | Query]) -> list[Query]:
 
 
 def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
-    """Reject empty or oversized queries with a QueryError naming the query id."""
+    """Reject empty or oversized queries with a QueryError naming the query id ("the query" where it has none)."""
+    name = f"query '{query.id}'" if query.id else "the query"
     if not isinstance(query.text, str) or not query.text.strip():
-        raise QueryError(f"query '{query.id}' is empty")
+        raise QueryError(f"{name} is empty")
     if len(query.text) > max_chars:
-        raise QueryError(f"query '{query.id}' has {len(query.text)} characters; the limit is {max_chars}")
+        raise QueryError(f"{name} has {len(query.text)} characters; the limit is {max_chars}")
 
 
 def transform_counted(stage: Stage, queries: Sequence[Query], description: str, enabled: bool = True,

@@ -75,6 +75,13 @@ def test_empty_query(sleuth, tmp_path, scifact_jsonl, query):
     assert_one_line_error(sleuth("search", query, "--index", tmp_path / "ix"), "empty")
 
 
+def test_empty_query_is_refused_before_any_index_is_built(sleuth, tmp_path, scifact_jsonl):
+    home = tmp_path / "home"
+    result = sleuth("search", " ", "--corpus", scifact_jsonl, "--pipeline", "dense", env={"SLEUTH_HOME": str(home)})
+    assert_one_line_error(result, "the query is empty")
+    assert not home.exists() or not any(p.is_file() for p in home.rglob("*")), "an index was built for an empty query"
+
+
 def test_missing_and_corrupt_index(sleuth, tmp_path, scifact_jsonl):
     assert_one_line_error(sleuth("search", "x", "--index", tmp_path / "none"), "no index at")
     sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")
