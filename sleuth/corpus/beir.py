@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require, require_id
+from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require_id, require_query_text
 from sleuth.corpus.model import Document, Qrels, Query
 from sleuth.corpus.qrels import read_qrels
 from sleuth.errors import InputError
@@ -28,7 +28,7 @@ def read_beir_queries(path: str | Path) -> Iterator[Query]:
     """Stream Queries from a BEIR queries.jsonl (``_id``, ``text``, optional ``metadata`` and other keys)."""
     for number, obj in iter_jsonl(path):
         query_id = require_id(obj, "_id", path, number)
-        text = require(obj, "text", path, number)
+        text = require_query_text(obj, "text", path, number)
         given = obj.get("metadata")
         metadata: dict[str, Any] = given if isinstance(given, dict) else {}
         extra = {k: v for k, v in obj.items() if k not in ("_id", "text", "metadata")}

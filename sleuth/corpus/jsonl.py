@@ -52,6 +52,14 @@ def require_id(obj: Mapping[str, Any], key: str, path: str | Path, line: int | N
     return value
 
 
+def require_query_text(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None) -> str:
+    """A query's text field: present, a string, and not blank (an empty query is refused where it is read)."""
+    value = require(obj, key, path, line)
+    if not value.strip():
+        raise InputError("empty query text", path=path, line=line, field=key)
+    return value
+
+
 DEFAULT_FIELDS = {"id": "_id", "title": "title", "text": "text"}
 #: the id keys recognised without a mapping, in order of preference (BEIR, generic, MS MARCO / Pyserini ...)
 ID_KEYS = ("_id", "id", "docid", "doc_id", "pid")

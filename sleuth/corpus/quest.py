@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require, require_id
+from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require, require_id, require_query_text
 from sleuth.corpus.model import Document, Query
 from sleuth.errors import InputError
 from sleuth.io import atomic_write_text
@@ -45,7 +45,7 @@ def read_quest_examples(path: str | Path, id_prefix: str | None = None) -> Itera
     metadata keys (template, domain, attributions, relevance_ratings, ...) flattened."""
     prefix = Path(path).name.split(".")[0] if id_prefix is None else id_prefix
     for number, obj in iter_jsonl(path):
-        query = require(obj, "query", path, number)
+        query = require_query_text(obj, "query", path, number)
         docs = require(obj, "docs", path, number, list)
         check_docs_and_scores(docs, obj.get("scores"), path, number)
         nested = obj.get("metadata") or {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from sleuth.corpus.jsonl import iter_jsonl, require, require_id
+from sleuth.corpus.jsonl import iter_jsonl, require, require_id, require_query_text
 from sleuth.corpus.model import Query
 from sleuth.errors import InputError
 
@@ -14,7 +14,7 @@ def read_questions(path: str | Path) -> Iterator[Query]:
     """Stream Queries from ``{"id", "question", "answers": [...]}`` lines; answers go to ``metadata["answers"]``."""
     for number, obj in iter_jsonl(path):
         qid = require_id(obj, "id", path, number)
-        question = require(obj, "question", path, number)
+        question = require_query_text(obj, "question", path, number)
         answers = require(obj, "answers", path, number, list)
         if not all(isinstance(a, str) for a in answers):
             raise InputError("answers must be strings", path=path, line=number, field="answers")

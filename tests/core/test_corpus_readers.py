@@ -22,6 +22,7 @@ from sleuth.corpus.quest import (
     read_quest_examples,
     write_quest_predictions,
 )
+from sleuth.corpus.questions import read_questions
 from sleuth.corpus.squad import read_squad_documents, read_squad_questions, squad_qrels
 from sleuth.corpus.trec import read_trec_documents, read_trec_topics
 from sleuth.errors import ConfigError, InputError
@@ -332,6 +333,12 @@ MUSIQUE_RECORDS = json.dumps([{"id": "x", "question": "q", "paragraphs": [{"titl
     ("queries.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "2"}\n', read_beir_queries,
      r"queries\.jsonl:2: field 'text': missing"),
     ("val.jsonl", '{"query": "q"}\n', read_quest_examples, r"val\.jsonl:1: field 'docs': missing"),
+    ("blank.jsonl", '{"query": "q", "docs": []}\n{"query": "  ", "docs": []}\n', read_quest_examples,
+     r"blank\.jsonl:2: field 'query': empty query text"),
+    ("empty.jsonl", '{"_id": "1", "text": "a"}\n{"_id": "2", "text": ""}\n', read_beir_queries,
+     r"empty\.jsonl:2: field 'text': empty query text"),
+    ("nq.jsonl", '{"id": "1", "question": "\\t", "answers": []}\n', read_questions,
+     r"nq\.jsonl:1: field 'question': empty query text"),
     ("docs.trec", "<DOC>\n<DOCNO>1</DOCNO>\nfine\n</DOC>\n<DOC>\nno number here\n</DOC>\n", read_trec_documents,
      r"docs\.trec:5: field 'DOCNO'"),
     ("open.trec", "<DOC>\n<DOCNO>1</DOCNO>\n<DOC>\n", read_trec_documents, r"open\.trec:3: <DOC> opened before"),
