@@ -15,7 +15,7 @@ from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
-from sleuth.eval.experiment import Experiment
+from sleuth.eval.experiment import Experiment, JudgedQueries
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.progress import format_duration
 
@@ -153,6 +153,7 @@ def eval_command(
     ws = workspace(source, device, progress=not as_json)
     targets, task = Targets(names, index or [], depth), Task(query_list, judged, with_answers)
     options = ReportOptions(metric, top_k, runs_dir, as_json, bool(exclude_self))
+    check_task(task, options)  # a wrong qrels file or measure fails here, not after the indexes are built
     if ray_address is not None:
         run_on_ray(ray_address, ray_workers, targets, ws, task, options)
         return
@@ -188,8 +189,7 @@ def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict
     ``build_seconds``: the indexes the workspace built (by cache key), reported under the table (and as
     ``index_build_seconds``); ``progress``: each pipeline's queries done (off for Ray, whose workers split the
     queries of one call)."""
-    answers = ({q.id: q.metadata["answers"] for q in task.queries if q.metadata.get("answers")}  # unanswerable: none
-               if task.with_answers else None)
+    answers = task_answers(task)
     as_json = options.as_json
     experiment = Experiment(stages, task.queries, qrels=task.qrels, answers=answers,
                             measures=options.metrics or DEFAULT_METRICS, ks=options.top_k or DEFAULT_KS,
@@ -208,6 +208,20 @@ def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict
     else:
         out.print(result.to_table())
         out.print(build_note(built))
+
+
+def task_answers(task: Task) -> dict[str, list[str]] | None:
+    """The answers of a QA task by query id (unanswerable questions have none); None for a task judged by qrels."""
+    if not task.with_answers:
+        return None
+    return {q.id: q.metadata["answers"] for q in task.queries if q.metadata.get("answers")}
+
+
+def check_task(task: Task, options: ReportOptions) -> None:
+    """What :func:`report` will measure, checked before any pipeline is loaded or index built: some query judged,
+    every measure and cut-off known (a ConfigError otherwise)."""
+    JudgedQueries.of(task.queries, task.qrels, task_answers(task), options.metrics or DEFAULT_METRICS,
+                     options.top_k or DEFAULT_KS)
 
 
 def build_note(built: dict[str, float]) -> str:

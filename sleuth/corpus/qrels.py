@@ -40,6 +40,9 @@ def read_qrels(path: str | Path) -> Qrels:
     qrels: Qrels = {}
     for qid, docid, relevance in iter_judgements(path):
         qrels.setdefault(qid, {})[docid] = relevance
+    if not qrels:
+        raise InputError("no judgements (a tab-separated line of three fields whose third is not a number is read "
+                         "as BEIR's header: query-id, corpus-id, score)", path=path)
     return qrels
 
 

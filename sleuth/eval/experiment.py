@@ -183,6 +183,41 @@ class ExperimentResult:
         return paths
 
 
+@dataclass
+class JudgedQueries:
+    """What an experiment evaluates, checked before any pipeline runs: the topics with judgements (or answers),
+    their qrels and answers, the coverage (topics left out, judgements without a topic), the parsed measures and
+    answer cut-offs. :meth:`of` raises a ConfigError where nothing could be measured (no judged topic, an unknown
+    measure, a bad cut-off), so a caller can check inputs before building any index."""
+
+    queries: list[Query]
+    qrels: Qrels | None
+    answers: dict[str, Sequence[str]] | None
+    coverage: Coverage
+    measures: list
+    ks: list[int]
+
+    @classmethod
+    def of(cls, queries: Iterable[Query | str], qrels: Qrels | None, answers: Mapping[str, Sequence[str]] | None,
+           measures: Iterable[MeasureLike], ks: Iterable[int]) -> JudgedQueries:
+        topics = as_queries(queries)
+        if qrels is None and answers is None:
+            raise ConfigError("an experiment needs qrels (for IR measures) or answers (for answer accuracy)")
+        judged = set(qrels or ()) | set(answers or ())
+        coverage = Coverage.of(topics, judged)
+        kept = [query for query in topics if query.id in judged]
+        qids = {query.id for query in kept}
+        kept_qrels = None if qrels is None else {qid: docs for qid, docs in qrels.items() if qid in qids}
+        kept_answers = None if answers is None else {qid: a for qid, a in answers.items() if qid in qids}
+        for what, given in (("qrels", kept_qrels), ("answers", kept_answers)):
+            if given is not None and not given:
+                raise ConfigError(f"no query of the experiment has {what} ({len(topics)} topics, "
+                                  f"{coverage.orphans} judged query ids without a topic): do the topic ids "
+                                  f"match the {what}?")
+        return cls(kept, kept_qrels, kept_answers, coverage, parse_measures(measures) if qrels is not None else [],
+                   check_ks(ks) if answers is not None else [])
+
+
 class Experiment:
     """Run pipelines on the same queries and compare them; call :meth:`run` for an :class:`ExperimentResult`.
 
@@ -209,25 +244,12 @@ class Experiment:
                  exclude_self: bool | None = None, corpus_texts: Mapping[str, str] | None = None,
                  same_depth: bool = True, show_progress: bool = False):
         self.pipelines = named_pipelines(pipelines)
-        topics = as_queries(queries)
-        if qrels is None and answers is None:
-            raise ConfigError("an experiment needs qrels (for IR measures) or answers (for answer accuracy)")
-        judged = set(qrels or ()) | set(answers or ())
-        self.coverage = Coverage.of(topics, judged)
-        self.queries = [query for query in topics if query.id in judged]
-        qids = {query.id for query in self.queries}
-        self.qrels = None if qrels is None else {qid: docs for qid, docs in qrels.items() if qid in qids}
-        self.answers = None if answers is None else {qid: a for qid, a in answers.items() if qid in qids}
-        for what, given in (("qrels", self.qrels), ("answers", self.answers)):
-            if given is not None and not given:
-                raise ConfigError(f"no query of the experiment has {what} ({len(topics)} topics, "
-                                  f"{self.coverage.orphans} judged query ids without a topic): do the topic ids "
-                                  f"match the {what}?")
+        judged = JudgedQueries.of(queries, qrels, answers, measures, ks)
+        self.coverage, self.queries, self.qrels, self.answers = judged.coverage, judged.queries, judged.qrels, judged.answers
+        self.measures, self.ks = judged.measures, judged.ks
         if exclude_self is None:
             exclude_self = corpus_texts is not None and queries_are_documents(self.queries, corpus_texts)
         self.exclude_self, self.same_depth = exclude_self, same_depth
-        self.measures = parse_measures(measures) if qrels is not None else []
-        self.ks = check_ks(ks) if answers is not None else []
         self.texts, self.mode = texts, check_mode(mode)
         self.baseline = resolve_baseline(baseline, list(self.pipelines))
         if test not in TESTS:

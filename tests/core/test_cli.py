@@ -82,6 +82,21 @@ def test_empty_query_is_refused_before_any_index_is_built(sleuth, tmp_path, scif
     assert not home.exists() or not any(p.is_file() for p in home.rglob("*")), "an index was built for an empty query"
 
 
+@pytest.mark.parametrize("qrels_line, option, message", [
+    ("q9\t0\td1\t1\n", [], "no query of the experiment has qrels"),
+    ("q1\t0\td1\t1\n", ["--metric", "nDCG@x"], "unknown measure 'nDCG@x'"),
+])
+def test_eval_checks_its_judgements_before_any_index_is_built(sleuth, tmp_path, scifact_jsonl, qrels_line, option,
+                                                               message):
+    home, queries, qrels = tmp_path / "home", tmp_path / "queries.jsonl", tmp_path / "qrels.txt"
+    queries.write_text('{"_id": "q1", "text": "vitamin d"}\n')
+    qrels.write_text(qrels_line)
+    result = sleuth("eval", "--corpus", scifact_jsonl, "--queries", queries, "--qrels", qrels, "--pipeline", "dense",
+                    *option, env={"SLEUTH_HOME": str(home)})
+    assert_one_line_error(result, message)
+    assert not home.exists() or not any(p.is_file() for p in home.rglob("*")), "an index was built first"
+
+
 def test_missing_and_corrupt_index(sleuth, tmp_path, scifact_jsonl):
     assert_one_line_error(sleuth("search", "x", "--index", tmp_path / "none"), "no index at")
     sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")

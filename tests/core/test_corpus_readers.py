@@ -344,6 +344,7 @@ MUSIQUE_RECORDS = json.dumps([{"id": "x", "question": "q", "paragraphs": [{"titl
     ("open.trec", "<DOC>\n<DOCNO>1</DOCNO>\n<DOC>\n", read_trec_documents, r"open\.trec:3: <DOC> opened before"),
     ("plain.trec", "hello\n", read_trec_documents, "no <DOC>"),
     ("qrels.txt", "1 0 d1 1\n1 0 d2\n", read_qrels, r"qrels\.txt:2: expected 4 columns"),
+    ("header.tsv", "q1\t0\td1\n", read_qrels, r"header\.tsv: no judgements .*BEIR's header"),
     ("test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\thigh\n", read_qrels, r"test\.tsv:2: relevance must be an integer"),
     ("topics.tsv", "1\tfirst\n2 second\n", read_trec_topics, r"topics\.tsv:2: expected 'qid<TAB>query'"),
     ("topics.trec", "<top>\n<num>1</num>\n</top>\n", read_trec_topics, r"topics\.trec:1: field 'title'"),
