@@ -52,8 +52,8 @@ def demo_pipelines(ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> 
 
 
 def demo(
-    k: int = typer.Option(3, "-k", help="Results shown per query."),
-    max_queries: int = typer.Option(0, help="Evaluate on the first N train queries only (0: all 809)."),
+    k: int = typer.Option(3, "-k", min=1, help="Results shown per query."),
+    max_queries: int = typer.Option(0, min=0, help="Evaluate on the first N train queries only (0: all 809)."),
     device: str = DEVICE,
     encoder: str = typer.Option(DEMO_ENCODER, help="Dense encoder (minilm: torch at 256 tokens, slower to index)."),
 ) -> None:

@@ -96,6 +96,8 @@ class BM25Index(StoredIndex):
     def search(self, texts: Sequence[str], k: int = 1000, n_threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows and scores for each query text, as (positions, scores) arrays of shape (len(texts), k')."""
         k = min(k, len(self.docstore))
+        if not texts:  # bm25s fails on an empty batch
+            return np.zeros((0, k), dtype=np.int64), np.zeros((0, k), dtype=np.float32)
         tokens = self.analyzer.tokenize(list(texts))
         positions, scores = self.model.retrieve(tokens, k=k, show_progress=False, n_threads=n_threads)
         return positions, scores

@@ -22,6 +22,20 @@ from tests.core.test_cli import assert_one_line_error
     (["index", "--k1", "-1", "--kind", "bm25", "--out", "unused"], "k1"),
     (["index", "--b", "7", "--kind", "bm25", "--out", "unused"], "b must be between 0 and 1"),
     (["index", "--token-pattern", "(", "--kind", "bm25", "--out", "unused"], "invalid token pattern"),
+    # numbers a command would otherwise take only after building indexes, or silently (an empty predicted set,
+    # every query for --max-queries 0)
+    (["dhr", "compare", "--corpus", "c.jsonl", "--questions", "q.jsonl", "--k1", "0"], "'--k1'"),
+    (["dhr", "compare", "--corpus", "c.jsonl", "--questions", "q.jsonl", "--top-k", "0"], "'--top-k'"),
+    (["dhr", "tune", "--corpus", "c.jsonl", "--questions", "q.jsonl", "--metric-k", "0"], "'--metric-k'"),
+    (["quest", "predict", "val.jsonl", "--documents", "d.jsonl", "--out", "o.jsonl", "--set-size", "0"],
+     "'--set-size'"),
+    (["quest", "predict", "val.jsonl", "--documents", "d.jsonl", "--out", "o.jsonl", "--ranking-depth", "0"],
+     "'--ranking-depth'"),
+    (["privacy", "eval", "--max-queries", "0"], "'--max-queries'"),
+    (["privacy", "eval", "--depth", "0"], "'--depth'"),
+    (["privacy", "search", "x", "--engine", "http://localhost:9", "-k", "0"], "'-k'"),
+    (["demo", "-k", "0"], "'-k'"),
+    (["cos", "train", "--negatives", "-1", "--out", "unused"], "'--negatives'"),
 ])
 def test_usage_errors_are_one_line(sleuth, args, fragment):
     assert_one_line_error(sleuth(*args), fragment)

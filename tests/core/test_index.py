@@ -43,6 +43,11 @@ def test_bm25_rescoring_matches_retrieval(scifact_passages):
     np.testing.assert_allclose(index.score("stem cells regeneration", positions[0]), scores[0], rtol=1e-6)
 
 
+def test_bm25_search_of_no_queries_is_empty(scifact_passages):
+    positions, scores = BM25Index.build(scifact_passages[:50]).search([], k=10)
+    assert positions.shape == scores.shape == (0, 10)
+
+
 def test_duplicate_ids_are_rejected(scifact_passages):
     with pytest.raises(ConfigError, match="duplicate passage id"):
         BM25Index.build(scifact_passages[:3] + scifact_passages[:1], show_progress=False)

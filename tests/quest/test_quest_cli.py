@@ -55,6 +55,14 @@ def test_corpus_predict_and_eval(sleuth, val_head, tmp_path):
     assert table.returncode == 0 and "F1" in table.stdout and "_ or _" in table.stdout
 
 
+def test_train_without_queries_left_after_the_tuning_hold_out_is_one_line(sleuth, val_head, tmp_path):
+    documents = tmp_path / "documents.jsonl"
+    assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
+    # 12 examples, 60 held out for tuning by default: nothing left to train on (was a traceback from bm25s)
+    result = sleuth("quest", "train", "--examples", val_head, "--documents", documents, "--out", tmp_path / "m")
+    one_line_error(result, "no training queries left", "of 12 have a gold document", "--tune-queries")
+
+
 def test_quest_corpus_output_is_indexed_without_format(sleuth, val_head, tmp_path):
     """`sleuth index` recognises the {title, text} lines `quest corpus` writes (no --format quest needed)."""
     documents = tmp_path / "documents.jsonl"

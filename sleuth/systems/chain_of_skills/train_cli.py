@@ -164,8 +164,8 @@ class TrainingOptions:
     batch_size: int = typer.Option(8, help="Examples per batch.")
     lr: float = typer.Option(2e-5, help="Learning rate (AdamW, linear warm-up and decay).")
     max_length: int | None = typer.Option(None, help="Token limit while training (default: the model's).")
-    negatives: int = typer.Option(1, help="Hard negatives per retrieval / expanded / linking example.")
-    rerank_negatives: int = typer.Option(3, help="Hard negatives per reranking example (sampled per batch).")
+    negatives: int = typer.Option(1, min=0, help="Hard negatives per retrieval / expanded / linking example.")
+    rerank_negatives: int = typer.Option(3, min=0, help="Hard negatives per reranking example (sampled per batch).")
     sampling: str = typer.Option("interleaved", help="Skill per batch: interleaved (each skill its exact share) | "
                                                      "weighted (random) | round-robin.")
     weight: list[str] = typer.Option([], help="SKILL=WEIGHT for the skill schedule (defaults: retrieval, expanded, "

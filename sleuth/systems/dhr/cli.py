@@ -96,9 +96,9 @@ def compare_command(
     separator: str = typer.Option(", ", help="Separator of hierarchical titles and document representations."),
     split: str = typer.Option("dev", help="dev | train | all: which questions (seeded split as in training)."),
     dev_fraction: float = typer.Option(0.2), seed: int = typer.Option(13),
-    k1: int = typer.Option(100, help="Documents passed to the passage stage."),
+    k1: int = typer.Option(100, min=1, help="Documents passed to the passage stage."),
     lam: float = typer.Option(1.0, "--lambda", help="Weight of the document score."),
-    top_k: list[int] | None = typer.Option(None, "--top-k", help="Accuracy cut-offs (default 1 5 20 100)."),
+    top_k: list[int] | None = typer.Option(None, "--top-k", min=1, help="Accuracy cut-offs (default 1 5 20 100)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
     device: str = DEVICE,
 ) -> None:
@@ -138,8 +138,8 @@ def tune_command(
     search: str = typer.Option("lambda", help="lambda: the paper's serial DHR lambda; length-prior: the length_prior "
                                                "of the default dhr score (parallel, document max, lambda 1) with its "
                                                "gate length_prior_below."),
-    k1: int = typer.Option(100, help="Documents passed to the passage stage (search lambda)."),
-    metric_k: int = typer.Option(20, "--metric-k", help="Maximise passage-level Top-k accuracy (the paper: 20)."),
+    k1: int = typer.Option(100, min=1, help="Documents passed to the passage stage (search lambda)."),
+    metric_k: int = typer.Option(20, "--metric-k", min=1, help="Maximise passage-level Top-k accuracy (the paper: 20)."),
     device: str = DEVICE,
 ) -> None:
     """Grid-search serial DHR's lambda (0..2 step 0.1, then step 0.01 around the best), or the default dhr score's

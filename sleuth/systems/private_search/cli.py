@@ -82,11 +82,11 @@ def private_search(
     mechanism: str = typer.Option(DEFAULT_MECHANISM, help=f"One of {', '.join(MECHANISMS)} or aed."),
     epsilon: float | None = typer.Option(None, help=EPSILON_HELP, show_default=False),
     n: int = typer.Option(20, "-n", help="Obfuscated queries sent."),
-    depth: int = typer.Option(100, help="Top hits pooled from each response."),
-    k: int = typer.Option(10, "-k", help="How many results to show."),
+    depth: int = typer.Option(100, min=1, help="Top hits pooled from each response."),
+    k: int = typer.Option(10, "-k", min=1, help="How many results to show."),
     encoder: str = typer.Option("minilm-onnx-128", help="Local reranking encoder (default: int8 ONNX MiniLM, "
                                                         "128 tokens per passage)."),
-    rerank_depth: int = typer.Option(50, help="Rerank the top N of the pool by local BM25 with the original query "
+    rerank_depth: int = typer.Option(50, min=0, help="Rerank the top N of the pool by local BM25 with the original query "
                                               "(0: the whole pool, slower)."),
     seed: int | None = typer.Option(None, help="Seed (default: OS randomness)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -159,7 +159,7 @@ def eval_privacy(
     system: list[str] | None = typer.Option(None, help="Effectiveness systems NAME[@EPS] (repeatable; default: "
                                                           + ", ".join(PAPER_SYSTEMS) + ")."),
     n: int = typer.Option(20, "-n", help="Obfuscated queries per query."),
-    depth: int = typer.Option(100, help="Top documents pooled per obfuscated query."),
+    depth: int = typer.Option(100, min=1, help="Top documents pooled per obfuscated query."),
     seed: int = typer.Option(0, help="Seed of the experiment."),
     vocabulary: str = typer.Option("all", help="DP vocabulary: all (alphabetic GloVe words) or collection "
                                                "(only words of --corpus)."),
@@ -169,7 +169,7 @@ def eval_privacy(
     paper: str = typer.Option("dl19", help="Paper column printed beside ours: dl19, robust04 or none."),
     encoder: str = typer.Option("minilm", help="Similarity encoder (the paper: MiniLM)."),
     reranker: str = typer.Option("minilm", help="Local reranking encoder (the engine is BM25)."),
-    max_queries: int | None = typer.Option(None, help="Use only the first N queries."),
+    max_queries: int | None = typer.Option(None, min=1, help="Use only the first N queries."),
     out_dir: Path | None = typer.Option(None, "--out", help="Write tables (.md, .json) and radar plots here."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     device: str = DEVICE,

@@ -42,11 +42,11 @@ def predict_command(
     documents: Path = typer.Option(..., help="QUEST corpus documents.jsonl (real or proxy)."),
     pipeline: str = typer.Option("quest-bm25-classify", help="Built-in pipeline name or YAML file."),
     out_path: Path = typer.Option(..., "--out", help="Predictions file (QUEST example format, with ids)."),
-    set_size: int | None = typer.Option(None, help="Keep only the first N hits as the predicted set (for a "
+    set_size: int | None = typer.Option(None, min=1, help="Keep only the first N hits as the predicted set (for a "
                                                       "retriever alone); the full ranking stays in metadata."),
-    ranking_depth: int = typer.Option(1000, help="How much of the ranking to keep in metadata.ranking."),
+    ranking_depth: int = typer.Option(1000, min=1, help="How much of the ranking to keep in metadata.ranking."),
     domain: list[str] | None = typer.Option(None, help="Only these domains (repeatable)."),
-    max_queries: int | None = typer.Option(None, help="Only the first N queries."),
+    max_queries: int | None = typer.Option(None, min=1, help="Only the first N queries."),
     device: str = DEVICE,
 ) -> None:
     """Run a pipeline on QUEST queries and write the predicted sets (docs, scores) and rankings."""

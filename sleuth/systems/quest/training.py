@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError
 from sleuth.io import atomic_write_text
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.run import Run
@@ -69,6 +70,9 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
     tune_queries, train_queries = tuning_queries(plan, usable, documents)
     if budget.max_queries is not None:
         train_queries = train_queries[:budget.max_queries]
+    if not train_queries:
+        raise ConfigError(f"no training queries left: {len(usable)} of {len(train.queries)} have a gold document in "
+                          f"the corpus and {len(tune_queries)} are held out for tuning (--tune-queries)")
     gold = QuestTask(train_queries).gold
     negatives_from = retriever(ws, "bm25", budget.retriever_depth).transform(train_queries) \
         if budget.retriever_negatives else Run()
