@@ -82,11 +82,15 @@ class Stage(ABC):
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         """Convenience: the top ``k`` hits of one query string."""
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ConfigError(f"search: k must be a positive integer, got {k!r}")
         query_obj = Query("q1", query)
         check_query(query_obj)
         return self.transform([query_obj]).get("q1", [])[:k]
 
     def __rshift__(self, other: Stage) -> Stage:
+        if not isinstance(other, Stage):
+            return NotImplemented  # Python then raises "unsupported operand type(s) for >>"
         return Sequential([self, other])
 
     def __mod__(self, k: int) -> Stage:

@@ -45,6 +45,16 @@ def test_cutoff_rejects_bad_k():
         Cutoff(0)
 
 
+def test_search_rejects_bad_k_and_composition_takes_only_stages():
+    stage = Fixed("a", {"d1": 2.0, "d2": 1.0})
+    assert [h.id for h in stage.search("x", k=1)] == ["d1"]
+    for k in (0, -1, "2", True):
+        with pytest.raises(ConfigError, match="search: k must be a positive integer"):
+            stage.search("x", k=k)
+    with pytest.raises(TypeError, match="unsupported operand"):
+        stage >> 3
+
+
 def test_rrf_matches_hand_computation():
     a = [Hit("x", 9), Hit("y", 5)]
     b = [Hit("y", 0.9), Hit("z", 0.1)]
