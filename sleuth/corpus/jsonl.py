@@ -44,20 +44,22 @@ def require(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None
     return value
 
 
-def require_id(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None) -> str:
-    """An id field: present, a string or a number, and not empty."""
+def require_nonblank(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None, blank: str) -> str:
+    """A string field (:func:`require`) that is not blank; ``blank`` is the error message where it is."""
     value = require(obj, key, path, line)
     if not value.strip():
-        raise InputError("empty id; every record needs one", path=path, line=line, field=key)
+        raise InputError(blank, path=path, line=line, field=key)
     return value
+
+
+def require_id(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None) -> str:
+    """An id field: present, a string or a number, and not empty."""
+    return require_nonblank(obj, key, path, line, "empty id; every record needs one")
 
 
 def require_query_text(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None) -> str:
     """A query's text field: present, a string, and not blank (an empty query is refused where it is read)."""
-    value = require(obj, key, path, line)
-    if not value.strip():
-        raise InputError("empty query text", path=path, line=line, field=key)
-    return value
+    return require_nonblank(obj, key, path, line, "empty query text")
 
 
 DEFAULT_FIELDS = {"id": "_id", "title": "title", "text": "text"}

@@ -38,6 +38,13 @@ def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
         raise QueryError(f"{name} has {len(query.text)} characters; the limit is {max_chars}")
 
 
+def check_k(k: int, owner: str) -> int:
+    """``k`` itself when it is a positive integer (not a bool), else a ConfigError naming ``owner``."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ConfigError(f"{owner}: k must be a positive integer, got {k!r}")
+    return k
+
+
 def transform_counted(stage: Stage, queries: Sequence[Query], description: str, enabled: bool = True,
                       chunk: int | None = None, unit: str = "queries") -> Run:
     """``stage.transform(queries)`` in chunks of queries (default: a 20th of them, 16 to 256), with the queries done
@@ -82,8 +89,7 @@ class Stage(ABC):
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         """Convenience: the top ``k`` hits of one query string."""
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ConfigError(f"search: k must be a positive integer, got {k!r}")
+        check_k(k, "search")
         query_obj = Query("q1", query)
         check_query(query_obj)
         return self.transform([query_obj]).get("q1", [])[:k]
@@ -120,9 +126,7 @@ class Cutoff(Stage):
     """Keeps the first ``k`` candidates per query (input must be ranked, as every stage's output is)."""
 
     def __init__(self, k: int):
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ConfigError(f"cutoff: k must be a positive integer, got {k!r}")
-        self.k = k
+        self.k = check_k(k, "cutoff")
         self.name = f"cutoff({k})"
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
