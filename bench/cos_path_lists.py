@@ -24,6 +24,7 @@ from bench.common import RESULTS_DIR, Report, ResultTable, base_parser, bench_ma
 from bench.cos_budget import add_chain_options, paper_chain, path_metrics
 from bench.cos_selection_grid import write_sharded
 from sleuth.paths import shared_data_dir
+from sleuth.stages.fusion import reciprocal_rank_fusion
 from sleuth.systems.chain_of_skills.chain_scores import (
     FUSION_CHAIN_WEIGHT,
     FUSION_RRF_K,
@@ -89,13 +90,17 @@ def distinct(scored: Sequence[tuple[str, str, float]]) -> list[Pair]:
 
 
 def fuse(rankings: Sequence[Sequence[Pair]], weights: Sequence[float], k: int = FUSION_RRF_K) -> list[Pair]:
-    """Reciprocal rank fusion of pair rankings, best first; ties keep first-seen order (the first list's first),
-    as ``chain.fuse_paths``."""
-    fused: dict[Pair, float] = {}
-    for ranking, weight in zip(rankings, weights):
-        for rank, pair in enumerate(ranking, start=1):
-            fused[pair] = fused.get(pair, 0.0) + weight / (k + rank)
-    return sorted(fused, key=lambda p: -fused[p])
+    """Reciprocal rank fusion of pair rankings (``stages.fusion.reciprocal_rank_fusion``, as ``chain.fuse_paths``),
+    best first; ties keep first-seen order (the first list's first)."""
+    from sleuth.stages.run import Hit
+    from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR
+
+    def key(pair: Pair) -> str:
+        return PATH_SEPARATOR.join(sorted(pair))
+
+    pairs = {key(pair): pair for ranking in rankings for pair in ranking}
+    fused = reciprocal_rank_fusion([[Hit(key(pair), 0.0) for pair in ranking] for ranking in rankings], weights, k)
+    return [pairs[i] for i in sorted(fused, key=lambda i: -fused[i])]
 
 
 def final_list(record: dict, weights: tuple[float, float], budget: int, lists: str, chain_weight: float) -> list[Pair]:
