@@ -4,6 +4,7 @@ cycles, and a system never imports another system. Function-level imports count 
 from __future__ import annotations
 
 import ast
+import gc
 from pathlib import Path
 
 import sleuth
@@ -16,13 +17,28 @@ def module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def parse(path: Path) -> ast.Module:
+    """``ast.parse`` with the garbage collector paused. On CPython 3.11 the AST builder keeps its recursion depth per
+    interpreter, not per thread: a finalizer run by the collector mid-parse lets another thread's ``ast.parse`` (a
+    library's background thread left by an earlier test on the same worker) interleave, and the parse fails with
+    "SystemError: AST constructor recursion depth mismatch" (CI, stop 43). Without the collector nothing in the parse
+    runs Python code, so no other thread can get in."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return ast.parse(path.read_text(encoding="utf-8"), str(path))
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def imports(root: Path) -> dict[str, set[str]]:
     """Module -> the sleuth modules it imports anywhere in its body (``from a import b`` counts as ``a.b`` too)."""
     found: dict[str, set[str]] = {}
     for path in sorted(root.rglob("*.py")):
         name = module_name(path, root)
         targets: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in ast.walk(parse(path)):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 targets.add(node.module)
                 targets.update(f"{node.module}.{alias.name}" for alias in node.names)
