@@ -16,10 +16,12 @@ def open(corpus: str | Path | None = None, *, format: str | None = None, fields:
          progress: bool = True) -> Workspace:
     """A Workspace over ``corpus`` (a file or folder in any format ``sleuth.corpus`` reads, detected unless
     ``format`` is given; None: the bundled SciFact). ``fields`` maps id/title/text to a JSONL file's keys;
-    ``splitter`` is none, sections or window. Indexes are built on first use and cached under ``home``
+    ``splitter`` is none, sections or window. A path that is not a corpus, an unknown format or a misplaced field
+    mapping fails here, not at first use. Indexes are built on first use and cached under ``home``
     (default ``$SLEUTH_HOME``)."""
     source = corpus_source(None if corpus is None else Path(corpus), format, None, splitter, window_words)
     source.fields = dict(fields) if fields is not None else None
+    source.check()
     workspace = Workspace(source, device=device, show_progress=progress)
     if home is not None:
         workspace.home = Path(home)

@@ -44,6 +44,11 @@ class CorpusSource:
 
         return read_documents(self.path, self.format, self.fields)
 
+    def check(self) -> None:
+        """Raise now what reading would raise first: an undetectable or unknown format, a folder without its corpus
+        file, a field mapping on a format other than jsonl. Reads at most a file's first lines."""
+        self.documents()  # the readers check their format at the call and read nothing until iterated
+
     def passages(self) -> Iterator[Passage]:
         for doc in self.documents():
             if self.splitter is None:

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 import sleuth
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.pipelines.config import builtin_pipelines, load_pipeline
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 
@@ -143,3 +143,18 @@ def test_a_workspace_without_corpus_names_the_problem():
     with pytest.raises(ConfigError, match="corpus not found: no-such-corpus"):
         sleuth.open("no-such-corpus")
     assert isinstance(sleuth.open(progress=False), Workspace)  # the bundled SciFact
+
+
+def test_a_path_that_is_not_a_corpus_fails_at_open_not_at_first_use(tmp_path, scifact_jsonl):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("some words on one line\n", encoding="utf-8")
+    with pytest.raises(InputError, match="notes.txt: cannot tell the corpus format; pass --format"):
+        sleuth.open(notes)
+    with pytest.raises(ConfigError, match="unknown corpus format 'jsnol'"):
+        sleuth.open(scifact_jsonl, format="jsnol")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(InputError, match="corpus.jsonl"):
+        sleuth.open(empty, format="beir")  # a folder without corpus.jsonl
+    with pytest.raises(ConfigError, match="field mapping applies to the jsonl format only"):
+        sleuth.open(scifact_jsonl, format="beir", fields={"text": "body"})
