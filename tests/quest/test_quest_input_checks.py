@@ -46,3 +46,19 @@ def test_quest_eval_refuses_non_title_docs_and_mismatched_scores(sleuth, val_hea
         predictions.write_text(json.dumps({"id": "val-0001", "query": first["query"], **fields}) + "\n")
         assert_one_line_error(sleuth("quest", "eval", val_head, "--predictions", predictions),
                               f"{name}.jsonl:1", message)
+
+
+def test_quest_commands_refuse_files_without_examples_and_domains_without_queries(sleuth, val_head, tmp_path):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    for command in (("eval", empty, "--predictions", val_head), ("parse", empty)):
+        assert_one_line_error(sleuth("quest", *command), "empty.jsonl: no QUEST examples")
+    stripped = tmp_path / "no-attributions.jsonl"  # the real examples without their attribution sentences
+    stripped.write_text("".join(json.dumps({"query": json.loads(line)["query"], "docs": json.loads(line)["docs"]})
+                                + "\n" for line in val_head.read_text(encoding="utf-8").splitlines()))
+    documents = tmp_path / "documents.jsonl"
+    assert_one_line_error(sleuth("quest", "corpus", stripped, "--out", documents), "no attribution sentences")
+    assert not documents.exists()
+    assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
+    assert_one_line_error(sleuth("quest", "predict", val_head, "--documents", documents, "--domain", "sports",
+                                 "--out", tmp_path / "p.jsonl"), "no examples in domain sports", "films")

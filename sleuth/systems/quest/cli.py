@@ -33,7 +33,11 @@ def corpus_command(
     from sleuth.corpus.quest import quest_attribution_documents, write_quest_documents
 
     refuse_overwriting_inputs(out_path, examples)
-    count = write_quest_documents(out_path, quest_attribution_documents(examples))
+    documents = list(quest_attribution_documents(examples))
+    if not documents:
+        raise ConfigError(f"no attribution sentences in {', '.join(map(str, examples))}: the proxy corpus is made of "
+                          "the examples' metadata.attributions (QUEST's train and val have them), nothing written")
+    count = write_quest_documents(out_path, documents)
     console.print(f"wrote {count:,} proxy documents to {out_path}")
 
 
@@ -61,8 +65,6 @@ def predict_command(
     validate_pipeline(pipeline)
     task = load_task(examples, domain)
     queries = task.queries[:max_queries] if max_queries is not None else task.queries
-    if not queries:
-        raise ConfigError("no queries to answer")
     stage = load_pipeline(pipeline, quest_workspace(documents, device))
     run = transform_counted(stage, queries, f"predicting with {stage.name}")
     predictions = []
@@ -134,12 +136,12 @@ def parse_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Accuracy of the rule-based query parser against the constraints marked in original_query."""
-    from sleuth.corpus.quest import read_quest_examples
     from sleuth.systems.quest.parser_eval import parser_accuracy
     from sleuth.systems.quest.query_parser import parse_query
+    from sleuth.systems.quest.task import load_task
     from sleuth.systems.quest.templates import SYMBOLS
 
-    queries = list(read_quest_examples(examples))
+    queries = load_task(examples).queries
     result = parser_accuracy(queries)
     if as_json:
         print(json.dumps(result, indent=2))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from sleuth.corpus.model import Query
 from sleuth.corpus.quest import read_quest_examples
+from sleuth.errors import ConfigError, InputError
 from sleuth.stages.run import Run
 from sleuth.systems.quest.set_metrics import RECALL_KS, average, grouped, recall_per_query, set_per_query
 
@@ -39,13 +40,26 @@ class QuestTask:
 def load_task(paths: str | Path | Sequence[str | Path], domains: Sequence[str] | None = None,
               skip_empty: bool = False) -> QuestTask:
     """Examples of one or more files, optionally only some domains. An example with an empty gold set stays (the
-    metrics then raise an error naming it) unless ``skip_empty``, which drops it (QUEST's train split has ten)."""
+    metrics then raise an error naming it) unless ``skip_empty``, which drops it (QUEST's train split has ten).
+    A file without examples is an InputError naming it; domains that select nothing, a ConfigError naming those
+    the files have."""
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    queries = [q for path in paths for q in read_quest_examples(path)]
+    queries = []
+    for path in paths:
+        read = list(read_quest_examples(path))
+        if not read:
+            raise InputError("no QUEST examples (a JSON object per line with query and docs)", path=path)
+        queries += read
     if domains:
+        present = sorted({str(q.metadata.get("domain")) for q in queries})
         queries = [q for q in queries if q.metadata.get("domain") in set(domains)]
+        if not queries:
+            raise ConfigError(f"no examples in domain {', '.join(domains)}; the examples' domains: "
+                              f"{', '.join(present)}")
     if skip_empty:
         queries = [q for q in queries if q.metadata.get("docs")]
+        if not queries:
+            raise InputError("no example with a non-empty gold set (docs)", path=paths[0])
     return QuestTask(queries)
 
 
