@@ -55,6 +55,9 @@ def test_compare_and_tune(sleuth, nq_slice, tmp_path):
 
 
 def test_bad_inputs_are_one_line_errors(sleuth, nq_slice, tmp_path):
+    empty, one = tmp_path / "empty.jsonl", tmp_path / "one.jsonl"
+    empty.write_text("\n", encoding="utf-8")
+    one.write_text((nq_slice / "questions.jsonl").read_text(encoding="utf-8").splitlines()[0] + "\n")
     for args, fragment in (
         (("dhr", "compare", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
           "--split", "test"), "unknown split 'test'"),
@@ -66,6 +69,10 @@ def test_bad_inputs_are_one_line_errors(sleuth, nq_slice, tmp_path):
           "--out", tmp_path / "out", "--passage-negatives", "random=1", "--rounds", "1"), "unknown passage negative"),
         (("dhr", "tune", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
           "--search", "beta"), "unknown search 'beta'"),
+        (("dhr", "compare", "--corpus", nq_slice / "corpus.jsonl", "--questions", empty), "empty.jsonl: no questions"),
+        (("dhr", "tune", "--corpus", nq_slice / "corpus.jsonl", "--questions", one), "the dev side of 1 questions"),
+        (("dhr", "compare", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
+          "--lambda", "nan"), "--lambda must be a number >= 0, got nan"),
     ):
         result = sleuth(*args)
         assert result.returncode == 2, result.stderr

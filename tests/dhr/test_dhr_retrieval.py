@@ -312,6 +312,9 @@ def test_length_prior(index, encoder):
     assert [h.id for h in rerank_with_lambda(serial, 1.0)["q2"]] == [h.id for h in serial["q2"]]
     with pytest.raises(ConfigError, match="length_prior must be a number >= 0"):
         dhr(index, mode="parallel", length_prior=-0.1, document_encoder=encoder, passage_encoder=encoder)
+    for mode in ("serial", "parallel"):
+        with pytest.raises(ConfigError, match="lam must be a number >= 0, got nan"):
+            dhr(index, mode=mode, lam=float("nan"), document_encoder=encoder, passage_encoder=encoder)
 
 
 def test_length_prior_gate(index, encoder):

@@ -10,7 +10,7 @@ import typer
 
 from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.corpus.model import Query
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.eval.answers import DEFAULT_KS
 from sleuth.stages.run import Run
 
@@ -29,10 +29,16 @@ def select_questions(path: Path, split: str, dev_fraction: float, seed: int) -> 
     if split not in SPLITS:
         raise ConfigError(f"unknown split '{split}' (known: {', '.join(SPLITS)})")
     questions = list(read_questions(path))
+    if not questions:
+        raise InputError("no questions", path=path)
     if split == "all":
         return questions
     train, dev = split_questions(questions, dev_fraction, seed)
-    return dev if split == "dev" else train
+    chosen = dev if split == "dev" else train
+    if not chosen:
+        raise ConfigError(f"the {split} side of {len(questions)} questions split at --dev-fraction {dev_fraction} is "
+                          f"empty; use --split all or more questions")
+    return chosen
 
 
 class Setup:
@@ -105,7 +111,9 @@ def compare_command(
     """Passage- and document-level top-k answer accuracy of BM25, flat dense, DHR-D, DHR-P and DHR (w/o rerank,
     serial, parallel) on the same questions, each tested against BM25."""
     from sleuth.systems.dhr.comparison import compare
+    from sleuth.systems.dhr.stages import check_weight
 
+    check_weight(lam, "--lambda", "dhr compare")
     ks = sorted(set(top_k or DEFAULT_KS))
     chosen = select_questions(questions, split, dev_fraction, seed)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,

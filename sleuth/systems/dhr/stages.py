@@ -81,12 +81,13 @@ def resolve_passage_encoder(index: HierarchicalIndex, encoder: Encoder | None, d
     return check_encoder(encoder, index.passage_dim, "passage")
 
 
-def check_length_prior(beta: float, name: str) -> float:
-    """``beta`` as a float when it is a finite number >= 0, else a ConfigError naming the stage."""
-    beta = float(beta)
-    if not np.isfinite(beta) or beta < 0:
-        raise ConfigError(f"{name}: length_prior must be a number >= 0, got {beta}")
-    return beta
+def check_weight(value: float, field: str, name: str) -> float:
+    """A weight (``lam``, ``length_prior``) as a float when it is a finite number >= 0, else a ConfigError naming
+    the stage and the field."""
+    value = float(value)
+    if not np.isfinite(value) or value < 0:
+        raise ConfigError(f"{name}: {field} must be a number >= 0, got {value}")
+    return value
 
 
 def check_prior_gate(below: float | None, name: str) -> float | None:
@@ -185,8 +186,8 @@ class PassageInDocuments(Stage):
                  length_prior: float = 0.0, length_prior_below: float | None = None):
         if k < 1:
             raise ConfigError(f"{name}: k must be at least 1, got {k}")
-        self.index, self.lam, self.k, self.name = require_whole(index, name), float(lam), k, name
-        self.length_prior = check_length_prior(length_prior, name)
+        self.index, self.lam, self.k, self.name = require_whole(index, name), check_weight(lam, "lam", name), k, name
+        self.length_prior = check_weight(length_prior, "length_prior", name)
         self.length_prior_below = check_prior_gate(length_prior_below, name)
         self.combine = check_choice(combine, COMBINATIONS, "score combination")
         self.encoder = resolve_passage_encoder(index, encoder, device)
@@ -325,9 +326,11 @@ class ParallelDHR(Stage):
                  name: str = "dhr_parallel", device: str = "cpu", document: str = "summary", combine: str = "add",
                  length_prior: float = 0.0, length_prior_below: float | None = None):
         self.index, self.k, self.name = index, k, name
-        self.params = ParallelParams(k, float(lam), check_choice(document, DOCUMENT_SCORES, "document score"),
+        self.params = ParallelParams(k, check_weight(lam, "lam", name),
+                                     check_choice(document, DOCUMENT_SCORES, "document score"),
                                      check_choice(combine, COMBINATIONS, "score combination"),
-                                     check_length_prior(length_prior, name), check_prior_gate(length_prior_below, name))
+                                     check_weight(length_prior, "length_prior", name),
+                                     check_prior_gate(length_prior_below, name))
         self.passage_encoder = resolve_passage_encoder(index, passage_encoder, device)
         self.document_encoder = (self.passage_encoder if document != "summary"
                                  else resolve_document_encoder(index, document_encoder, device))
