@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import sys
 
 import typer
 from rich.console import Console
 
+from sleuth.errors import ConfigError
 from sleuth.models.device import check_device
 from sleuth.pipelines.sources import SPLITTERS, corpus_source, make_splitter, parse_fields
 from sleuth.pipelines.workspace import CorpusSource, Workspace
@@ -18,6 +20,24 @@ out = Console(width=None if sys.stdout.isatty() else 160)
 #: the ``--device`` option of every command that runs a model, declared once (checked before any work)
 DEVICE = typer.Option("cpu", callback=check_device, help="Torch device of the encoders and models: cpu, cuda, "
                                                          "cuda:N or mps.")
+
+
+def positive_number(param: typer.CallbackParam, value: float | None) -> float | None:
+    """Option callback: a finite number above 0 (None for an option left out), else a ConfigError naming the option
+    (typer's ``min=`` lets nan through)."""
+    return _checked_number(param, value, lambda v: v > 0, "a positive number")
+
+
+def non_negative_number(param: typer.CallbackParam, value: float | None) -> float | None:
+    """Option callback: a finite number >= 0 (None for an option left out), else a ConfigError naming the option."""
+    return _checked_number(param, value, lambda v: v >= 0, "a number >= 0")
+
+
+def _checked_number(param: typer.CallbackParam, value: float | None, accepts, what: str) -> float | None:
+    if value is not None and not (math.isfinite(value) and accepts(value)):
+        flag = max(param.opts, key=len) if param.opts else f"--{(param.name or '').replace('_', '-')}"
+        raise ConfigError(f"{flag} must be {what}, got {value}")
+    return value
 
 
 def show_progress() -> bool:

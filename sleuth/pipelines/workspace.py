@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sleuth.corpus.model import Document, Passage
+from sleuth.errors import InputError
 from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
 from sleuth.index.dense import DenseIndex
@@ -50,11 +51,14 @@ class CorpusSource:
         self.documents()  # the readers check their format at the call and read nothing until iterated
 
     def passages(self) -> Iterator[Passage]:
+        """The corpus's passages in order; a corpus that yields none is an InputError naming its path."""
+        count = 0
         for doc in self.documents():
-            if self.splitter is None:
-                yield Passage.from_document(doc)
-            else:
-                yield from self.splitter(doc)
+            for passage in [Passage.from_document(doc)] if self.splitter is None else self.splitter(doc):
+                count += 1
+                yield passage
+        if count == 0:
+            raise InputError("the corpus has no passages; nothing to index", path=self.path)
 
     def checked_passages(self) -> list[Passage]:
         """All passages, read before an encoder is loaded: an empty corpus or a repeated id fails at once."""

@@ -36,6 +36,18 @@ from tests.core.test_cli import assert_one_line_error
     (["privacy", "search", "x", "--engine", "http://localhost:9", "-k", "0"], "'-k'"),
     (["demo", "-k", "0"], "'-k'"),
     (["cos", "train", "--negatives", "-1", "--out", "unused"], "'--negatives'"),
+    # training numbers typer's min= lets through (nan) or that a trainer met only after loading its data
+    (["cos", "train", "--lr", "nan", "--out", "unused"], "--lr must be a positive number, got nan"),
+    (["cos", "train", "--source-temperature", "-1", "--out", "unused"], "--source-temperature must be a number >= 0"),
+    (["cos", "train", "--max-length", "0", "--out", "unused"], "'--max-length'"),
+    (["quest", "train", "--examples", "e.jsonl", "--learning-rate", "-1e-5", "--out", "unused"],
+     "--learning-rate must be a positive number"),
+    (["quest", "train-dense", "--examples", "e.jsonl", "--max-minutes", "0", "--out", "unused"],
+     "--max-minutes must be a positive number"),
+    (["dhr", "train", "--corpus", "c.jsonl", "--questions", "q.jsonl", "--out", "unused", "--lr", "inf"],
+     "--lr must be a positive number, got inf"),
+    (["dhr", "train", "--corpus", "c.jsonl", "--questions", "q.jsonl", "--out", "unused", "--steps", "0"],
+     "'--steps'"),
 ])
 def test_usage_errors_are_one_line(sleuth, args, fragment):
     assert_one_line_error(sleuth(*args), fragment)
@@ -71,7 +83,8 @@ def test_empty_corpus_is_one_line(sleuth, tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for kind in ("bm25", "dense"):
-        assert_one_line_error(sleuth("index", empty, "--kind", kind, "--out", tmp_path / kind), "no passages")
+        assert_one_line_error(sleuth("index", empty, "--kind", kind, "--out", tmp_path / kind),
+                              "empty.jsonl: the corpus has no passages")
     stop = tmp_path / "stop.jsonl"
     stop.write_text(json.dumps({"_id": "a", "text": "the a of"}) + "\n")
     assert_one_line_error(sleuth("index", stop, "--kind", "bm25", "--out", tmp_path / "ix"), "no indexable words")

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from sleuth.cli.common import DEVICE, console
+from sleuth.cli.common import DEVICE, console, non_negative_number, positive_number
 from sleuth.cli.option_groups import with_option_groups
 from sleuth.errors import ConfigError
 
@@ -140,7 +140,8 @@ class ModelOptions:
     expert_layer: list[int] = typer.Option([], help="Layers holding experts (repeatable; default: every second "
                                                     "layer, every layer for lora).")
     lora_rank: int = typer.Option(8, help="lora: rank of each expert's deltas.")
-    lora_alpha: float = typer.Option(16.0, help="lora: scaling numerator (delta = alpha / rank * B A).")
+    lora_alpha: float = typer.Option(16.0, callback=positive_number,
+                                     help="lora: scaling numerator (delta = alpha / rank * B A).")
     lora_target: list[str] = typer.Option([], help="lora: linear layers adapted (repeatable: query, key, value, "
                                                    "attention_output, intermediate, output; default the first four).")
     frozen_expert: list[int] = typer.Option([], help="lora: experts without deltas, read the backbone unchanged "
@@ -157,20 +158,22 @@ class TrainingOptions:
     """The schedule and losses of the training run."""
 
     help_panel = "Training"
-    max_steps: int = typer.Option(100, help="Training steps (one skill per batch).")
-    time_budget: float | None = typer.Option(None, help="Stop after this many minutes of training (and save).")
+    max_steps: int = typer.Option(100, min=1, help="Training steps (one skill per batch).")
+    time_budget: float | None = typer.Option(None, callback=positive_number,
+                                             help="Stop after this many minutes of training (and save).")
     checkpoint_at: list[int] = typer.Option([], help="Also save the model after this many steps, in "
                                                      "OUT-checkpoints/step-N (repeatable; for a curve over steps).")
-    batch_size: int = typer.Option(8, help="Examples per batch.")
-    lr: float = typer.Option(2e-5, help="Learning rate (AdamW, linear warm-up and decay).")
-    max_length: int | None = typer.Option(None, help="Token limit while training (default: the model's).")
+    batch_size: int = typer.Option(8, min=1, help="Examples per batch.")
+    lr: float = typer.Option(2e-5, callback=positive_number, help="Learning rate (AdamW, linear warm-up and decay).")
+    max_length: int | None = typer.Option(None, min=1, help="Token limit while training (default: the model's).")
     negatives: int = typer.Option(1, min=0, help="Hard negatives per retrieval / expanded / linking example.")
     rerank_negatives: int = typer.Option(3, min=0, help="Hard negatives per reranking example (sampled per batch).")
     sampling: str = typer.Option("interleaved", help="Skill per batch: interleaved (each skill its exact share) | "
                                                      "weighted (random) | round-robin.")
     weight: list[str] = typer.Option([], help="SKILL=WEIGHT for the skill schedule (defaults: retrieval, expanded, "
                                               "reranking 1; linking 0.8; span 0.5).")
-    source_temperature: float = typer.Option(0.5, help="A source's share of its skill's batches ~ examples ** T.")
+    source_temperature: float = typer.Option(0.5, callback=non_negative_number,
+                                             help="A source's share of its skill's batches ~ examples ** T.")
     aligned_rerank: bool = typer.Option(True, help="Train the reranker on the chain's score (retrieval + 1.5 x "
                                                    "rerank at hop 1, expanded + rerank at hop 2), not alone.")
     anchored_links: bool = typer.Option(True, help="Linking: also a binary loss putting unrelated entities' scores "

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import DEVICE, console, corpus_source
+from sleuth.cli.common import DEVICE, console, corpus_source, positive_number
 from sleuth.errors import ConfigError
 
 
@@ -65,10 +65,10 @@ def train_dhr_command(
     passage_model: str = typer.Option("minilm", help="Base model of the passage encoder (name or path)."),
     rounds: int = typer.Option(2, help="Training rounds; round r > 1 adds negatives mined by round r-1."),
     epochs: int = typer.Option(1, help="Epochs per round and encoder."),
-    steps: int | None = typer.Option(None, help="Stop each training after this many steps."),
-    batch_size: int = typer.Option(16, help="Questions per batch (in-batch negatives come from the batch)."),
-    lr: float = typer.Option(2e-5, help="Learning rate (AdamW, linear warm-up and decay)."),
-    max_length: int | None = typer.Option(None, help="Token limit while training (default: the model's)."),
+    steps: int | None = typer.Option(None, min=1, help="Stop each training after this many steps."),
+    batch_size: int = typer.Option(16, min=1, help="Questions per batch (in-batch negatives come from the batch)."),
+    lr: float = typer.Option(2e-5, callback=positive_number, help="Learning rate (AdamW, linear warm-up and decay)."),
+    max_length: int | None = typer.Option(None, min=1, help="Token limit while training (default: the model's)."),
     document_negatives: list[str] = typer.Option(["abstract=1"], help="KIND=COUNT, kinds: abstract, all-text."),
     passage_negatives: list[str] = typer.Option(["bm25=1", "in-doc=1"], help="KIND=COUNT, kinds: bm25, in-doc, "
                                                                                 "in-sec."),
@@ -85,7 +85,8 @@ def train_dhr_command(
                                                     "together (half the indexing cost; the paper trains two)."),
     lora_rank: int | None = typer.Option(None, help="Train a LoRA adapter of this rank per encoder over the frozen "
                                                     "backbone (a few MB) instead of every weight."),
-    max_minutes: float | None = typer.Option(None, help="Stop each encoder's training after this much wall time."),
+    max_minutes: float | None = typer.Option(None, callback=positive_number,
+                                             help="Stop each encoder's training after this much wall time."),
     device: str = DEVICE,
     index: bool = typer.Option(True, help="Index the corpus and evaluate on dev after each round (--no-index: "
                                           "train only; needs --rounds 1)."),

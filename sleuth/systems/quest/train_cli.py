@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import DEVICE, console, out
+from sleuth.cli.common import DEVICE, console, out, positive_number
 from sleuth.errors import ConfigError
 from sleuth.overwrite import refuse_overwriting_inputs
 
@@ -37,16 +37,18 @@ def train_classifier_command(
     retriever_depth: int = typer.Option(1000, help="BM25 depth the retriever negatives come from (paper: 1000)."),
     max_queries: int | None = typer.Option(None, help="Train on the first N usable queries only."),
     epochs: int = typer.Option(1, help="Passes over the training pairs."),
-    max_steps: int | None = typer.Option(None, help="Stop after this many optimiser steps."),
-    batch_size: int = typer.Option(16, help="Training batch size."),
-    learning_rate: float = typer.Option(2e-5, help="AdamW learning rate (a LoRA wants more, e.g. 5e-4)."),
-    max_length: int = typer.Option(384, help="Tokens of query + document the classifier reads (paper: 384)."),
+    max_steps: int | None = typer.Option(None, min=1, help="Stop after this many optimiser steps."),
+    batch_size: int = typer.Option(16, min=1, help="Training batch size."),
+    learning_rate: float = typer.Option(2e-5, callback=positive_number,
+                                        help="AdamW learning rate (a LoRA wants more, e.g. 5e-4)."),
+    max_length: int = typer.Option(384, min=1, help="Tokens of query + document the classifier reads (paper: 384)."),
     lora_rank: int | None = typer.Option(None, help="Train a LoRA adapter of this rank over the frozen backbone "
                                                        "(a few MB; what ships) instead of every weight."),
     lora_layer: list[int] | None = typer.Option(None, help="Encoder layers that get the LoRA (repeatable; default "
                                                               "all); top layers only skip the lower backward pass."),
     threads: int | None = typer.Option(None, help="Torch CPU threads (1 is fastest on a busy shared CPU)."),
-    max_minutes: float | None = typer.Option(None, help="Stop training after this much wall time."),
+    max_minutes: float | None = typer.Option(None, callback=positive_number,
+                                             help="Stop training after this much wall time."),
     expand_depth: int = typer.Option(10, help="Per-constraint retrieval depth of the set-operation variant."),
     save_runs: Path | None = typer.Option(None, help="Write the scored tuning runs here (JSON) for reports."),
     backbone: str = typer.Option("minilm", help="Backbone: minilm (packaged all-MiniLM-L6-v2) or a model path."),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import DEVICE, console
+from sleuth.cli.common import DEVICE, console, positive_number
 from sleuth.overwrite import refuse_overwriting_inputs
 
 
@@ -21,12 +21,14 @@ def train_dense_command(
     hard_negatives: int = typer.Option(1, help="BM25 negatives per example (0: in-batch negatives only)."),
     negative_depth: int = typer.Option(50, help="BM25 depth the hard negatives are sampled from."),
     epochs: int = typer.Option(1, help="Passes over the examples."),
-    max_steps: int | None = typer.Option(None, help="Stop after this many optimiser steps."),
-    batch_size: int = typer.Option(32, help="Examples per batch (the other examples' documents are negatives)."),
-    lr: float = typer.Option(2e-5, help="AdamW learning rate (a LoRA wants more, e.g. 5e-4)."),
-    max_length: int = typer.Option(256, help="Token limit of queries and documents while training."),
+    max_steps: int | None = typer.Option(None, min=1, help="Stop after this many optimiser steps."),
+    batch_size: int = typer.Option(32, min=1, help="Examples per batch (the other examples' documents are negatives)."),
+    lr: float = typer.Option(2e-5, callback=positive_number,
+                             help="AdamW learning rate (a LoRA wants more, e.g. 5e-4)."),
+    max_length: int = typer.Option(256, min=1, help="Token limit of queries and documents while training."),
     lora_rank: int | None = typer.Option(None, help="Train a LoRA adapter of this rank (a few MB; what ships)."),
-    max_minutes: float | None = typer.Option(None, help="Stop training after this much wall time."),
+    max_minutes: float | None = typer.Option(None, callback=positive_number,
+                                             help="Stop training after this much wall time."),
     seed: int = typer.Option(0, help="Seed of negative sampling, shuffling and initialisation."),
     device: str = DEVICE,
 ) -> None:
