@@ -14,7 +14,7 @@ from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.base import Cutoff
 from sleuth.stages.fusion import METHODS as FUSION_METHODS
-from sleuth.stages.fusion import NORMALISERS, Fuse
+from sleuth.stages.fusion import NORMALISERS, Fuse, weights_problem
 from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
 
 
@@ -36,13 +36,11 @@ def dense_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None, enc
 
 
 def fusion_problem(params: dict[str, Any]) -> str | None:
-    """Fusion keys together: at least two branches, and as many weights as branches."""
+    """Fusion keys together: at least two branches, and a weight >= 0 per branch (not all 0)."""
     branches, weights = params.get("branches", []), params.get("weights")
     if len(branches) < 2:
         return f"needs at least two branches, got {len(branches)}"
-    if weights is not None and len(weights) != len(branches):
-        return f"{len(weights)} weights for {len(branches)} branches (give one weight per branch)"
-    return None
+    return weights_problem(weights, len(branches)) if weights is not None else None
 
 
 @register_stage("fuse", check=fusion_problem)

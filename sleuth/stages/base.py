@@ -30,18 +30,21 @@ def as_queries(queries: str | Query | Iterable[str | Query]) -> list[Query]:
 
 
 def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
-    """Reject empty or oversized queries with a QueryError naming the query id ("the query" where it has none)."""
+    """Reject empty, oversized or non-string queries with a QueryError naming the query id ("the query" where it
+    has none)."""
     name = f"query '{query.id}'" if query.id else "the query"
-    if not isinstance(query.text, str) or not query.text.strip():
+    if query.text is not None and not isinstance(query.text, str):
+        raise QueryError(f"{name} must be a string, got {type(query.text).__name__} (several queries: transform)")
+    if not query.text or not query.text.strip():
         raise QueryError(f"{name} is empty")
     if len(query.text) > max_chars:
         raise QueryError(f"{name} has {len(query.text)} characters; the limit is {max_chars}")
 
 
-def check_k(k: int, owner: str) -> int:
-    """``k`` itself when it is a positive integer (not a bool), else a ConfigError naming ``owner``."""
+def check_k(k: int, owner: str, key: str = "k") -> int:
+    """``k`` itself when it is a positive integer (not a bool), else a ConfigError naming ``owner`` and ``key``."""
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ConfigError(f"{owner}: k must be a positive integer, got {k!r}")
+        raise ConfigError(f"{owner}: {key} must be a positive integer, got {k!r}")
     return k
 
 

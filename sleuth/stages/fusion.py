@@ -8,7 +8,7 @@ import numpy as np
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.stages.base import Stage
+from sleuth.stages.base import Stage, check_k
 from sleuth.stages.run import Hit, Run
 
 
@@ -27,6 +27,17 @@ def zscore(scores: np.ndarray) -> np.ndarray:
 NORMALISERS: dict[str, Callable[[np.ndarray], np.ndarray]] = {"minmax": minmax, "zscore": zscore,
                                                                "none": lambda s: s}
 METHODS = ("rrf", "weighted")
+
+
+def weights_problem(weights: Sequence[object], branches: int) -> str | None:
+    """What is wrong with fusion ``weights`` for ``branches`` branches (one finite number >= 0 each, not all 0), or
+    None."""
+    if len(weights) != branches:
+        return f"{len(weights)} weights for {branches} branches (give one weight per branch)"
+    numbers = [w for w in weights if isinstance(w, (int, float)) and not isinstance(w, bool) and np.isfinite(w)]
+    if len(numbers) < branches or min(numbers) < 0 or max(numbers) == 0:
+        return f"weights must be finite numbers >= 0, not all 0; got {list(weights)}"
+    return None
 
 
 def reciprocal_rank_fusion(rankings: Sequence[list[Hit]], weights: Sequence[float], k: int = 60) -> dict[str, float]:
@@ -64,10 +75,12 @@ class Fuse(Stage):
         if normalise not in NORMALISERS:
             raise ConfigError(f"fuse: unknown normalise '{normalise}' (known: {', '.join(NORMALISERS)})")
         weights = list(weights) if weights is not None else [1.0] * len(branches)
-        if len(weights) != len(branches):
-            raise ConfigError(f"fuse: {len(weights)} weights for {len(branches)} branches")
+        problem = weights_problem(weights, len(branches))
+        if problem is not None:
+            raise ConfigError(f"fuse: {problem}")
         self.branches, self.method, self.weights = list(branches), method, weights
-        self.normalise, self.rrf_k, self.depth = normalise, rrf_k, depth
+        self.normalise, self.rrf_k = normalise, check_k(rrf_k, "fuse", "rrf_k")
+        self.depth = check_k(depth, "fuse", "depth")
         self.name = name or f"{method}({', '.join(b.name for b in self.branches)})"
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:

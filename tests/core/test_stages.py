@@ -80,7 +80,12 @@ def test_fuse_stage_orders_and_records_components():
 
 @pytest.mark.parametrize("kwargs,message", [({"method": "max"}, "unknown method"),
                                             ({"weights": [1.0]}, "1 weights for 2 branches"),
-                                            ({"normalise": "rank"}, "unknown normalise")])
+                                            ({"normalise": "rank"}, "unknown normalise"),
+                                            ({"weights": [1.0, float("nan")]}, "weights must be finite numbers"),
+                                            ({"weights": [1.0, -1.0]}, "weights must be finite numbers >= 0"),
+                                            ({"weights": [0, 0]}, "not all 0"),
+                                            ({"rrf_k": 0}, "rrf_k must be a positive integer"),
+                                            ({"depth": 2.5}, "depth must be a positive integer")])
 def test_fuse_rejects_bad_config(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         Fuse([Fixed("a", {}), Fixed("b", {})], **kwargs)
@@ -90,6 +95,11 @@ def test_fuse_rejects_bad_config(kwargs, message):
 def test_empty_or_huge_query_is_rejected(text):
     with pytest.raises(QueryError):
         Fixed("a", {"d": 1.0}).search(text)
+
+
+def test_a_list_given_to_search_is_named_not_called_empty():
+    with pytest.raises(QueryError, match="query 'q1' must be a string, got list"):
+        Fixed("a", {"d": 1.0}).search(["two", "queries"])
 
 
 def test_trec_run_roundtrip(tmp_path):
