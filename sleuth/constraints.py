@@ -10,6 +10,7 @@ before any index is built (see :func:`sleuth.pipelines.registry.check_params`). 
 
 from __future__ import annotations
 
+import math
 import types
 import typing
 from collections.abc import Callable, Sequence
@@ -81,7 +82,8 @@ def type_name(hint: Any) -> str:
 
 
 def conforms(value: Any, hint: Any) -> bool:
-    """Whether a YAML value is of the annotated type (an int is not a bool; a float also takes an int)."""
+    """Whether a YAML value is of the annotated type (an int is not a bool; a float also takes an int, not nan or
+    infinity)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if hint is Any or hint is typing.Any:
         return True
@@ -95,8 +97,8 @@ def conforms(value: Any, hint: Any) -> bool:
         return isinstance(value, bool)
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is float:  # YAML's .nan and .inf are not numbers a stage can use
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
     if origin is list or hint is list:
         return isinstance(value, list) and (not args or all(conforms(v, args[0]) for v in value))
     if origin is dict or hint is dict:

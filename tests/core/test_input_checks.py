@@ -32,6 +32,8 @@ BAD_VALUES = [
     ("- fuse: {rrf_k: -60, branches: [bm25, dense]}", "key 'rrf_k': must be at least 1, got -60"),
     ("- fuse: {weights: [1], branches: [bm25, dense]}", "1 weights for 2 branches"),
     ("- fuse: {weights: [1, -0.5], branches: [bm25, dense]}", "weights must be finite numbers >= 0"),
+    ("- fuse: {weights: [1, .nan], branches: [bm25, dense]}", "key 'weights': must be a list of numbers"),
+    ("- dhr: {lam: .inf}", "key 'lam': must be a number, got inf"),
     ("- fuse: {weights: [0, 0], branches: [bm25, dense]}", "not all 0"),
     ("- fuse: {method: mean, branches: [bm25, dense]}", "key 'method': must be one of rrf, weighted"),
     ("- fuse: {branches: [bm25, {dense: {factory: NOPE99}}]}", "branch 2, stage 1: stage 'dense': key 'factory'"),
