@@ -123,3 +123,11 @@ def test_no_progress_bars_when_stderr_is_not_a_terminal(sleuth, tmp_path, scifac
     assert "\r" not in result.stderr and "it/s" not in result.stderr
     assert result.stderr.strip().splitlines() == [line for line in result.stderr.strip().splitlines()
                                                   if line.startswith("bm25 index of 400 passages")]
+
+
+def test_a_runs_dir_that_cannot_be_written_fails_before_the_evaluation(sleuth, tmp_path, scifact_jsonl):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    result = sleuth("eval", "--corpus", scifact_jsonl, "--queries", "missing-queries.jsonl", "--qrels",
+                    "missing-qrels.tsv", "--runs-dir", blocker / "runs")
+    assert_one_line_error(result, f"--runs-dir {blocker / 'runs'}: cannot write there")
