@@ -1,10 +1,12 @@
 """The guard every command that writes ``--out`` runs first: the output must not be one of the command's inputs
 (the same file by any path: relative, through a symlink, a hard link) nor a folder holding one, since writing it
-would destroy the input before (or while) it is read."""
+would destroy the input before (or while) it is read; and it must be writable, so that hours of training or
+evaluation do not end in an error at the save."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -27,9 +29,27 @@ def clashing_input(out: str | Path, inputs: Iterable[str | Path | None]) -> Path
 
 def refuse_overwriting_inputs(out: str | Path, inputs: Iterable[str | Path | None], option: str = "--out",
                               action: str = "write") -> None:
-    """Raise a one-line ConfigError when ``out`` is one of ``inputs`` (or holds one); nothing is written yet."""
+    """Raise a one-line ConfigError when ``out`` is one of ``inputs`` (or holds one) or cannot be written
+    (:func:`check_writable`); nothing is written yet."""
     clash = clashing_input(out, inputs)
     if clash is not None:
         what = "the current folder" if clash.resolve() == Path.cwd().resolve() else f"the input {clash}"
         raise ConfigError(f"{option} {out}: refusing to {action} over {what} (or a folder holding it); "
                           f"choose another {option}")
+    check_writable(out, option)
+
+
+def check_writable(out: str | Path, option: str = "--out") -> None:
+    """Raise a one-line ConfigError now when ``out`` could not be written later: the folder it would be written in
+    (``out`` itself when it is a folder, else its nearest existing ancestor) must be a folder in which a file can
+    be made (a probe file is made there and removed at once)."""
+    path = Path(out)
+    folder = path if path.is_dir() else path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{option} {out}: {folder} is a file, not a folder")
+    try:
+        tempfile.NamedTemporaryFile(dir=folder, prefix=".sleuth-probe-").close()
+    except OSError as exc:
+        raise ConfigError(f"{option} {out}: cannot write in {folder} ({exc.strerror or exc})") from None

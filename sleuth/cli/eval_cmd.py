@@ -16,6 +16,7 @@ from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
 from sleuth.eval.experiment import Experiment, JudgedQueries
+from sleuth.overwrite import check_writable
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.progress import format_duration
 
@@ -132,7 +133,7 @@ def eval_command(
     for name in names:
         validate_pipeline(name)  # fail on a bad config before any index is built
     if runs_dir is not None:
-        prepare_runs_dir(runs_dir)
+        check_writable(runs_dir, "--runs-dir")  # not after the evaluation
     squad = squad_task(corpus, fmt) if queries is None and qrels is None and questions is None else None
     judged: Qrels | None
     if squad is not None:  # a SQuAD file holds its questions: gold paragraphs as qrels, answers where present
@@ -168,18 +169,6 @@ def eval_command(
 
         stages[index_stage_name(path, stages)] = stage_for_index(path, targets.depth, device)
     report(stages, task, options, ws.build_seconds)
-
-
-def prepare_runs_dir(path: Path) -> None:
-    """Create ``--runs-dir`` and write a probe file there now, so a folder that cannot be made or written fails
-    before the evaluation, not after it."""
-    import tempfile
-
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        tempfile.NamedTemporaryFile(dir=path).close()
-    except OSError as exc:
-        raise ConfigError(f"--runs-dir {path}: cannot write there ({exc.strerror or exc})") from None
 
 
 def query_ids_in_corpus(query_list: list[Query], source) -> bool:

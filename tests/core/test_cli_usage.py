@@ -130,4 +130,4 @@ def test_a_runs_dir_that_cannot_be_written_fails_before_the_evaluation(sleuth, t
     blocker.write_text("not a folder\n")
     result = sleuth("eval", "--corpus", scifact_jsonl, "--queries", "missing-queries.jsonl", "--qrels",
                     "missing-qrels.tsv", "--runs-dir", blocker / "runs")
-    assert_one_line_error(result, f"--runs-dir {blocker / 'runs'}: cannot write there")
+    assert_one_line_error(result, f"--runs-dir {blocker / 'runs'}: {blocker} is a file, not a folder")

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from sleuth.cli.common import DEVICE, console, out
 from sleuth.errors import ConfigError
+from sleuth.overwrite import refuse_overwriting_inputs
 
 cos_app = typer.Typer(help="Chain-of-Skills (multi-expert retrieval chains): training and evaluation.", no_args_is_help=True)
 
@@ -99,6 +100,8 @@ def cos_eval_command(
             raise ConfigError(f"--ablate must be one of {', '.join(ABLATIONS)}, got '{skill}'")
     if hop2_selection not in HOP2_SELECTIONS:
         raise ConfigError(f"--hop2-selection must be one of {', '.join(HOP2_SELECTIONS)}, got '{hop2_selection}'")
+    if json_out is not None:
+        refuse_overwriting_inputs(json_out, [*questions, *distractors], option="--json")
     weights = parse_selection_weights(selection_weights) if selection_weights is not None else None
     shard_used = parse_shard(shard) if shard is not None else None
     limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection,

@@ -16,6 +16,7 @@ import typer
 from sleuth.cli.common import DEVICE, console, non_negative_number, positive_number
 from sleuth.cli.option_groups import with_option_groups
 from sleuth.errors import ConfigError
+from sleuth.overwrite import refuse_overwriting_inputs
 
 
 def parse_weights(pairs: list[str]) -> dict[str, float]:
@@ -197,6 +198,9 @@ def train_cos_command(
     from sleuth.systems.chain_of_skills.training_data import counts
 
     check_options(data, architecture, training)
+    refuse_overwriting_inputs(out, [*data.hotpotqa, *data.hotpotqa_corpus, *data.twowiki, *data.wikipedia,
+                                    data.musique, data.musique_corpus, data.nq_questions, data.nq_corpus, data.squad,
+                                    data.ottqa, data.ottqa_questions])
     examples = training_examples(data, training.negatives, training.seed)
     console.print(f"examples: {counts(examples)}")
     encoder, head = initial_model(architecture, device, training.seed)

@@ -12,6 +12,7 @@ from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, InputError
 from sleuth.eval.answers import DEFAULT_KS
+from sleuth.overwrite import refuse_overwriting_inputs
 from sleuth.stages.run import Run
 
 dhr_app = typer.Typer(help="Dense hierarchical retrieval (DHR): train, tune lambda, compare with flat retrieval.",
@@ -114,6 +115,8 @@ def compare_command(
     from sleuth.systems.dhr.stages import check_weight
 
     check_weight(lam, "--lambda", "dhr compare")
+    if json_out is not None:
+        refuse_overwriting_inputs(json_out, [corpus, questions, index], option="--json")
     ks = sorted(set(top_k or DEFAULT_KS))
     chosen = select_questions(questions, split, dev_fraction, seed)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,

@@ -9,6 +9,7 @@ import typer
 
 from sleuth.cli.common import DEVICE, console, corpus_source, positive_number
 from sleuth.errors import ConfigError
+from sleuth.overwrite import refuse_overwriting_inputs
 
 
 def parse_counts(pairs: list[str], what: str) -> dict[str, int]:
@@ -93,18 +94,14 @@ def train_dhr_command(
 ) -> None:
     """Contrastive fine-tuning of the document encoder (in-batch, BM25 abstract/all-text negatives) and the passage
     encoder (in-batch, BM25, In-Doc, In-Sec negatives), then ANCE-style rounds with mined negatives."""
+    from sleuth.pipelines.mixed_source import with_distractors
     from sleuth.systems.dhr.structure import documents_to_groups
     from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
     from sleuth.train.contrastive import TrainConfig
 
-    source = corpus_source(corpus, fmt, None, splitter)
-    if distractors:
-        from dataclasses import fields
-
-        from sleuth.pipelines.mixed_source import MixedCorpusSource
-
-        source = MixedCorpusSource(**{f.name: getattr(source, f.name) for f in fields(source)},
-                                   distractors=tuple(distractors))
+    refuse_overwriting_inputs(out, [corpus, *questions, *(distractors or []),
+                                    train_articles if train_articles and Path(train_articles).is_file() else None])
+    source = with_distractors(corpus_source(corpus, fmt, None, splitter), distractors)
     query_list, articles = training_questions(questions, train_articles)
     groups = documents_to_groups(source.documents(), source.splitter, grouping)
     settings = DHRTrainingSettings(document_model=document_model, passage_model=passage_model, rounds=rounds,

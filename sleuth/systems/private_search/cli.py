@@ -10,6 +10,7 @@ import typer
 
 from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.errors import ConfigError, QueryError
+from sleuth.overwrite import refuse_overwriting_inputs
 from sleuth.service.limits import MAX_OBFUSCATIONS
 from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM, check_epsilon
 from sleuth.systems.private_search.obfuscator import OOV_POLICIES
@@ -188,6 +189,8 @@ def eval_privacy(
         raise ConfigError(f"--paper must be dl19, robust04 or none, got '{paper}'")
     if (corpus is None) != (qrels is None):
         raise ConfigError("effectiveness needs both --corpus and --qrels")
+    if out_dir is not None:
+        refuse_overwriting_inputs(out_dir, [queries, corpus, qrels])
     for name in mechanism or []:
         if name not in MECHANISMS:
             raise ConfigError(f"--mechanism: unknown '{name}' (known: {', '.join(MECHANISMS)})")
