@@ -116,7 +116,10 @@ def read_manifest(directory: str | Path, kind: str | None = None, verify: bool =
     if not directory.is_dir():
         raise IndexError_(f"no index at {directory} (build one with 'sleuth index')")
     if not path.is_file():
-        raise IndexError_(f"{path}: manifest missing; the directory is not a complete sleuth index")
+        inside = sorted(sub.name for sub in directory.iterdir() if (sub / MANIFEST).is_file())
+        hint = (f"; it holds the indexes {', '.join(inside)} (`sleuth index --kind all` writes one folder per kind): "
+                f"pass {' or '.join(str(directory / name) for name in inside)}" if inside else "")
+        raise IndexError_(f"{path}: manifest missing; the directory is not a complete sleuth index{hint}")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

@@ -66,8 +66,15 @@ def test_missing_index_and_manifest(tmp_path):
     with pytest.raises(IndexError_, match="no index at"):
         BM25Index.load(tmp_path / "nowhere")
     (tmp_path / "half").mkdir()
-    with pytest.raises(IndexError_, match="manifest missing"):
+    with pytest.raises(IndexError_, match="manifest missing; the directory is not a complete sleuth index$"):
         BM25Index.load(tmp_path / "half")
+
+
+def test_a_folder_of_indexes_names_them(tmp_path, scifact_passages):
+    """`sleuth index --kind all --out DIR` writes DIR/bm25 and DIR/dense: DIR itself is not an index."""
+    BM25Index.build(scifact_passages[:20], tmp_path / "both" / "bm25", show_progress=False)
+    with pytest.raises(IndexError_, match=r"it holds the indexes bm25 .*: pass .*both/bm25$"):
+        BM25Index.load(tmp_path / "both")
 
 
 @pytest.mark.parametrize("corruption,message", [
