@@ -28,28 +28,30 @@ def clashing_input(out: str | Path, inputs: Iterable[str | Path | None]) -> Path
 
 
 def refuse_overwriting_inputs(out: str | Path, inputs: Iterable[str | Path | None], option: str = "--out",
-                              action: str = "write") -> None:
+                              action: str = "write", folder: bool = False) -> None:
     """Raise a one-line ConfigError when ``out`` is one of ``inputs`` (or holds one) or cannot be written
-    (:func:`check_writable`); nothing is written yet."""
+    (:func:`check_writable`; ``folder``: ``out`` is a folder to write in); nothing is written yet."""
     clash = clashing_input(out, inputs)
     if clash is not None:
         what = "the current folder" if clash.resolve() == Path.cwd().resolve() else f"the input {clash}"
         raise ConfigError(f"{option} {out}: refusing to {action} over {what} (or a folder holding it); "
                           f"choose another {option}")
-    check_writable(out, option)
+    check_writable(out, option, folder)
 
 
-def check_writable(out: str | Path, option: str = "--out") -> None:
+def check_writable(out: str | Path, option: str = "--out", folder: bool = False) -> None:
     """Raise a one-line ConfigError now when ``out`` could not be written later: the folder it would be written in
     (``out`` itself when it is a folder, else its nearest existing ancestor) must be a folder in which a file can
-    be made (a probe file is made there and removed at once)."""
+    be made (a probe file is made there and removed at once); with ``folder``, ``out`` must not be a file."""
     path = Path(out)
-    folder = path if path.is_dir() else path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    if not folder.is_dir():
-        raise ConfigError(f"{option} {out}: {folder} is a file, not a folder")
+    if folder and path.exists() and not path.is_dir():
+        raise ConfigError(f"{option} {out}: is a file; give a folder")
+    where = path if path.is_dir() else path.parent
+    while not where.exists() and where != where.parent:
+        where = where.parent
+    if not where.is_dir():
+        raise ConfigError(f"{option} {out}: {where} is a file, not a folder")
     try:
-        tempfile.NamedTemporaryFile(dir=folder, prefix=".sleuth-probe-").close()
+        tempfile.NamedTemporaryFile(dir=where, prefix=".sleuth-probe-").close()
     except OSError as exc:
-        raise ConfigError(f"{option} {out}: cannot write in {folder} ({exc.strerror or exc})") from None
+        raise ConfigError(f"{option} {out}: cannot write in {where} ({exc.strerror or exc})") from None

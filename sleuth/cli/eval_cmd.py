@@ -133,7 +133,7 @@ def eval_command(
     for name in names:
         validate_pipeline(name)  # fail on a bad config before any index is built
     if runs_dir is not None:
-        check_writable(runs_dir, "--runs-dir")  # not after the evaluation
+        check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
     squad = squad_task(corpus, fmt) if queries is None and qrels is None and questions is None else None
     judged: Qrels | None
     if squad is not None:  # a SQuAD file holds its questions: gold paragraphs as qrels, answers where present

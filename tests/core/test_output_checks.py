@@ -22,6 +22,8 @@ def test_check_writable_refuses_a_path_under_a_file_or_an_unwritable_folder_and_
             check_writable("/proc/no-such-folder/model")
     check_writable(tmp_path / "new" / "deeper" / "model")  # made later, under a writable folder
     check_writable(blocker)  # an existing file is replaced beside itself
+    with pytest.raises(ConfigError, match="a-file: is a file; give a folder"):
+        check_writable(blocker, folder=True)  # ... but not where a folder of outputs is wanted
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]  # no probe file, no folder left behind
 
 
@@ -39,3 +41,9 @@ def test_long_commands_refuse_an_unwritable_output_before_any_work(sleuth, data_
         ("privacy", "eval", "--max-queries", "1", "--out", blocker / "tables"),
     ):
         assert_one_line_error(sleuth(*args), "a-file is a file, not a folder")
+    for args in (  # a folder of outputs given as an existing file
+        ("cos", "train", "--hotpotqa", hotpot / "hotpot_train_100.json", "--out", blocker),
+        ("quest", "train-dense", "--examples", data_dir / "quest" / "val.jsonl", "--documents",
+         data_dir / "quest" / "val.jsonl", "--out", blocker),
+    ):
+        assert_one_line_error(sleuth(*args), "a-file: is a file; give a folder")

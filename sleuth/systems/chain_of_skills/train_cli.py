@@ -200,7 +200,7 @@ def train_cos_command(
     check_options(data, architecture, training)
     refuse_overwriting_inputs(out, [*data.hotpotqa, *data.hotpotqa_corpus, *data.twowiki, *data.wikipedia,
                                     data.musique, data.musique_corpus, data.nq_questions, data.nq_corpus, data.squad,
-                                    data.ottqa, data.ottqa_questions])
+                                    data.ottqa, data.ottqa_questions], folder=True)
     examples = training_examples(data, training.negatives, training.seed)
     console.print(f"examples: {counts(examples)}")
     encoder, head = initial_model(architecture, device, training.seed)

@@ -100,7 +100,8 @@ def train_dhr_command(
     from sleuth.train.contrastive import TrainConfig
 
     refuse_overwriting_inputs(out, [corpus, *questions, *(distractors or []),
-                                    train_articles if train_articles and Path(train_articles).is_file() else None])
+                                    train_articles if train_articles and Path(train_articles).is_file() else None],
+                              folder=True)
     source = with_distractors(corpus_source(corpus, fmt, None, splitter), distractors)
     query_list, articles = training_questions(questions, train_articles)
     groups = documents_to_groups(source.documents(), source.splitter, grouping)

@@ -190,7 +190,7 @@ def eval_privacy(
     if (corpus is None) != (qrels is None):
         raise ConfigError("effectiveness needs both --corpus and --qrels")
     if out_dir is not None:
-        refuse_overwriting_inputs(out_dir, [queries, corpus, qrels])
+        refuse_overwriting_inputs(out_dir, [queries, corpus, qrels], folder=True)
     for name in mechanism or []:
         if name not in MECHANISMS:
             raise ConfigError(f"--mechanism: unknown '{name}' (known: {', '.join(MECHANISMS)})")

@@ -66,7 +66,7 @@ def train_classifier_command(
     if tune_queries < 1:
         raise ConfigError("--tune-queries must be at least 1")
     if out_dir is not None:
-        refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples])
+        refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples], folder=True)
     if save_runs is not None:
         refuse_overwriting_inputs(save_runs, [examples, documents, tune_examples], option="--save-runs")
     budget = ExampleBudget(positive_repeats, retriever_negatives, random_negatives, retriever_depth, max_queries,

@@ -38,7 +38,7 @@ def train_dense_command(
     from sleuth.systems.quest.task import load_task
     from sleuth.train.contrastive import TrainConfig, train_contrastive
 
-    refuse_overwriting_inputs(out_dir, [examples, documents])
+    refuse_overwriting_inputs(out_dir, [examples, documents], folder=True)
     ws = quest_workspace(documents, device)
     task = load_task(examples, domain, skip_empty=True)
     data = dense_examples(ws, task.queries, DenseExampleBudget(hard_negatives, negative_depth, seed))
