@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, non_negative_number, out, workspace
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, InputError
 from sleuth.eval.answers import DEFAULT_KS
@@ -104,7 +104,7 @@ def compare_command(
     split: str = typer.Option("dev", help="dev | train | all: which questions (seeded split as in training)."),
     dev_fraction: float = typer.Option(0.2), seed: int = typer.Option(13),
     k1: int = typer.Option(100, min=1, help="Documents passed to the passage stage."),
-    lam: float = typer.Option(1.0, "--lambda", help="Weight of the document score."),
+    lam: float = typer.Option(1.0, "--lambda", callback=non_negative_number, help="Weight of the document score."),
     top_k: list[int] | None = typer.Option(None, "--top-k", min=1, help="Accuracy cut-offs (default 1 5 20 100)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
     device: str = DEVICE,
@@ -112,9 +112,7 @@ def compare_command(
     """Passage- and document-level top-k answer accuracy of BM25, flat dense, DHR-D, DHR-P and DHR (w/o rerank,
     serial, parallel) on the same questions, each tested against BM25."""
     from sleuth.systems.dhr.comparison import compare
-    from sleuth.systems.dhr.stages import check_weight
 
-    check_weight(lam, "--lambda", "dhr compare")
     if json_out is not None:
         refuse_overwriting_inputs(json_out, [corpus, questions, index], option="--json")
     ks = sorted(set(top_k or DEFAULT_KS))
