@@ -110,7 +110,14 @@ def test_the_voting_setops_stage_scores_as_the_protocol_tunes(small_val, monkeyp
 
     from sleuth.models.cross_encoder import CrossEncoderClassifier
     from sleuth.systems.quest.classify import Classify
-    from sleuth.systems.quest.methods import quest_workspace, shipped_classifier_dir, voted_anchored_run
+    from sleuth.systems.quest.cut import SetCut, predicted_sets
+    from sleuth.systems.quest.methods import (
+        quest_workspace,
+        routed_sets,
+        set_operation_ids,
+        shipped_classifier_dir,
+        voted_anchored_run,
+    )
     from sleuth.systems.quest.protocol import CandidateSource, score_runs
     from sleuth.systems.quest.query_parser import parse_query
     from sleuth.systems.quest.set_ops import SetOperations
@@ -133,6 +140,15 @@ def test_the_voting_setops_stage_scores_as_the_protocol_tunes(small_val, monkeyp
         got = {h.id: h.score for h in online[query.id]}
         assert want.keys() == got.keys()
         assert np.allclose([got[d] for d in want], list(want.values()), atol=1e-4)
+    # set-operation queries take their own set rule, the others the general one (what routed_sets predicts)
+    loose, strict = SetCut(0.0), SetCut(0.9, keep_top=True)
+    cut_stage = SetOperations(Classify(classifier), anchor=True, not_weight=0.5, retriever_weight=0.4,
+                              constraint_weight=0.25, threshold=loose, set_threshold=strict)
+    members = {qid: [h.id for h in hits] for qid, hits in cut_stage.transform(task.queries, runs["candidates"]).items()}
+    assert members == routed_sets(offline, parsed, loose, strict)
+    routed = [qid for qid in set_operation_ids(parsed) if members[qid] != predicted_sets(offline, loose)[qid]]
+    assert routed and all(members[q] == predicted_sets(offline, loose)[q] for q in parsed if q not in routed
+                          and not parsed[q].is_set_operation)
     with pytest.raises(ConfigError, match="constraint_weight"):
         SetOperations(Classify(classifier), anchor=False, constraint_weight=0.5)
 
@@ -162,3 +178,5 @@ def test_quest_train_records_rules_of_the_tuning_half_for_the_shipped_pipelines(
     assert not set(record["tune_query_ids"]) & {q.id for q in report}
     assert "tuning half" in record["tune_split"] and "tuning half" in record["rules_tuned_on"]
     assert {"bm25", "bm25+setops"} <= set(record["cuts"]) and "bm25+setops" in record["constraint_weights"]
+    assert record["cuts"]["bm25+setops"] == record["cuts"]["bm25"]  # atomic and union queries: classify's rule
+    assert set(record["set_operation_cuts"]) == {"bm25+setops"}  # set-operation queries: their own

@@ -232,7 +232,7 @@ def test_a_lora_classifier_trains_and_ships_as_a_small_adapter(quest_setup, tmp_
 
 def test_builtin_quest_pipelines_validate_and_tuned_thresholds_resolve(tmp_path):
     from sleuth.pipelines.config import builtin_pipelines, validate_pipeline
-    from sleuth.systems.quest.builders import resolve_threshold
+    from sleuth.systems.quest.builders import resolve_set_threshold, resolve_threshold
     from sleuth.systems.quest.classifier_training import write_training_record
 
     names = sorted(n for n in builtin_pipelines() if n.startswith("quest-"))
@@ -247,3 +247,9 @@ def test_builtin_quest_pipelines_validate_and_tuned_thresholds_resolve(tmp_path)
     assert resolve_threshold("tuned", str(tmp_path), "bm25") == SetCut(0.4, 0.3, True)
     with pytest.raises(ConfigError, match="no tuned threshold for 'dense'"):
         resolve_threshold("tuned", str(tmp_path), "dense")
+    # set-operation queries' rule: the recorded one, else (an older record, or a given threshold) threshold's
+    assert resolve_set_threshold("tuned", "tuned", str(tmp_path), "bm25+setops") is None
+    write_training_record(tmp_path, {"set_operation_cuts": {"bm25+setops": {"threshold": 0.7, "gap": 0.2}}})
+    assert resolve_set_threshold("tuned", "tuned", str(tmp_path), "bm25+setops") == SetCut(0.7, 0.2)
+    assert resolve_set_threshold("tuned", 0.5, str(tmp_path), "bm25+setops") is None
+    assert resolve_set_threshold(0.6, "tuned", str(tmp_path), "bm25+setops") == SetCut(0.6)

@@ -53,6 +53,20 @@ def resolve_threshold(threshold: Any, model: str | None, system: str) -> SetCut 
     return SetCut.from_record(tuned[system])
 
 
+def resolve_set_threshold(set_threshold: Any, threshold: Any, model: str | None, system: str) -> SetCut | None:
+    """The set rule of the queries parsed as intersections or differences: a number, None (``threshold``'s rule),
+    or "tuned": the one recorded for ``system`` when ``threshold`` is tuned too (``threshold``'s rule when it is
+    given, or when the model's record has none: one written before session 24)."""
+    if set_threshold == "tuned" and threshold != "tuned":
+        return None
+    if set_threshold != "tuned":
+        return None if set_threshold is None else SetCut(float(set_threshold))
+    from sleuth.systems.quest.classifier_training import read_training_record
+
+    tuned = read_training_record(model_dir(model)).get("set_operation_cuts", {})
+    return SetCut.from_record(tuned[system]) if system in tuned else None
+
+
 def resolve_weight(weight: Any, model: str | None, system: str, kind: str = "retriever_weights",
                    default: float = 0.0) -> float:
     """A number, or the weight of ``kind`` tuned for ``system`` with the model (``default`` when none was tuned):
@@ -90,14 +104,16 @@ def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "t
                  t_norm: Annotated[str, OneOf(T_NORMS)] = "min", int8: bool = False, split_and: bool = True,
                  split_modifiers: bool = True, expand: Annotated[str, OneOf(("bm25", "dense"))] | None = None,
                  expand_depth: Count = 10, anchor: bool = True, not_weight: Any = "tuned",
-                 retriever_weight: Any = "tuned", constraint_weight: Any = "tuned",
+                 retriever_weight: Any = "tuned", constraint_weight: Any = "tuned", set_threshold: Any = "tuned",
                  name: str = "setops") -> SetOperations:
     """Parse the query, classify every candidate against every constraint, combine with fuzzy set operations;
     with ``expand`` ("bm25" or "dense") each positive constraint's own top ``expand_depth`` join the candidates;
     ``anchor`` ANDs the whole query's classifier score in, ``not_weight`` (a number or "tuned") softens the
     subtraction to 1 - w x, ``retriever_weight`` (a number or "tuned", 0 when none was tuned) votes with the
     retriever's score as ``classify`` does, ``constraint_weight`` (a number or "tuned", 1 when none was tuned) is
-    the anchored set operation's share of the score. The defaults are the shipped ``quest-bm25-setops``'s (``- setops: {}`` is it)."""
+    the anchored set operation's share of the score, ``set_threshold`` (a number, null: ``threshold``'s, or
+    "tuned") the set rule of the queries parsed as intersections or differences. The defaults are the shipped
+    ``quest-bm25-setops``'s (``- setops: {}`` is it)."""
     from functools import partial
 
     from sleuth.systems.quest.methods import retriever
@@ -111,4 +127,5 @@ def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "t
                          not_weight=resolve_weight(not_weight, model, system, "not_weights", 1.0),
                          retriever_weight=resolve_weight(retriever_weight, model, system),
                          constraint_weight=resolve_weight(constraint_weight, model, system, "constraint_weights", 1.0)
-                         if anchor else 1.0, name=name)
+                         if anchor else 1.0, set_threshold=resolve_set_threshold(set_threshold, threshold, model, system),
+                         name=name)

@@ -60,7 +60,7 @@ def combine_anchored(parsed: ParsedQuery, memberships: Sequence[np.ndarray], who
     the whole query's membership (its constraints could only widen it). With ``constraint_weight`` c < 1 the
     result is ``(1 - c) * whole + c * that AND``: the set operation only partly overrides the whole query."""
     whole = np.asarray(whole, dtype=np.float64)
-    if parsed.is_union or len(parsed.constraints) < 2:
+    if not parsed.is_set_operation:
         return whole
     anded = fuzzy_and([whole, combine(parsed, memberships, t_norm, not_weight)], t_norm)
     return anded if constraint_weight == 1.0 else (1.0 - constraint_weight) * whole + constraint_weight * anded

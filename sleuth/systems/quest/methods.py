@@ -129,6 +129,18 @@ def tune_anchored(classified: Run, constraints: Run, parsed: Mapping[str, Parsed
     return best_weight(scored, gold, [(share, weight) for share in constraint_weights for weight in weights])
 
 
+def set_operation_ids(parsed: Mapping[str, ParsedQuery]) -> list[str]:
+    """The queries parsed as intersections or differences (the ones an anchored setops rescores)."""
+    return [qid for qid, structure in parsed.items() if structure.is_set_operation]
+
+
+def routed_sets(run: Run, parsed: Mapping[str, ParsedQuery], cut: SetCut, set_cut: SetCut) -> dict[str, list[str]]:
+    """Each query's set under ``set_cut`` when it is parsed as an intersection or difference, else ``cut``: what a
+    setops stage with a ``set_threshold`` predicts."""
+    return {qid: [h.id for h in (set_cut if parsed[qid].is_set_operation else cut).members(hits)]
+            for qid, hits in run.items()}
+
+
 def tune_cut(run: Run, gold: Mapping[str, Sequence[str]], thresholds: Sequence[float] = THRESHOLDS,
              gaps: Sequence[float | None] = GAPS, keep_top: Sequence[bool] = (False, True)) -> tuple[SetCut, list]:
     """The best-F1 set rule of a probability-scored run (threshold, score gap, keep-top), and the whole sweep."""

@@ -25,6 +25,8 @@ from sleuth.systems.quest.methods import (
     fused_run,
     restrict,
     retriever,
+    routed_sets,
+    set_operation_ids,
     set_operations,
     top_k_sets,
     tune_anchored,
@@ -34,6 +36,7 @@ from sleuth.systems.quest.methods import (
     voted_anchored_run,
 )
 from sleuth.systems.quest.query_parser import parse_query
+from sleuth.systems.quest.set_metrics import average, set_per_query
 from sleuth.systems.quest.task import QuestTask, evaluate, run_sets
 from sleuth.systems.quest.training import read_runs, runs_record
 
@@ -90,7 +93,9 @@ class Rules:
     """Every rule, chosen on the tuning half: the retriever's top k, the classifier's set rule alone, its vote weight
     with the retriever and that rule, the anchored setops' ``not_weight`` and rule (the set operation in full), and
     the setops that votes with the retriever at the classifier's vote weight: its share of the set operation
-    (``voted_constraint_weight``, 0 = classify + vote), ``not_weight`` and rule."""
+    (``voted_constraint_weight``, 0 = classify + vote), ``not_weight`` and the set rule of the queries parsed as
+    intersections or differences (``voted_setops``), all three chosen on those queries alone; the other queries
+    keep classify + vote's rule (their scores are classify + vote's)."""
 
     top_k: int
     classify: SetCut
@@ -115,11 +120,19 @@ def tune_rules(runs: Mapping[str, Run], tune: QuestTask) -> Rules:
     classify_cut, classify_sweep = tune_cut(part["classify"], gold)
     weight, vote_cut, vote_f1 = tune_fusion(part["classify"], part["candidates"], gold)
     (_, not_weight), setops_cut, setops_f1 = tune_anchored(part["classify"], part["setops"], parsed, gold)
-    (share, voted_weight), voted_cut, voted_f1 = tune_anchored(
-        part["classify"], part["setops"], parsed, gold, retrieved=part["candidates"], vote_weight=weight,
+    set_ids = set_operation_ids(parsed)
+    set_gold = {qid: gold[qid] for qid in set_ids} or dict(gold)  # no set-operation query: tuned on them all
+    (share, voted_weight), voted_cut, voted_set_f1 = tune_anchored(
+        part["classify"], part["setops"], parsed, set_gold, retrieved=part["candidates"], vote_weight=weight,
         constraint_weights=CONSTRAINT_WEIGHTS)
+    voted = voted_anchored_run(part["classify"], part["setops"], parsed, voted_weight, part["candidates"], weight,
+                               share)
+    voted_f1 = average(set_per_query(routed_sets(voted, parsed, vote_cut, voted_cut), gold))["F1"]
+    vote_set_f1 = average(set_per_query(predicted_sets(fused_run(part["classify"], part["candidates"], weight),
+                                                       vote_cut), set_gold))["F1"]
     f1s = {"top_k": max(r["F1"] for r in sweep), "classify": max(r["F1"] for r in classify_sweep),
-           "vote": vote_f1, "setops": setops_f1, "voted_setops": voted_f1}
+           "vote": vote_f1, "setops": setops_f1, "voted_setops": voted_f1,
+           "vote_set_queries": vote_set_f1, "voted_setops_set_queries": voted_set_f1}
     return Rules(top_k, classify_cut, weight, vote_cut, not_weight, setops_cut, share, voted_weight, voted_cut, f1s)
 
 
@@ -141,7 +154,8 @@ def predicted_runs(runs: Mapping[str, Run], rules: Rules, task: QuestTask) -> di
         f"setops anchored (not_weight {rules.not_weight}, {describe(rules.setops)})": (
             anchored, predicted_sets(anchored, rules.setops)),
         f"setops anchored + retriever vote (w={rules.vote_weight:.1f}, share {rules.voted_constraint_weight}, "
-        f"not_weight {rules.voted_not_weight}, {describe(rules.voted_setops)})": (voted_setops, predicted_sets(voted_setops, rules.voted_setops)),
+        f"not_weight {rules.voted_not_weight}, {describe(rules.voted_setops)} on set-operation queries)": (
+            voted_setops, routed_sets(voted_setops, parsed, rules.vote, rules.voted_setops)),
     }
 
 
@@ -153,13 +167,14 @@ def report(runs: Mapping[str, Run], rules: Rules, task: QuestTask) -> dict[str, 
 def record_rules(record: dict, rules: Rules, system: str, split: str, tune_ids: list[str] | None = None) -> dict:
     """``record`` (a training.json) with the rules the shipped pipelines read for ``system`` (e.g. "bm25"):
     the classify pipeline's vote weight and rule, the setops pipeline's vote weight, share of the set operation,
-    ``not_weight`` and rule."""
+    ``not_weight`` and rules (classify's for atomic and union queries, its own for set-operation queries)."""
     setops = f"{system}+setops"
     record.setdefault("retriever_weights", {}).update({system: rules.vote_weight, setops: rules.vote_weight})
     record.setdefault("not_weights", {})[setops] = rules.voted_not_weight
     record.setdefault("constraint_weights", {})[setops] = rules.voted_constraint_weight
-    record.setdefault("cuts", {}).update({system: rules.vote.record(), setops: rules.voted_setops.record()})
-    record.setdefault("thresholds", {}).update({system: rules.vote.threshold, setops: rules.voted_setops.threshold})
+    record.setdefault("cuts", {}).update({system: rules.vote.record(), setops: rules.vote.record()})
+    record.setdefault("set_operation_cuts", {})[setops] = rules.voted_setops.record()
+    record.setdefault("thresholds", {}).update({system: rules.vote.threshold, setops: rules.vote.threshold})
     record.setdefault("tuned_f1", {}).update({system: rules.tuned_f1["vote"], setops: rules.tuned_f1["voted_setops"]})
     record["rules_tuned_on"] = split
     if tune_ids is not None:  # rules re-tuned after training: earlier tuning queries and sweeps no longer apply

@@ -15,6 +15,8 @@ With ``retriever_weight`` w the combined score votes with the retriever as the `
 ``(1 - w) * combined + w * min-max retriever score`` (the candidates' input scores); anchored, an atomic or union
 query then scores exactly as ``classify`` with the same weight. ``constraint_weight`` c < 1 (anchored only) takes
 ``(1 - c) * whole + c * anchored`` before the vote: the set operation adjusts the whole query's score by a share.
+``set_threshold`` is the set rule of the queries parsed as intersections or differences (the ones the set operation
+rescores), ``threshold`` that of the others; without it ``threshold`` rules them all.
 """
 
 from __future__ import annotations
@@ -41,12 +43,14 @@ WHOLE = "whole"  # the sub-query number of the whole query (anchor=True)
 
 class SetOperations(Stage):
     """Ranks candidates by the fuzzy combination of their constraint scores; keeps the members of the set
-    ``threshold`` (a number or a :class:`~sleuth.systems.quest.cut.SetCut`) gives, or every candidate with None."""
+    ``threshold`` (a number or a :class:`~sleuth.systems.quest.cut.SetCut`) gives, or every candidate with None
+    (``set_threshold``, when given, for the queries parsed as intersections or differences)."""
 
     def __init__(self, scorer: Stage, parser: Callable[[str], ParsedQuery] = parse_query, t_norm: str = "min",
                  normalise: str = "none", expand: Stage | None = None, expand_depth: int = 0,
                  threshold: float | SetCut | None = None, anchor: bool = False, not_weight: float = 1.0,
-                 retriever_weight: float = 0.0, constraint_weight: float = 1.0, name: str = "setops"):
+                 retriever_weight: float = 0.0, constraint_weight: float = 1.0,
+                 set_threshold: float | SetCut | None = None, name: str = "setops"):
         if normalise not in NORMALISATIONS:
             raise ConfigError(f"setops: unknown normalise '{normalise}' (known: {', '.join(NORMALISATIONS)})")
         if expand_depth < 0 or (expand_depth and expand is None):
@@ -62,7 +66,8 @@ class SetOperations(Stage):
         self.scorer, self.parser, self.t_norm = scorer, parser, check_t_norm(t_norm)
         self.anchor, self.not_weight = anchor, not_weight
         self.normalise, self.expand, self.expand_depth = normalise, expand, expand_depth
-        self.cut = threshold if threshold is None or isinstance(threshold, SetCut) else SetCut(float(threshold))
+        self.cut = as_cut(threshold)
+        self.set_cut = self.cut if set_threshold is None else as_cut(set_threshold)
         self.name = name
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
@@ -143,12 +148,18 @@ class SetOperations(Stage):
                 **{input_score_key(self.name): hit.score})))
         hits.sort(key=lambda item: (item[0], item[1]))
         ranked = [h for _, _, h in hits]
-        return ranked if self.cut is None else self.cut.members(ranked)
+        cut = self.set_cut if structure.is_set_operation else self.cut
+        return ranked if cut is None else cut.members(ranked)
 
     @staticmethod
     def whole_extra(whole: np.ndarray | None, position: int) -> dict[str, float]:
         """The whole query's score of the candidate at ``position``, as a hit extra, when anchored."""
         return {} if whole is None else {"whole_score": float(whole[position])}
+
+
+def as_cut(threshold: float | SetCut | None) -> SetCut | None:
+    """A set rule from a rule, a bare threshold, or None (keep every candidate)."""
+    return threshold if threshold is None or isinstance(threshold, SetCut) else SetCut(float(threshold))
 
 
 def minmax(values: np.ndarray) -> np.ndarray:

@@ -56,6 +56,11 @@ class ParsedQuery:
         return self.template in UNIONS
 
     @property
+    def is_set_operation(self) -> bool:
+        """An intersection or a difference: two or more constraints that narrow the set (what setops refines)."""
+        return not self.is_union and len(self.constraints) > 1
+
+    @property
     def negated(self) -> tuple[bool, ...]:
         """Per constraint: whether the template subtracts it (the last constraint of a difference)."""
         last = len(self.constraints) - 1
