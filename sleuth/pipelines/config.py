@@ -90,7 +90,7 @@ def build_stages(entries: list[Any], workspace: Workspace, where: str) -> Stage:
             raise ConfigError(f"{where}, stage {i} '{name}': {exc}") from None
         try:
             stages.append(STAGES[name](workspace, **arguments))
-        except (TypeError, ValueError) as exc:  # a value of the wrong kind, e.g. a word where a number belongs
+        except (TypeError, ValueError, ConfigError) as exc:  # a value of the wrong kind or out of its range
             raise ConfigError(f"{where}, stage {i} '{name}': {exc}") from None
     return stages[0] if len(stages) == 1 else Sequential(stages)
 

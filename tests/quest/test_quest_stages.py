@@ -253,3 +253,12 @@ def test_builtin_quest_pipelines_validate_and_tuned_thresholds_resolve(tmp_path)
     assert resolve_set_threshold("tuned", "tuned", str(tmp_path), "bm25+setops") == SetCut(0.7, 0.2)
     assert resolve_set_threshold("tuned", 0.5, str(tmp_path), "bm25+setops") is None
     assert resolve_set_threshold(0.6, "tuned", str(tmp_path), "bm25+setops") == SetCut(0.6)
+    # a wrong rule names the pipeline, the stage and the key (once a ConfigError without them, or a float() error)
+    from sleuth.pipelines.config import load_pipeline
+    from sleuth.pipelines.workspace import Workspace
+
+    for key, value, message in (("set_threshold", 1.5, "set_threshold must be in"),
+                                ("set_threshold", "loose", "set_threshold must be a number"),
+                                ("threshold", True, "threshold must be a number")):
+        with pytest.raises(ConfigError, match=f"pipeline 'setops', stage 1 'setops': {message}"):
+            load_pipeline("setops", Workspace(), **{key: value})

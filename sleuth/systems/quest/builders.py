@@ -39,10 +39,22 @@ def classifier_model(ws: Workspace, model: str | None, int8: bool):
     return ws.memo(f"classifier:{path}:{int8}", lambda: CrossEncoderClassifier(path, device=ws.device, int8=int8))
 
 
+def given_cut(value: Any, key: str) -> SetCut | None:
+    """The set rule of a threshold given as a number (None for None); any other value is a ConfigError naming
+    ``key``."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key} must be a number in [0, 1), null or 'tuned', got {value!r}")
+    if not 0.0 <= value < 1.0:
+        raise ConfigError(f"{key} must be in [0, 1), got {value}")
+    return SetCut(float(value))
+
+
 def resolve_threshold(threshold: Any, model: str | None, system: str) -> SetCut | None:
     """A number, None, or the tuned set rule of ``system`` recorded with the model."""
     if threshold != "tuned":
-        return None if threshold is None else SetCut(float(threshold))
+        return given_cut(threshold, "threshold")
     from sleuth.systems.quest.classifier_training import read_training_record
 
     record = read_training_record(model_dir(model))
@@ -60,7 +72,7 @@ def resolve_set_threshold(set_threshold: Any, threshold: Any, model: str | None,
     if set_threshold == "tuned" and threshold != "tuned":
         return None
     if set_threshold != "tuned":
-        return None if set_threshold is None else SetCut(float(set_threshold))
+        return given_cut(set_threshold, "set_threshold")
     from sleuth.systems.quest.classifier_training import read_training_record
 
     tuned = read_training_record(model_dir(model)).get("set_operation_cuts", {})
