@@ -97,6 +97,10 @@ def test_build_and_parse(sleuth, data_dir, tmp_path, val_head):
     examples = list(read_quest_examples(built))
     assert len(examples) == 21 and all(2 <= len(e.metadata["docs"]) <= 20 for e in examples)
     one_line_error(sleuth("quest", "build", *dumps, "--out", built, "--limits", "loose"), "--limits")
+    one_line_error(sleuth("quest", "build", *dumps, "--out", built, "--per-template", -5), "--per-template")
+    tables = data_dir / "wikipedia" / "enwiki-table-markup.xml.bz2"  # 5 articles: no category fits a template
+    one_line_error(sleuth("quest", "build", tables, "--out", built), "no category of 5 articles", "limits relaxed")
+    assert len(list(read_quest_examples(built))) == 21  # the queries written before are kept
     result = sleuth("quest", "parse", val_head, "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["overall"]["count"] == 12

@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from sleuth.cli.common import DEVICE, console, out
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.overwrite import refuse_overwriting_inputs
 
 quest_app = typer.Typer(help="Set-seeking retrieval on QUEST: train, predict, eval, parse, build, proxy corpus.",
@@ -165,7 +165,8 @@ def build_command(
                                                  "label the entities."),
     out_path: Path = typer.Option(..., "--out", help="Where to write the generated examples (QUEST format)."),
     limits: str = typer.Option("paper", help="Size constraints: 'paper' (section 3.2) or 'relaxed' (small dumps)."),
-    per_template: int = typer.Option(200, help="Queries sampled per template (paper: 200 per template and domain)."),
+    per_template: int = typer.Option(200, min=1, help="Queries sampled per template (paper: 200 per template and "
+                                                         "domain)."),
     domain: str = typer.Option("wikipedia", help="Domain label written to the examples."),
     seed: int = typer.Option(0, help="Sampling seed."),
 ) -> None:
@@ -183,6 +184,10 @@ def build_command(
         raise ConfigError(f"--limits must be one of {', '.join(presets)}, got '{limits}'")
     labels = {doc.title: doc.metadata.get("categories", []) for path in dumps for doc in read_mediawiki(path)}
     examples = build_queries(labels, per_template=per_template, limits=presets[limits], domain=domain, seed=seed)
+    if not examples:  # an empty file would only replace one that holds queries
+        hint = " ('--limits relaxed' suits small dumps)" if limits == "paper" else ""
+        raise InputError(f"no category of {len(labels)} articles fits a template under the {limits} limits{hint}; "
+                         f"nothing written to {out_path}", path=", ".join(str(d) for d in dumps))
     atomic_write_text(out_path, "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in examples))
     counts = Counter(e["metadata"]["template"] for e in examples)
     console.print(f"{len(labels)} articles -> {len(examples)} queries ({limits} limits): " +
