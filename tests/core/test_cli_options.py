@@ -63,3 +63,29 @@ def test_wide_commands_take_option_groups():
     assert list(grouped) == ["data", "architecture", "training", "out", "device"]
     assert len(inspect.signature(train_cos_command).parameters) == 41  # the same 41 flags on the command line
     assert len(inspect.signature(run_on_ray).parameters) == 6
+
+
+def int_options(callback) -> dict[str, object]:
+    """The integer options of a command (those of its option groups too), by parameter name: their OptionInfo."""
+    found: dict[str, object] = {}
+    for name, parameter in inspect.signature(callback).parameters.items():
+        default = parameter.default
+        if isinstance(default, typer.models.OptionInfo):
+            if parameter.annotation in (int, "int", int | None, "int | None"):
+                found[name] = default
+        elif dataclass_fields := getattr(parameter.annotation, "__dataclass_fields__", None):
+            found.update({f.name: f.default for f in dataclass_fields.values()
+                          if isinstance(f.default, typer.models.OptionInfo) and f.type in (int, "int", "int | None")})
+    return found
+
+
+def test_every_count_of_a_training_command_is_bounded_at_parsing():
+    """A count (epochs, ranks, negatives, threads, ...) below its floor is refused by the option itself, before any
+    data is read (`dhr train --lora-rank -2` once loaded the corpus for 27 s, `--mined -1` trained)."""
+    found = commands(register())
+    training = [name for name in found if name.endswith((" train", " train-dense"))]
+    assert {"sleuth dhr train", "sleuth cos train", "sleuth quest train", "sleuth quest train-dense"} <= set(training)
+    unbounded = [f"{name} {option}" for name in training for option, info in int_options(found[name]).items()
+                 if option != "seed" and info.min is None and info.callback is None]
+    assert unbounded == []
+    assert int_options(found["sleuth quest parse"])["show"].min == 0

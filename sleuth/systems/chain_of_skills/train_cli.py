@@ -125,7 +125,7 @@ class TrainingData:
                                                            "queries from a table row to the answer passage.")
     wikipedia: list[Path] = typer.Option([], help="MediaWiki XML dump (.xml/.bz2) for self-supervised examples: "
                                                   "random crops, hyperlinks, expanded queries (repeatable).")
-    wikipedia_max_articles: int | None = typer.Option(None, help="Read only the first N articles of --wikipedia.")
+    wikipedia_max_articles: int | None = typer.Option(None, min=1, help="Read only the first N articles of --wikipedia.")
 
 
 @dataclass
@@ -140,7 +140,7 @@ class ModelOptions:
                                                   "adapter).")
     expert_layer: list[int] = typer.Option([], help="Layers holding experts (repeatable; default: every second "
                                                     "layer, every layer for lora).")
-    lora_rank: int = typer.Option(8, help="lora: rank of each expert's deltas.")
+    lora_rank: int = typer.Option(8, min=1, help="lora: rank of each expert's deltas.")
     lora_alpha: float = typer.Option(16.0, callback=positive_number,
                                      help="lora: scaling numerator (delta = alpha / rank * B A).")
     lora_target: list[str] = typer.Option([], help="lora: linear layers adapted (repeatable: query, key, value, "
@@ -181,7 +181,7 @@ class TrainingOptions:
                                                    "below 0 (eq. 6 scales link scores by a ratio).")
     bucket: bool = typer.Option(True, help="Length-bucketed batches.")
     cache_context: bool = typer.Option(True, help="Cache the vectors of frozen context experts.")
-    threads: int | None = typer.Option(None, help="Torch CPU threads (1 is fastest on a busy shared CPU).")
+    threads: int | None = typer.Option(None, min=1, help="Torch CPU threads (1 is fastest on a busy shared CPU).")
     seed: int = typer.Option(13, help="Seed of sampling, negatives and the span head.")
 
 

@@ -64,8 +64,8 @@ def train_dhr_command(
     grouping: str = typer.Option("auto", help="auto | title | document: how passages form documents."),
     document_model: str = typer.Option("minilm", help="Base model of the document encoder (name or path)."),
     passage_model: str = typer.Option("minilm", help="Base model of the passage encoder (name or path)."),
-    rounds: int = typer.Option(2, help="Training rounds; round r > 1 adds negatives mined by round r-1."),
-    epochs: int = typer.Option(1, help="Epochs per round and encoder."),
+    rounds: int = typer.Option(2, min=1, help="Training rounds; round r > 1 adds negatives mined by round r-1."),
+    epochs: int = typer.Option(1, min=1, help="Epochs per round and encoder."),
     steps: int | None = typer.Option(None, min=1, help="Stop each training after this many steps."),
     batch_size: int = typer.Option(16, min=1, help="Questions per batch (in-batch negatives come from the batch)."),
     lr: float = typer.Option(2e-5, callback=positive_number, help="Learning rate (AdamW, linear warm-up and decay)."),
@@ -73,7 +73,7 @@ def train_dhr_command(
     document_negatives: list[str] = typer.Option(["abstract=1"], help="KIND=COUNT, kinds: abstract, all-text."),
     passage_negatives: list[str] = typer.Option(["bm25=1", "in-doc=1"], help="KIND=COUNT, kinds: bm25, in-doc, "
                                                                                 "in-sec."),
-    mined: int = typer.Option(1, help="Mined negatives per question from round 2 on (from round 1 with "
+    mined: int = typer.Option(1, min=0, help="Mined negatives per question from round 2 on (from round 1 with "
                                       "--mine-from-base)."),
     mine_from_base: bool = typer.Option(False, "--mine-from-base", help="Round 1 adds negatives mined by the base "
                                                                        "models' index: base models that are trained "
@@ -84,7 +84,7 @@ def train_dhr_command(
     evaluate_base: bool = typer.Option(False, help="Also index and evaluate the untrained base models."),
     shared_encoder: bool = typer.Option(False, help="Train one model for both roles on document and passage examples "
                                                     "together (half the indexing cost; the paper trains two)."),
-    lora_rank: int | None = typer.Option(None, help="Train a LoRA adapter of this rank per encoder over the frozen "
+    lora_rank: int | None = typer.Option(None, min=1, help="Train a LoRA adapter of this rank per encoder over the frozen "
                                                     "backbone (a few MB) instead of every weight."),
     max_minutes: float | None = typer.Option(None, callback=positive_number,
                                              help="Stop each encoder's training after this much wall time."),

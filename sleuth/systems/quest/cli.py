@@ -132,7 +132,7 @@ def report_table(title: str, rows: dict[str, dict[str, float]], counts: dict[str
 
 def parse_command(
     examples: Path = typer.Argument(..., help="QUEST examples with original_query."),
-    show: int = typer.Option(0, help="Also print this many parses."),
+    show: int = typer.Option(0, min=0, help="Also print this many parses."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Accuracy of the rule-based query parser against the constraints marked in original_query."""

@@ -24,32 +24,32 @@ def train_classifier_command(
     tune_half: bool = typer.Option(True, "--tune-half/--all-tune-examples",
                                    help="Tune on the tuning half of --tune-examples only (SHA-1 of the query text "
                                         "even; the report half stays unseen for reports)."),
-    tune_queries: int = typer.Option(60, help="Training queries held out for the threshold sweep (no "
+    tune_queries: int = typer.Option(60, min=1, help="Training queries held out for the threshold sweep (no "
                                               "--tune-examples); also caps the queries read from --tune-examples."),
     tune_retriever: list[str] | None = typer.Option(None, help="Retrievers whose top-100 candidates tune a "
                                                                   "threshold (repeatable; default bm25 and dense)."),
-    candidates: int = typer.Option(100, help="Retriever candidates the classifier reads when tuning (paper: 100)."),
+    candidates: int = typer.Option(100, min=1, help="Retriever candidates the classifier reads when tuning (paper: 100)."),
     domain: list[str] | None = typer.Option(None, help="Use only these domains (repeatable), e.g. films."),
-    positive_repeats: int = typer.Option(50, help="Copies of each positive (paper: 50)."),
-    retriever_negatives: int = typer.Option(250, help="Negatives sampled from BM25's top --retriever-depth "
+    positive_repeats: int = typer.Option(50, min=1, help="Copies of each positive (paper: 50)."),
+    retriever_negatives: int = typer.Option(250, min=0, help="Negatives sampled from BM25's top --retriever-depth "
                                                       "(paper: 250)."),
-    random_negatives: int = typer.Option(250, help="Negatives sampled from the whole corpus (paper: 250)."),
-    retriever_depth: int = typer.Option(1000, help="BM25 depth the retriever negatives come from (paper: 1000)."),
-    max_queries: int | None = typer.Option(None, help="Train on the first N usable queries only."),
-    epochs: int = typer.Option(1, help="Passes over the training pairs."),
+    random_negatives: int = typer.Option(250, min=0, help="Negatives sampled from the whole corpus (paper: 250)."),
+    retriever_depth: int = typer.Option(1000, min=1, help="BM25 depth the retriever negatives come from (paper: 1000)."),
+    max_queries: int | None = typer.Option(None, min=1, help="Train on the first N usable queries only."),
+    epochs: int = typer.Option(1, min=1, help="Passes over the training pairs."),
     max_steps: int | None = typer.Option(None, min=1, help="Stop after this many optimiser steps."),
     batch_size: int = typer.Option(16, min=1, help="Training batch size."),
     learning_rate: float = typer.Option(2e-5, callback=positive_number,
                                         help="AdamW learning rate (a LoRA wants more, e.g. 5e-4)."),
     max_length: int = typer.Option(384, min=1, help="Tokens of query + document the classifier reads (paper: 384)."),
-    lora_rank: int | None = typer.Option(None, help="Train a LoRA adapter of this rank over the frozen backbone "
+    lora_rank: int | None = typer.Option(None, min=1, help="Train a LoRA adapter of this rank over the frozen backbone "
                                                        "(a few MB; what ships) instead of every weight."),
     lora_layer: list[int] | None = typer.Option(None, help="Encoder layers that get the LoRA (repeatable; default "
                                                               "all); top layers only skip the lower backward pass."),
-    threads: int | None = typer.Option(None, help="Torch CPU threads (1 is fastest on a busy shared CPU)."),
+    threads: int | None = typer.Option(None, min=1, help="Torch CPU threads (1 is fastest on a busy shared CPU)."),
     max_minutes: float | None = typer.Option(None, callback=positive_number,
                                              help="Stop training after this much wall time."),
-    expand_depth: int = typer.Option(10, help="Per-constraint retrieval depth of the set-operation variant."),
+    expand_depth: int = typer.Option(10, min=0, help="Per-constraint retrieval depth of the set-operation variant."),
     save_runs: Path | None = typer.Option(None, help="Write the scored tuning runs here (JSON) for reports."),
     backbone: str = typer.Option("minilm", help="Backbone: minilm (packaged all-MiniLM-L6-v2) or a model path."),
     seed: int = typer.Option(0, help="Seed of negative sampling and shuffling."),
