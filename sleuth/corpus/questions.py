@@ -7,12 +7,16 @@ from pathlib import Path
 
 from sleuth.corpus.jsonl import iter_jsonl, require, require_id, require_query_text
 from sleuth.corpus.model import Query
+from sleuth.corpus.squad import is_squad
 from sleuth.errors import InputError
 
 
 def read_questions(path: str | Path) -> Iterator[Query]:
     """Stream Queries from ``{"id", "question", "answers": [...]}`` lines; answers go to ``metadata["answers"]``."""
     for number, obj in iter_jsonl(path):
+        if number == 1 and "id" not in obj and is_squad(obj):
+            raise InputError("a SQuAD JSON file, where questions JSONL (id, question, answers per line) is read "
+                             "(sleuth eval --corpus takes a SQuAD file with its questions)", path=path)
         qid = require_id(obj, "id", path, number)
         question = require_query_text(obj, "question", path, number)
         answers = require(obj, "answers", path, number, list)

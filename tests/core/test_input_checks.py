@@ -159,3 +159,14 @@ def test_failed_builds_leave_no_empty_cache_folders(tmp_path, scifact_rows):
     good.write_text("".join(json.dumps(r) + "\n" for r in scifact_rows[:20]))
     Workspace(corpus=corpus_source(good), home=home).bm25()  # a build that succeeds keeps its folders
     assert len(list(home.glob("indexes/*/bm25-*/manifest.json"))) == 1
+
+
+def test_a_squad_file_where_questions_jsonl_is_read_says_so(sleuth, data_dir, tmp_path):
+    """`dhr tune --questions dev-v2.0.json` said "field 'id': missing" at line 1; it names the format instead."""
+    from sleuth.corpus.questions import read_questions
+
+    squad = data_dir / "squad2" / "dev-v2.0.json"
+    with pytest.raises(InputError, match="a SQuAD JSON file, where questions JSONL"):
+        next(read_questions(squad))
+    result = sleuth("dhr", "tune", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions", squad)
+    assert_one_line_error(result, "dev-v2.0.json", "SQuAD JSON file")
