@@ -58,10 +58,12 @@ def test_the_dense_pipelines_retrieve_with_the_shipped_dual_encoder(sleuth, val_
     assert adapter_info(shipped)["kind"] == "bi-encoder" and adapter_bytes(shipped) < 5_000_000
     card = (shipped / "README.md").read_text(encoding="utf-8")
     assert all(needed in card for needed in ("sleuth quest train-dense", "seed", "examples/s", "Recall@100"))
-    for pipeline in ("quest-dense", "quest-dense-classify"):
+    for pipeline in ("quest-dense", None):  # None: predict's default, quest-dense-classify
         out = tmp_path / f"{pipeline}.jsonl"
-        result = sleuth("quest", "predict", val_head, "--documents", documents, "--pipeline", pipeline,
-                        "--max-queries", 2, "--out", out)
+        chosen = ("--pipeline", pipeline) if pipeline else ()
+        result = sleuth("quest", "predict", val_head, "--documents", documents, *chosen, "--max-queries", 2,
+                        "--out", out)
         assert result.returncode == 0, result.stderr
         predicted = read_quest_predictions(out)
         assert len(predicted) == 2 and all(q.metadata["ranking"] for q in predicted.values())
+        assert {q.metadata["pipeline"] for q in predicted.values()} == {pipeline or "quest-dense-classify"}
