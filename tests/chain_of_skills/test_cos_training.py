@@ -330,3 +330,20 @@ def test_cos_train_bad_route_is_one_line(args, message, data_dir, tmp_path, caps
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--weight", "retrieval=abc"], "--weight expects SKILL=NUMBER"),
+    (["--weight", "span=-1"], "skill weights must be >= 0"),
+    (["--checkpoint-at", "5", "--max-steps", "3"], "checkpoints must be steps between 1 and max_steps - 1 (2)"),
+])
+def test_cos_train_schedule_is_checked_before_the_data_is_read(args, message, tmp_path, capsys):
+    """A bad schedule option is named before any training file is read (it was, after 11-15 s of loading): here
+    the data file is broken, and the option's error is the one reported."""
+    broken = tmp_path / "broken.json"
+    broken.write_text("[{", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cos", "train", "--hotpotqa", str(broken), *args, "--out", str(tmp_path / "m")])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1

@@ -198,13 +198,13 @@ def train_cos_command(
     from sleuth.systems.chain_of_skills.training_data import counts
 
     check_options(data, architecture, training)
+    settings = train_config(training, device)  # its checks (weights, checkpoints, ...) before the data is read
     refuse_overwriting_inputs(out, [*data.hotpotqa, *data.hotpotqa_corpus, *data.twowiki, *data.wikipedia,
                                     data.musique, data.musique_corpus, data.nq_questions, data.nq_corpus, data.squad,
                                     data.ottqa, data.ottqa_questions], folder=True)
     examples = training_examples(data, training.negatives, training.seed)
     console.print(f"examples: {counts(examples)}")
     encoder, head = initial_model(architecture, device, training.seed)
-    settings = train_config(training, device)
     data_counts: dict[str, dict[str, int]] = {skill: {} for skill in examples}
     for skill, skill_examples in examples.items():
         for example in skill_examples:
