@@ -62,3 +62,28 @@ def test_quest_commands_refuse_files_without_examples_and_domains_without_querie
     assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
     assert_one_line_error(sleuth("quest", "predict", val_head, "--documents", documents, "--domain", "sports",
                                  "--out", tmp_path / "p.jsonl"), "no examples in domain sports", "films")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tune-retriever", "splade"], "--tune-retriever: unknown retriever 'splade'"),  # was: after training
+    (["--lora-layer", "1"], "--lora-layer places a LoRA: it needs --lora-rank"),  # was: silently trained in full
+    (["--backbone", "bert"], "--backbone must be minilm or a model folder"),  # was: a download attempt
+])
+def test_quest_train_refuses_bad_options_before_the_work(sleuth, val_head, tmp_path, args, message):
+    documents = tmp_path / "documents.jsonl"
+    assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
+    result = sleuth("quest", "train", "--examples", val_head, "--documents", documents, "--out", tmp_path / "m",
+                    "--max-steps", 1, *args)
+    assert_one_line_error(result, message)
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_lora_layer_outside_the_backbone_is_named():
+    """`--lora-layer 9` over the 6-layer MiniLM ended in peft's NoMatchingPeftModuleError traceback."""
+    from sleuth.errors import ConfigError
+    from sleuth.models.adapters import LoraSettings
+    from sleuth.models.cross_encoder import CrossEncoderClassifier
+
+    classifier = CrossEncoderClassifier("minilm", max_length=32)
+    with pytest.raises(ConfigError, match="LoRA layer 9 is out of range: the backbone has 6 layers"):
+        classifier.add_lora(LoraSettings(rank=2, layers=(1, 9)))

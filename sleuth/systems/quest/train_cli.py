@@ -44,7 +44,7 @@ def train_classifier_command(
     max_length: int = typer.Option(384, min=1, help="Tokens of query + document the classifier reads (paper: 384)."),
     lora_rank: int | None = typer.Option(None, min=1, help="Train a LoRA adapter of this rank over the frozen backbone "
                                                        "(a few MB; what ships) instead of every weight."),
-    lora_layer: list[int] | None = typer.Option(None, help="Encoder layers that get the LoRA (repeatable; default "
+    lora_layer: list[int] | None = typer.Option(None, min=0, help="Encoder layers that get the LoRA (repeatable; default "
                                                               "all); top layers only skip the lower backward pass."),
     threads: int | None = typer.Option(None, min=1, help="Torch CPU threads (1 is fastest on a busy shared CPU)."),
     max_minutes: float | None = typer.Option(None, callback=positive_number,
@@ -59,12 +59,20 @@ def train_classifier_command(
 ) -> None:
     """Train the QUEST relevance classifier and tune its thresholds; writes a model directory with training.json."""
     from sleuth.systems.quest.classifier_training import ExampleBudget, TrainingConfig
-    from sleuth.systems.quest.methods import default_classifier_dir, quest_workspace
+    from sleuth.systems.quest.methods import RETRIEVERS, default_classifier_dir, quest_workspace
     from sleuth.systems.quest.task import load_task
     from sleuth.systems.quest.training import TuningPlan, train_and_tune
 
     if tune_queries < 1:
         raise ConfigError("--tune-queries must be at least 1")
+    unknown = [r for r in tune_retriever or () if r not in RETRIEVERS]
+    if unknown:
+        raise ConfigError(f"--tune-retriever: unknown retriever '{unknown[0]}' (known: {', '.join(RETRIEVERS)})")
+    if lora_layer and lora_rank is None:
+        raise ConfigError("--lora-layer places a LoRA: it needs --lora-rank")
+    if backbone != "minilm" and not Path(backbone).is_dir():
+        raise ConfigError(f"--backbone must be minilm or a model folder; '{backbone}' is neither (nothing is "
+                          "downloaded)")
     if out_dir is not None:
         refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples], folder=True)
     if save_runs is not None:
