@@ -56,7 +56,7 @@ def add_lora(model, settings: LoraSettings = LoraSettings()):
     peft = _peft()
     depth = getattr(getattr(model, "config", None), "num_hidden_layers", None)
     outside = [layer for layer in settings.layers or () if depth is not None and not 0 <= layer < depth]
-    if outside:
+    if outside and depth is not None:
         raise ConfigError(f"LoRA layer {outside[0]} is out of range: the backbone has {depth} layers (0-{depth - 1})")
     config = peft.LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
                              target_modules=list(settings.target_modules),
