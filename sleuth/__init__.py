@@ -23,6 +23,10 @@ __version__ = "0.1.0"
 # and torch (sleuth's encoders, in that process and beside it) runs out of memory. sleuth never uses JAX: let it
 # allocate on demand unless the user chose otherwise (docs/training/README.md, session 15 on an H100).
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# sleuth never downloads weights at run time: every model is packaged or a local folder. huggingface_hub reads this
+# once, when it is first imported, so it is set here, before any sleuth module imports it (a name that is neither
+# registered nor a folder is then refused at once instead of retried against the hub for a minute).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 #: public name -> the module that defines it
 EXPORTS: dict[str, str] = {

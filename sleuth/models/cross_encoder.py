@@ -9,7 +9,6 @@ T5). A saved classifier is either an ordinary model directory (``config.json``, 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,7 +33,6 @@ class CrossEncoderClassifier:
 
     def __init__(self, model: str = DEFAULT_BACKBONE, device: str = "cpu", max_length: int = MAX_LENGTH,
                  batch_size: int = 32, int8: bool = False):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download at run time unless the user allows it
         try:
             import torch  # noqa: F401
             from transformers import AutoModelForSequenceClassification, AutoTokenizer

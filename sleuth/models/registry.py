@@ -31,9 +31,14 @@ def minilm_path() -> Path:
 
 
 def backbone_dir(name: str | Path) -> str:
-    """A model directory for a backbone name: "minilm" is the packaged all-MiniLM-L6-v2, anything else a path (or a
-    hub id) as given."""
-    return str(minilm_path()) if str(name) == DEFAULT_ENCODER else str(name)
+    """A model directory for a backbone name: "minilm" is the packaged all-MiniLM-L6-v2, anything else must be a
+    model folder (nothing is downloaded)."""
+    if str(name) == DEFAULT_ENCODER:
+        return str(minilm_path())
+    if not Path(name).is_dir():
+        raise ConfigError(f"model '{name}': neither {DEFAULT_ENCODER} (the packaged MiniLM) nor a model folder; "
+                          "sleuth downloads nothing")
+    return str(name)
 
 
 def backbone_name(model: str | Path) -> str:

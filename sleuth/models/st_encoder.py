@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +12,13 @@ from sleuth.progress import progress
 
 
 class SentenceTransformerEncoder(Encoder):
-    """Any sentence-transformers model directory (or hub name, when the hub is reachable) on any torch device."""
+    """Any sentence-transformers model directory on any torch device (a hub name only from the local cache, or with
+    HF_HUB_OFFLINE=0: sleuth sets it to 1 unless the user chose otherwise)."""
 
     backend = "torch"
 
     def __init__(self, model: str, device: str = "cpu", max_length: int | None = None, **kwargs):
         super().__init__(**kwargs)
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never download at run time unless the user allows it
         try:
             from sentence_transformers import SentenceTransformer
             from transformers.utils import logging as hf_logging

@@ -95,9 +95,6 @@ def torch_modules():
 
 def load_trainable(model: str | Path, device: str = "cpu", max_length: int | None = None):
     """A SentenceTransformer from a model directory (a plain transformers directory gets mean pooling)."""
-    import os
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     _, SentenceTransformer = torch_modules()
     from sleuth.models.quiet import quiet_model_load
 

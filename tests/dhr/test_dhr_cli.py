@@ -73,6 +73,10 @@ def test_bad_inputs_are_one_line_errors(sleuth, nq_slice, tmp_path):
         (("dhr", "tune", "--corpus", nq_slice / "corpus.jsonl", "--questions", one), "the dev side of 1 questions"),
         (("dhr", "compare", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",
           "--lambda", "nan"), "--lambda must be a number >= 0, got nan"),
+        # a base model that is neither minilm nor a folder: named before the data (here empty) is read; it was
+        # retried against the Hugging Face hub for a minute after the article split was written to --out
+        (("dhr", "train", "--corpus", nq_slice / "corpus.jsonl", "--questions", empty, "--out", tmp_path / "out",
+          "--document-model", "nosuch"), "model 'nosuch': neither minilm (the packaged MiniLM) nor a model folder"),
     ):
         result = sleuth(*args)
         assert result.returncode == 2, result.stderr
@@ -98,3 +102,20 @@ def test_eval_on_squad_articles_with_distractors(sleuth, data_dir, nq_slice, tmp
     assert means["dhr"]["R@1"] >= means["dense"]["R@1"]
     result = sleuth("eval", "--corpus", path, "--distractors", tmp_path / "missing.jsonl", "--pipeline", "bm25")
     assert result.returncode == 2 and "distractor corpus not found" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_sleuth_never_reaches_the_hub_unless_the_user_allows_it(tmp_path):
+    """`import sleuth` sets HF_HUB_OFFLINE before huggingface_hub is imported (it reads it once), and keeps the
+    user's own choice."""
+    import os
+    import subprocess
+    import sys
+
+    probe = "import sleuth, huggingface_hub.constants as c; print(c.HF_HUB_OFFLINE)"
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    offline = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert offline.stdout.strip() == "True"
+    chosen = subprocess.run([sys.executable, "-c", probe], env={**env, "HF_HUB_OFFLINE": "0"}, capture_output=True,
+                            text=True, check=True)
+    assert chosen.stdout.strip() == "False"

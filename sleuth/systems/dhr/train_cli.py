@@ -94,11 +94,14 @@ def train_dhr_command(
 ) -> None:
     """Contrastive fine-tuning of the document encoder (in-batch, BM25 abstract/all-text negatives) and the passage
     encoder (in-batch, BM25, In-Doc, In-Sec negatives), then ANCE-style rounds with mined negatives."""
+    from sleuth.models.registry import backbone_dir
     from sleuth.pipelines.mixed_source import with_distractors
     from sleuth.systems.dhr.structure import documents_to_groups
     from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
     from sleuth.train.contrastive import TrainConfig
 
+    for model in (document_model, passage_model):
+        backbone_dir(model)  # a name that is neither minilm nor a folder: refused before the data is read
     refuse_overwriting_inputs(out, [corpus, *questions, *(distractors or []),
                                     train_articles if train_articles and Path(train_articles).is_file() else None],
                               folder=True)
