@@ -201,5 +201,5 @@ def test_missing_or_unreadable_files_give_one_line_errors(tmp_path):
     with pytest.raises(SleuthError, match="unreadable weights") as caught:
         MultiExpertEncoder.load(tmp_path)
     assert "\n" not in str(caught.value)
-    with pytest.raises(SleuthError, match="backbone model directory not found"):
+    with pytest.raises(ConfigError, match="neither minilm .* nor a model folder"):
         MultiExpertEncoder.from_backbone(tmp_path / "absent")

@@ -291,9 +291,7 @@ class MultiExpertEncoder:
         from sleuth.models.quiet import quiet_model_load
         from sleuth.models.registry import backbone_dir
 
-        path = backbone_dir(backbone)
-        if not Path(path).is_dir():
-            raise SleuthError(f"backbone model directory not found: {path}")
+        path = backbone_dir(backbone)  # minilm or a model folder, else a ConfigError
         with quiet_model_load():
             bert = AutoModel.from_pretrained(path, add_pooling_layer=False)
             tokenizer = AutoTokenizer.from_pretrained(path)
