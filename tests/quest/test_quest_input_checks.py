@@ -70,9 +70,8 @@ def test_quest_commands_refuse_files_without_examples_and_domains_without_querie
     (["--backbone", "bert"], "--backbone must be minilm or a model folder"),  # was: a download attempt
 ])
 def test_quest_train_refuses_bad_options_before_the_work(sleuth, val_head, tmp_path, args, message):
-    documents = tmp_path / "documents.jsonl"
-    assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
-    result = sleuth("quest", "train", "--examples", val_head, "--documents", documents, "--out", tmp_path / "m",
+    """Refused before any file is read (the documents given are not even a corpus)."""
+    result = sleuth("quest", "train", "--examples", val_head, "--documents", val_head, "--out", tmp_path / "m",
                     "--max-steps", 1, *args)
     assert_one_line_error(result, message)
     assert not (tmp_path / "m").exists()
