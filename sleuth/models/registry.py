@@ -73,10 +73,17 @@ def load_encoder(name: str = DEFAULT_ENCODER, device: str = "cpu", **options: An
 
         model = path if path.suffix == ".onnx" else path / "model.onnx"
         return OnnxEncoder(model, model.parent / "tokenizer.json", name=name, **options)
-    if path.exists() or "/" in name:
-        from sleuth.models.st_encoder import SentenceTransformerEncoder
+    check_encoder_name(name)
+    from sleuth.models.st_encoder import SentenceTransformerEncoder
 
-        return SentenceTransformerEncoder(name, device=device, **options)
+    return SentenceTransformerEncoder(name, device=device, **options)
+
+
+def check_encoder_name(name: str) -> str:
+    """``name`` itself when :func:`load_encoder` can take it (a built-in name or a model path), checked without
+    loading anything; else a ConfigError listing the built-in names."""
+    if name in BUILTIN or Path(name).exists() or "/" in name:
+        return name
     raise ConfigError(f"unknown encoder '{name}': use one of {', '.join(BUILTIN)} or a model path")
 
 

@@ -156,7 +156,13 @@ def test_eval_privacy_rejects_bad_options(capsys):
     from sleuth.cli.main import main
 
     for args, fragment in ((["--vocabulary", "some"], "--vocabulary"), (["--corpus", "x.jsonl"], "--qrels"),
-                           (["--mechanism", "laplace"], "unknown 'laplace'")):
+                           (["--mechanism", "laplace"], "unknown 'laplace'"),
+                           # these ran to the end (or for 12 s) before: ignored without a corpus, or checked late
+                           (["--system", "cmp@3"], "--system is for the effectiveness part"),
+                           (["--reranker", "minilm-onnx"], "--reranker is for the effectiveness part"),
+                           (["--no-table"], "nothing to evaluate"),
+                           (["--epsilon", "-3"], "epsilon must be a positive number, got -3.0"),
+                           (["--encoder", "nosuch"], "unknown encoder 'nosuch'")):
         with pytest.raises(SystemExit) as exit_:
             main(["privacy", "eval", *args])
         assert exit_.value.code == 2

@@ -177,7 +177,7 @@ def eval_privacy(
 ) -> None:
     """Measure obfuscation (1 - MiniLM similarity), pooled recall@100 and nDCG@10 after local reranking."""
     from sleuth.corpus.formats import read_queries
-    from sleuth.models.registry import load_encoder
+    from sleuth.models.registry import check_encoder_name, load_encoder
     from sleuth.paths import shared_data_dir
     from sleuth.systems.private_search.evaluation import run_effectiveness
     from sleuth.systems.private_search.paper_table import PAPER_EPSILONS
@@ -189,6 +189,15 @@ def eval_privacy(
         raise ConfigError(f"--paper must be dl19, robust04 or none, got '{paper}'")
     if (corpus is None) != (qrels is None):
         raise ConfigError("effectiveness needs both --corpus and --qrels")
+    if corpus is None and (system or reranker != "minilm"):
+        raise ConfigError(f"{'--system' if system else '--reranker'} is for the effectiveness part: give --corpus "
+                          "and --qrels too")
+    if corpus is None and not table:
+        raise ConfigError("nothing to evaluate: --no-table and no --corpus/--qrels")
+    for name in (encoder, reranker):
+        check_encoder_name(name)
+    for value in epsilon or []:
+        check_epsilon(value)
     if out_dir is not None:
         refuse_overwriting_inputs(out_dir, [queries, corpus, qrels], folder=True)
     for name in mechanism or []:
