@@ -65,6 +65,9 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
         return corpus, list(read_questions(questions)), None
     if dataset is None and corpus is None and queries is None:
         dataset = bundled_dataset_dir()
+    if dataset is None and corpus is not None and corpus.is_dir() and (corpus / "qrels").is_dir() \
+            and queries is None and qrels is None:
+        dataset = corpus  # --corpus given a BEIR folder, as `sleuth search --corpus` takes one
     if dataset is not None:
         from sleuth.corpus.beir import load_beir
 
@@ -100,7 +103,7 @@ def eval_command(
     dataset: Path | None = typer.Argument(None, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
                                                         "default: the bundled SciFact."),
     split: corpus_options.Split = "train",
-    corpus: Path | None = typer.Option(None, help="Corpus file or folder (instead of a BEIR folder)."),
+    corpus: Path | None = typer.Option(None, help="Corpus file or folder; a BEIR folder alone brings its queries and qrels (as DATASET does)."),
     queries: Path | None = typer.Option(None, help="Queries: BEIR queries.jsonl or TREC topics."),
     qrels: Path | None = typer.Option(None, help="Relevance judgements: TREC qrels or BEIR TSV."),
     questions: Path | None = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
@@ -146,6 +149,9 @@ def eval_command(
         exclude_self = query_ids_in_corpus(query_list, corpus_source(corpus_path, fmt, field))
     if max_queries is not None:
         query_list = query_list[:max_queries]
+        if judged is not None:  # the judgements of the queries left out are not judgements without a topic
+            kept = {q.id for q in query_list}
+            judged = {qid: docs for qid, docs in judged.items() if qid in kept}
     if not query_list:
         raise ConfigError("no queries to evaluate")
     source = corpus_source(corpus_path, fmt, field) if names else None  # --index folders only: no corpus read

@@ -158,3 +158,15 @@ def test_runs_of_different_depths_are_cut_before_testing(scifact_workspace, scif
     refused = Experiment(pipelines, queries, qrels, measures=["AP"], same_depth=False).run()
     assert refused.comparison("shallow", "AP") is None
     assert any("no significance test for shallow" in note for note in refused.notes)
+
+
+def test_a_beir_folder_as_corpus_evaluates_and_max_queries_warns_of_nothing(sleuth, data_dir):
+    """`sleuth eval --corpus <BEIR folder>` (as `sleuth search --corpus` takes one) said "give a BEIR folder";
+    and --max-queries counted the judgements of the queries it left out as judgements without a topic, with a
+    warning that the topics and the qrels do not belong together."""
+    result = sleuth("eval", "--corpus", data_dir / "scifact", "--max-queries", 5, "--metric", "nDCG@10", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["queries"] == 5
+    assert report["coverage"] == {"topics": 5, "evaluated": 5, "unjudged": 0, "judged_without_topic": 0}
+    assert "have no topic" not in result.stderr and "do not match" not in result.stderr
