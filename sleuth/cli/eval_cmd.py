@@ -103,7 +103,8 @@ def eval_command(
     dataset: Path | None = typer.Argument(None, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
                                                         "default: the bundled SciFact."),
     split: corpus_options.Split = "train",
-    corpus: Path | None = typer.Option(None, help="Corpus file or folder; a BEIR folder alone brings its queries and qrels (as DATASET does)."),
+    corpus: Path | None = typer.Option(None, help="Corpus file or folder; a BEIR folder alone brings its queries "
+                                                  "and qrels (as DATASET does)."),
     queries: Path | None = typer.Option(None, help="Queries: BEIR queries.jsonl or TREC topics."),
     qrels: Path | None = typer.Option(None, help="Relevance judgements: TREC qrels or BEIR TSV."),
     questions: Path | None = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
