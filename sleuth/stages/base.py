@@ -34,7 +34,8 @@ def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
     has none)."""
     name = f"query '{query.id}'" if query.id else "the query"
     if query.text is not None and not isinstance(query.text, str):
-        raise QueryError(f"{name} must be a string, got {type(query.text).__name__} (several queries: transform)")
+        raise QueryError(f"{name} must be a string, got {type(query.text).__name__} (several queries: call the "
+                         f"pipeline with a list)")
     if not query.text or not query.text.strip():
         raise QueryError(f"{name} is empty")
     if len(query.text) > max_chars:
@@ -120,6 +121,10 @@ class Sequential(Stage):
         self.name = name or " >> ".join(s.name for s in flat)
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
+        stray = next((q for q in queries if not isinstance(q, Query)), None)
+        if stray is not None:  # a plain string here failed deep inside a stage with an AttributeError
+            raise QueryError(f"transform takes sleuth.Query objects, got {type(stray).__name__} {stray!r:.60}; "
+                             f"call the pipeline itself with strings: pipeline(['...', ...])")
         for stage in self.stages:
             candidates = stage.transform(queries, candidates)
         return candidates if candidates is not None else Run()

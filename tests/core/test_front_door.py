@@ -66,6 +66,18 @@ def test_import_sleuth_stops_jax_from_taking_the_gpu_unless_the_user_chose(prese
     assert out.stdout.strip() == expected
 
 
+@pytest.mark.parametrize("preset, expected", [(None, "True"), ("0", "False")])
+def test_import_sleuth_keeps_the_hugging_face_hub_offline_unless_the_user_chose(preset, expected):
+    # huggingface_hub reads HF_HUB_OFFLINE once, on import: set by the loaders, it came too late, and a model name
+    # that was not a folder was retried against the hub for a minute
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    if preset is not None:
+        env["HF_HUB_OFFLINE"] = preset
+    code = "import sleuth, huggingface_hub.constants as c; print(c.HF_HUB_OFFLINE)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+    assert out.stdout.strip() == expected
+
+
 def test_every_public_name_resolves():
     for name in sleuth.__all__:
         assert getattr(sleuth, name) is not None, name

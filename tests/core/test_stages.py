@@ -102,6 +102,13 @@ def test_a_list_given_to_search_is_named_not_called_empty():
         Fixed("a", {"d": 1.0}).search(["two", "queries"])
 
 
+def test_a_pipeline_given_strings_in_transform_says_how_to_pass_them():
+    pipeline = Fixed("a", {"d": 1.0}) % 1  # a Sequential, what load_pipeline and ws.pipeline return
+    with pytest.raises(QueryError, match="transform takes sleuth.Query objects, got str 'two'"):
+        pipeline.transform(["two", "queries"])  # was: AttributeError 'str' object has no attribute 'text'
+    assert list(pipeline(["two", "queries"])) == ["q1", "q2"]
+
+
 def test_trec_run_roundtrip(tmp_path):
     run = Run.from_scores({"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 0.5}})
     run.write_trec(tmp_path / "run.txt", tag="t")
