@@ -55,26 +55,24 @@ def test_import_sleuth_loads_no_submodule_until_asked():
     assert out.split("\n")[:2] == ["[]", "True"]
 
 
-@pytest.mark.parametrize("preset, expected", [(None, "false"), ("true", "true")])
-def test_import_sleuth_stops_jax_from_taking_the_gpu_unless_the_user_chose(preset, expected):
+JAX_PROBE = "import os, sleuth; print(os.environ['XLA_PYTHON_CLIENT_PREALLOCATE'])"
+HUB_PROBE = "import sleuth, huggingface_hub.constants as c; print(c.HF_HUB_OFFLINE)"
+
+
+@pytest.mark.parametrize("variable, probe, preset, expected", [
     # bm25s initialises JAX on import where JAX is installed, and JAX would take 75 % of the GPU's memory up front
-    env = {k: v for k, v in os.environ.items() if k != "XLA_PYTHON_CLIENT_PREALLOCATE"}
-    if preset is not None:
-        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = preset
-    code = "import os, sleuth; print(os.environ['XLA_PYTHON_CLIENT_PREALLOCATE'])"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
-    assert out.stdout.strip() == expected
-
-
-@pytest.mark.parametrize("preset, expected", [(None, "True"), ("0", "False")])
-def test_import_sleuth_keeps_the_hugging_face_hub_offline_unless_the_user_chose(preset, expected):
+    ("XLA_PYTHON_CLIENT_PREALLOCATE", JAX_PROBE, None, "false"),
+    ("XLA_PYTHON_CLIENT_PREALLOCATE", JAX_PROBE, "true", "true"),
     # huggingface_hub reads HF_HUB_OFFLINE once, on import: set by the loaders, it came too late, and a model name
     # that was not a folder was retried against the hub for a minute
-    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+    ("HF_HUB_OFFLINE", HUB_PROBE, None, "True"),
+    ("HF_HUB_OFFLINE", HUB_PROBE, "0", "False"),
+])
+def test_import_sleuth_sets_safe_library_defaults_unless_the_user_chose(variable, probe, preset, expected):
+    env = {k: v for k, v in os.environ.items() if k != variable}
     if preset is not None:
-        env["HF_HUB_OFFLINE"] = preset
-    code = "import sleuth, huggingface_hub.constants as c; print(c.HF_HUB_OFFLINE)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
+        env[variable] = preset
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT, env=env)
     assert out.stdout.strip() == expected
 
 
