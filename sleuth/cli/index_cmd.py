@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, corpus_source, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, positive_number, workspace
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params
@@ -50,7 +50,8 @@ def index(
     ray_address: str | None = typer.Option(None, help="Build the shards on Ray: local (a bounded local Ray), "
                                                          "auto (the running cluster) or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
     ray_workers: int = typer.Option(2, min=1, help="Encoder actors for --ray-address (one model load each)."),
-    actor_cpus: float = typer.Option(0.5, help="CPUs reserved per encoder actor (below 1 leaves CPU for reads)."),
+    actor_cpus: float = typer.Option(0.5, callback=positive_number,
+                                     help="CPUs reserved per encoder actor (below 1 leaves CPU for reads)."),
 ) -> None:
     """Build indexes of a corpus (atomically: an existing index stays usable until the new one is complete).
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sleuth.corpus.model import Passage
+from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Params
 from sleuth.index.docstore import DocStore
 from sleuth.index.sharded import ShardedBM25Index, ShardedDenseIndex
@@ -38,6 +40,12 @@ class RayOptions:
     blocks: int | None = None
     show_progress: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.workers, int) and self.workers >= 1):
+            raise ConfigError(f"Ray build: workers must be at least 1, got {self.workers!r}")
+        if not (isinstance(self.actor_cpus, (int, float)) and math.isfinite(self.actor_cpus) and self.actor_cpus > 0):
+            raise ConfigError(f"Ray build: actor_cpus must be a positive number, got {self.actor_cpus!r}")
 
 
 def planned_batches(texts: Sequence[str], backend: str, batch_size: int) -> list[list[int]]:

@@ -91,6 +91,11 @@ def test_cli_reports_a_config_value_in_one_line(sleuth, tmp_path, scifact_jsonl)
     (("--kind", "dense", "--encoder", "minilm-onnx", "--factory", "IVF4096,Flat"), "needs at least 4,096 passages"),
     (("--kind", "dense", "--encoder", "minilm-onnx", "--factory", "NOPE99"), "could not parse index string"),
     (("--kind", "dense", "--encoder", "minilm-onnx", "--device", "bogus"), "unknown device 'bogus'"),
+    # Ray's own ValueError tracebacks before (num_cpus cannot be negative; cannot convert float NaN to integer)
+    (("--kind", "dense", "--shards", "2", "--ray-address", "local", "--actor-cpus", "-1"),
+     "--actor-cpus must be a positive number, got -1.0"),
+    (("--kind", "dense", "--shards", "2", "--ray-address", "local", "--actor-cpus", "nan"),
+     "--actor-cpus must be a positive number, got nan"),
 ])
 def test_index_options_are_refused_in_one_line(sleuth, tmp_path, scifact_jsonl, args, message):
     out = tmp_path / "out" / "ix"
@@ -170,3 +175,12 @@ def test_a_squad_file_where_questions_jsonl_is_read_says_so(sleuth, data_dir, tm
         next(read_questions(squad))
     result = sleuth("dhr", "tune", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions", squad)
     assert_one_line_error(result, "dev-v2.0.json", "SQuAD JSON file")
+
+
+def test_ray_build_options_are_checked_where_they_are_made():
+    from sleuth.scale.ray_build import RayOptions
+
+    for options, message in (({"workers": 0}, "workers must be at least 1"),
+                             ({"actor_cpus": float("nan")}, "actor_cpus must be a positive number")):
+        with pytest.raises(ConfigError, match=message):
+            RayOptions(**options)
