@@ -87,8 +87,9 @@ def test_eval_over_two_files_report_part_and_a_small_pool(dev_files, data_dir, t
     (["--distractors", "DEV"], "--distractors needs --pooled"),
     (["--pooled", "--distractors", "/nonexistent/train.json"], "distractors file not found: /nonexistent/train.json"),
     (["--hop2-selection", "spread"], "--hop2-selection must be one of path, per-hop1, mixed, got 'spread'"),
-    (["--selection-weights", "0.5"], "--selection-weights takes two numbers A,B (the weights of hop1_rerank and "
-                                     "hop2), got '0.5'"),
+    (["--selection-weights", "0.5"], "--selection-weights takes two finite numbers A,B (the weights of hop1_rerank "
+                                     "and hop2), got '0.5'"),
+    (["--selection-weights", "nan,1"], "--selection-weights takes two finite numbers"),  # ran with nan scores
 ])
 def test_eval_part_and_pool_errors_are_one_line(args, message, dev_files, capsys):
     args = [str(dev_files[0]) if a == "DEV" else a for a in args]

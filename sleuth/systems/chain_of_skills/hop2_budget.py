@@ -13,6 +13,7 @@ candidate indices in their original order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from sleuth.errors import ConfigError
@@ -28,7 +29,9 @@ def parse_selection_weights(text: str, field: str = "--selection-weights") -> tu
     try:
         a, b = (float(part) for part in parts)
     except ValueError:
-        raise ConfigError(f"{field} takes two numbers A,B (the weights of hop1_rerank and hop2), got '{text}'") from None
+        a = b = math.nan
+    if not (math.isfinite(a) and math.isfinite(b)):  # nan ranked every candidate by a nan score, silently
+        raise ConfigError(f"{field} takes two finite numbers A,B (the weights of hop1_rerank and hop2), got '{text}'")
     return a, b
 
 
