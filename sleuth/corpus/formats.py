@@ -62,13 +62,18 @@ def detect_format(path: str | Path) -> str:
     a file starting with <mediawiki -> mediawiki; *.trec or a file starting with <DOC -> trec; *.jsonl(.gz/.bz2) ->
     quest when its first record is ``{"title", "text"}`` without an id (QUEST documents), else jsonl; a JSON object
     whose articles have "paragraphs" -> squad; a first line ``.I <id>`` -> smart; a first line of 2 or 3
-    tab-separated columns -> tsv. Anything else raises InputError naming ``--format`` and the format names."""
+    tab-separated columns -> tsv. Any other folder, or an empty one, raises InputError saying so; any other file
+    names ``--format`` and the format names."""
     path = Path(path)
     if path.is_dir():
         if any((path / f"corpus.jsonl{suffix}").is_file() for suffix in COMPRESSION_SUFFIXES):
             return "beir"
         if (path / "tables").is_dir():
             return "ottqa"
+        if not any(path.iterdir()):
+            raise InputError("an empty folder: no corpus in it", path=path)
+        raise InputError("a folder is read as a BEIR folder (corpus.jsonl) or an OTT-QA folder (tables/), and this "
+                         "is neither: give the corpus file itself", path=path)
     elif not path.is_file():
         raise InputError("file not found", path=path)
     else:

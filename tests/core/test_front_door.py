@@ -166,5 +166,13 @@ def test_a_path_that_is_not_a_corpus_fails_at_open_not_at_first_use(tmp_path, sc
     empty.mkdir()
     with pytest.raises(InputError, match="corpus.jsonl"):
         sleuth.open(empty, format="beir")  # a folder without corpus.jsonl
+    # detected: an empty folder, and a folder of other files, say so (both said "cannot tell the corpus format")
+    with pytest.raises(InputError, match="empty: an empty folder: no corpus in it"):
+        sleuth.open(empty)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("some words\n", encoding="utf-8")
+    with pytest.raises(InputError, match="other: a folder is read as a BEIR folder .* neither"):
+        sleuth.open(other)
     with pytest.raises(ConfigError, match="field mapping applies to the jsonl format only"):
         sleuth.open(scifact_jsonl, format="beir", fields={"text": "body"})
