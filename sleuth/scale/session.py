@@ -7,7 +7,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from sleuth.errors import MissingExtraError
+from sleuth.errors import ConfigError, MissingExtraError
 
 
 def require_ray() -> Any:
@@ -39,7 +39,11 @@ def ray_session(address: str = "local", num_cpus: int = 2, object_store_mb: int 
     if address == "local":
         ray.init(num_cpus=num_cpus, object_store_memory=object_store_mb * 1024 * 1024, **options)
     else:
-        ray.init(address=address, **options)
+        try:
+            ray.init(address=address, **options)
+        except (ValueError, ConnectionError) as exc:  # a malformed address, or no cluster there
+            raise ConfigError(f"Ray address '{address}': {str(exc).splitlines()[0]} (use local, auto or "
+                              f"HOST:PORT)") from None
     try:
         yield ray
     finally:

@@ -184,3 +184,9 @@ def test_ray_build_options_are_checked_where_they_are_made():
                              ({"actor_cpus": float("nan")}, "actor_cpus must be a positive number")):
         with pytest.raises(ConfigError, match=message):
             RayOptions(**options)
+
+
+def test_a_malformed_ray_address_is_one_line(sleuth, data_dir):
+    """`sleuth eval --ray-address nonsense` ended in Ray's ValueError traceback."""
+    result = sleuth("eval", data_dir / "scifact", "--max-queries", 3, "--ray-address", "nonsense")
+    assert_one_line_error(result, "Ray address 'nonsense': Invalid address format", "use local, auto or HOST:PORT")
