@@ -228,8 +228,8 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
                 data.ottqa)):
         raise ConfigError("no training data: give --hotpotqa, --twowiki, --musique, --squad, --ottqa, --wikipedia "
                           "and/or --nq-questions with --nq-corpus")
-    if data.wikipedia_max_articles is not None and (not data.wikipedia or data.wikipedia_max_articles < 1):
-        raise ConfigError("--wikipedia-max-articles needs --wikipedia and a number >= 1")
+    if data.wikipedia_max_articles is not None and not data.wikipedia:  # the number: the option's min=1
+        raise ConfigError("--wikipedia-max-articles needs --wikipedia")
     for option, given in (("--hotpotqa-corpus", data.hotpotqa_corpus and not data.hotpotqa),
                           ("--musique-corpus", data.musique_corpus and not data.musique),
                           ("--ottqa-questions", data.ottqa_questions and not data.ottqa)):
@@ -247,8 +247,6 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
     parse_routes(architecture.route)
     if architecture.variant != "lora" and (architecture.lora_target or architecture.frozen_expert):
         raise ConfigError("--lora-target and --frozen-expert need --variant lora")
-    if training.time_budget is not None and training.time_budget <= 0:
-        raise ConfigError("--time-budget must be > 0 minutes")
 
 
 def training_examples(data: TrainingData, negatives: int, seed: int) -> dict:

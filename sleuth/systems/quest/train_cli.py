@@ -63,8 +63,6 @@ def train_classifier_command(
     from sleuth.systems.quest.task import load_task
     from sleuth.systems.quest.training import TuningPlan, train_and_tune
 
-    if tune_queries < 1:
-        raise ConfigError("--tune-queries must be at least 1")
     unknown = [r for r in tune_retriever or () if r not in RETRIEVERS]
     if unknown:
         raise ConfigError(f"--tune-retriever: unknown retriever '{unknown[0]}' (known: {', '.join(RETRIEVERS)})")
