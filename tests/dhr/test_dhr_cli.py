@@ -76,7 +76,8 @@ def test_bad_inputs_are_one_line_errors(sleuth, nq_slice, tmp_path):
         # a base model that is neither minilm nor a folder: named before the data (here empty) is read; it was
         # retried against the Hugging Face hub for a minute after the article split was written to --out
         (("dhr", "train", "--corpus", nq_slice / "corpus.jsonl", "--questions", empty, "--out", tmp_path / "out",
-          "--document-model", "nosuch"), "model 'nosuch': neither minilm (the packaged MiniLM) nor a model folder"),
+          "--document-model", "nosuch"),
+         "--document-model 'nosuch': neither minilm (the packaged MiniLM) nor a model folder"),
     ):
         result = sleuth(*args)
         assert result.returncode == 2, result.stderr

@@ -67,7 +67,8 @@ def test_quest_commands_refuse_files_without_examples_and_domains_without_querie
 @pytest.mark.parametrize("args, message", [
     (["--tune-retriever", "splade"], "--tune-retriever: unknown retriever 'splade'"),  # was: after training
     (["--lora-layer", "1"], "--lora-layer places a LoRA: it needs --lora-rank"),  # was: silently trained in full
-    (["--backbone", "bert"], "--backbone must be minilm or a model folder"),  # was: a download attempt
+    # was: a download attempt
+    (["--backbone", "bert"], "--backbone 'bert': neither minilm (the packaged MiniLM) nor a model folder"),
 ])
 def test_quest_train_refuses_bad_options_before_the_work(sleuth, val_head, tmp_path, args, message):
     """Refused before any file is read (the documents given are not even a corpus)."""

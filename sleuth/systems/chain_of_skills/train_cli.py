@@ -125,7 +125,8 @@ class TrainingData:
                                                            "queries from a table row to the answer passage.")
     wikipedia: list[Path] = typer.Option([], help="MediaWiki XML dump (.xml/.bz2) for self-supervised examples: "
                                                   "random crops, hyperlinks, expanded queries (repeatable).")
-    wikipedia_max_articles: int | None = typer.Option(None, min=1, help="Read only the first N articles of --wikipedia.")
+    wikipedia_max_articles: int | None = typer.Option(None, min=1,
+                                                      help="Read only the first N articles of --wikipedia.")
 
 
 @dataclass

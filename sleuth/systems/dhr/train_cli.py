@@ -74,7 +74,7 @@ def train_dhr_command(
     passage_negatives: list[str] = typer.Option(["bm25=1", "in-doc=1"], help="KIND=COUNT, kinds: bm25, in-doc, "
                                                                                 "in-sec."),
     mined: int = typer.Option(1, min=0, help="Mined negatives per question from round 2 on (from round 1 with "
-                                      "--mine-from-base)."),
+                                             "--mine-from-base)."),
     mine_from_base: bool = typer.Option(False, "--mine-from-base", help="Round 1 adds negatives mined by the base "
                                                                        "models' index: base models that are trained "
                                                                        "encoders (an earlier run's round1/*-encoder) "
@@ -84,8 +84,8 @@ def train_dhr_command(
     evaluate_base: bool = typer.Option(False, help="Also index and evaluate the untrained base models."),
     shared_encoder: bool = typer.Option(False, help="Train one model for both roles on document and passage examples "
                                                     "together (half the indexing cost; the paper trains two)."),
-    lora_rank: int | None = typer.Option(None, min=1, help="Train a LoRA adapter of this rank per encoder over the frozen "
-                                                    "backbone (a few MB) instead of every weight."),
+    lora_rank: int | None = typer.Option(None, min=1, help="Train a LoRA adapter of this rank per encoder over the "
+                                                           "frozen backbone (a few MB) instead of every weight."),
     max_minutes: float | None = typer.Option(None, callback=positive_number,
                                              help="Stop each encoder's training after this much wall time."),
     device: str = DEVICE,
@@ -100,8 +100,8 @@ def train_dhr_command(
     from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
     from sleuth.train.contrastive import TrainConfig
 
-    for model in (document_model, passage_model):
-        backbone_dir(model)  # a name that is neither minilm nor a folder: refused before the data is read
+    backbone_dir(document_model, "--document-model")  # neither minilm nor a folder: refused before the data is read
+    backbone_dir(passage_model, "--passage-model")
     refuse_overwriting_inputs(out, [corpus, *questions, *(distractors or []),
                                     train_articles if train_articles and Path(train_articles).is_file() else None],
                               folder=True)

@@ -139,5 +139,5 @@ def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "t
                          not_weight=resolve_weight(not_weight, model, system, "not_weights", 1.0),
                          retriever_weight=resolve_weight(retriever_weight, model, system),
                          constraint_weight=resolve_weight(constraint_weight, model, system, "constraint_weights", 1.0)
-                         if anchor else 1.0, set_threshold=resolve_set_threshold(set_threshold, threshold, model, system),
-                         name=name)
+                         if anchor else 1.0,
+                         set_threshold=resolve_set_threshold(set_threshold, threshold, model, system), name=name)

@@ -49,7 +49,7 @@ def predict_command(
                                                              "needs no dense index)."),
     out_path: Path = typer.Option(..., "--out", help="Predictions file (QUEST example format, with ids)."),
     set_size: int | None = typer.Option(None, min=1, help="Keep only the first N hits as the predicted set (for a "
-                                                      "retriever alone); the full ranking stays in metadata."),
+                                                          "retriever alone); the full ranking stays in metadata."),
     ranking_depth: int = typer.Option(1000, min=1, help="How much of the ranking to keep in metadata.ranking."),
     domain: list[str] | None = typer.Option(None, help="Only these domains (repeatable)."),
     max_queries: int | None = typer.Option(None, min=1, help="Only the first N queries."),
@@ -168,7 +168,7 @@ def build_command(
     out_path: Path = typer.Option(..., "--out", help="Where to write the generated examples (QUEST format)."),
     limits: str = typer.Option("paper", help="Size constraints: 'paper' (section 3.2) or 'relaxed' (small dumps)."),
     per_template: int = typer.Option(200, min=1, help="Queries sampled per template (paper: 200 per template and "
-                                                         "domain)."),
+                                                      "domain)."),
     domain: str = typer.Option("wikipedia", help="Domain label written to the examples."),
     seed: int = typer.Option(0, help="Sampling seed."),
 ) -> None:

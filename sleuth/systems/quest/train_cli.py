@@ -25,16 +25,19 @@ def train_classifier_command(
                                    help="Tune on the tuning half of --tune-examples only (SHA-1 of the query text "
                                         "even; the report half stays unseen for reports)."),
     tune_queries: int = typer.Option(60, min=1, help="Training queries held out for the threshold sweep (no "
-                                              "--tune-examples); also caps the queries read from --tune-examples."),
+                                                     "--tune-examples); also caps the queries read from "
+                                                     "--tune-examples."),
     tune_retriever: list[str] | None = typer.Option(None, help="Retrievers whose top-100 candidates tune a "
                                                                   "threshold (repeatable; default bm25 and dense)."),
-    candidates: int = typer.Option(100, min=1, help="Retriever candidates the classifier reads when tuning (paper: 100)."),
+    candidates: int = typer.Option(100, min=1,
+                                   help="Retriever candidates the classifier reads when tuning (paper: 100)."),
     domain: list[str] | None = typer.Option(None, help="Use only these domains (repeatable), e.g. films."),
     positive_repeats: int = typer.Option(50, min=1, help="Copies of each positive (paper: 50)."),
     retriever_negatives: int = typer.Option(250, min=0, help="Negatives sampled from BM25's top --retriever-depth "
-                                                      "(paper: 250)."),
+                                                             "(paper: 250)."),
     random_negatives: int = typer.Option(250, min=0, help="Negatives sampled from the whole corpus (paper: 250)."),
-    retriever_depth: int = typer.Option(1000, min=1, help="BM25 depth the retriever negatives come from (paper: 1000)."),
+    retriever_depth: int = typer.Option(1000, min=1,
+                                        help="BM25 depth the retriever negatives come from (paper: 1000)."),
     max_queries: int | None = typer.Option(None, min=1, help="Train on the first N usable queries only."),
     epochs: int = typer.Option(1, min=1, help="Passes over the training pairs."),
     max_steps: int | None = typer.Option(None, min=1, help="Stop after this many optimiser steps."),
@@ -43,9 +46,10 @@ def train_classifier_command(
                                         help="AdamW learning rate (a LoRA wants more, e.g. 5e-4)."),
     max_length: int = typer.Option(384, min=1, help="Tokens of query + document the classifier reads (paper: 384)."),
     lora_rank: int | None = typer.Option(None, min=1, help="Train a LoRA adapter of this rank over the frozen backbone "
-                                                       "(a few MB; what ships) instead of every weight."),
-    lora_layer: list[int] | None = typer.Option(None, min=0, help="Encoder layers that get the LoRA (repeatable; default "
-                                                              "all); top layers only skip the lower backward pass."),
+                                                           "(a few MB; what ships) instead of every weight."),
+    lora_layer: list[int] | None = typer.Option(None, min=0, help="Encoder layers that get the LoRA (repeatable; "
+                                                                  "default all); top layers only skip the lower "
+                                                                  "backward pass."),
     threads: int | None = typer.Option(None, min=1, help="Torch CPU threads (1 is fastest on a busy shared CPU)."),
     max_minutes: float | None = typer.Option(None, callback=positive_number,
                                              help="Stop training after this much wall time."),
@@ -58,6 +62,7 @@ def train_classifier_command(
     device: str = DEVICE,
 ) -> None:
     """Train the QUEST relevance classifier and tune its thresholds; writes a model directory with training.json."""
+    from sleuth.models.registry import backbone_dir
     from sleuth.systems.quest.classifier_training import ExampleBudget, TrainingConfig
     from sleuth.systems.quest.methods import RETRIEVERS, default_classifier_dir, quest_workspace
     from sleuth.systems.quest.task import load_task
@@ -68,9 +73,7 @@ def train_classifier_command(
         raise ConfigError(f"--tune-retriever: unknown retriever '{unknown[0]}' (known: {', '.join(RETRIEVERS)})")
     if lora_layer and lora_rank is None:
         raise ConfigError("--lora-layer places a LoRA: it needs --lora-rank")
-    if backbone != "minilm" and not Path(backbone).is_dir():
-        raise ConfigError(f"--backbone must be minilm or a model folder; '{backbone}' is neither (nothing is "
-                          "downloaded)")
+    backbone_dir(backbone, "--backbone")
     if out_dir is not None:
         refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples], folder=True)
     if save_runs is not None:
