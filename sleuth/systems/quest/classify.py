@@ -17,7 +17,7 @@ from sleuth.models.cross_encoder import CrossEncoderClassifier, pair_text, sigmo
 from sleuth.stages.base import Stage
 from sleuth.stages.hits import rescored
 from sleuth.stages.run import Hit, Run
-from sleuth.systems.quest.cut import SetCut
+from sleuth.systems.quest.cut import SetCut, as_cut
 
 
 class Classify(Stage):
@@ -36,7 +36,7 @@ class Classify(Stage):
             raise ConfigError(f"classify: retriever_weight must be in [0, 1], got {retriever_weight}")
         self.retriever_weight = retriever_weight
         try:
-            self.cut = threshold if threshold is None or isinstance(threshold, SetCut) else SetCut(float(threshold))
+            self.cut = None if threshold is None else as_cut(threshold)
         except ConfigError as exc:
             raise ConfigError(f"classify: {exc}") from None
         self.classifier, self.name, self.show_progress = classifier, name, show_progress

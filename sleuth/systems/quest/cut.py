@@ -55,9 +55,14 @@ class SetCut:
         return cls(float(record["threshold"]), record.get("gap"), bool(record.get("keep_top", False)))
 
 
+def as_cut(cut: SetCut | float) -> SetCut:
+    """A set rule from a rule or a bare threshold."""
+    return cut if isinstance(cut, SetCut) else SetCut(float(cut))
+
+
 def predicted_sets(run: Run, cut: SetCut | float) -> dict[str, list[str]]:
     """Each query's set under ``cut`` (a bare number is a threshold alone)."""
-    cut = cut if isinstance(cut, SetCut) else SetCut(cut)
+    cut = as_cut(cut)
     return {qid: [h.id for h in cut.members(hits)] for qid, hits in run.items()}
 
 

@@ -31,7 +31,7 @@ from sleuth.stages.base import Stage
 from sleuth.stages.hits import input_score_key
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.quest.classify import fused
-from sleuth.systems.quest.cut import SetCut
+from sleuth.systems.quest.cut import SetCut, as_cut
 from sleuth.systems.quest.fuzzy import check_t_norm, combine, combine_anchored
 from sleuth.systems.quest.query_parser import parse_query
 from sleuth.systems.quest.templates import ParsedQuery
@@ -66,7 +66,7 @@ class SetOperations(Stage):
         self.scorer, self.parser, self.t_norm = scorer, parser, check_t_norm(t_norm)
         self.anchor, self.not_weight = anchor, not_weight
         self.normalise, self.expand, self.expand_depth = normalise, expand, expand_depth
-        self.cut = as_cut(threshold)
+        self.cut = None if threshold is None else as_cut(threshold)
         self.set_cut = self.cut if set_threshold is None else as_cut(set_threshold)
         self.name = name
 
@@ -155,11 +155,6 @@ class SetOperations(Stage):
     def whole_extra(whole: np.ndarray | None, position: int) -> dict[str, float]:
         """The whole query's score of the candidate at ``position``, as a hit extra, when anchored."""
         return {} if whole is None else {"whole_score": float(whole[position])}
-
-
-def as_cut(threshold: float | SetCut | None) -> SetCut | None:
-    """A set rule from a rule, a bare threshold, or None (keep every candidate)."""
-    return threshold if threshold is None or isinstance(threshold, SetCut) else SetCut(float(threshold))
 
 
 def minmax(values: np.ndarray) -> np.ndarray:
