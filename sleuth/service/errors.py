@@ -33,8 +33,7 @@ def add_error_handlers(app: FastAPI) -> None:
         first = exc.errors()[0] if exc.errors() else {}
         if first.get("type") == "json_invalid":
             return JSONResponse(status_code=400, content={"error": json_error_message(first, exc.body)})
-        where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
-        return JSONResponse(status_code=400, content={"error": f"{where or 'request'}: {first.get('msg', 'invalid')}"})
+        return JSONResponse(status_code=400, content={"error": f"{where_invalid(first)}: {first.get('msg', 'invalid')}"})
 
     @app.exception_handler(StarletteHTTPException)
     def http_error(request, exc: StarletteHTTPException):
@@ -43,6 +42,15 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     def unexpected(request, exc: Exception):
         return JSONResponse(status_code=500, content={"error": f"internal error ({type(exc).__name__})"})
+
+
+def where_invalid(error: dict) -> str:
+    """Where FastAPI's validation ``error`` lies, in words: ``query parameter 'k'`` for its ``("query", "k")``, the
+    dotted path inside the body otherwise (``request`` when it has none)."""
+    location = [str(part) for part in error.get("loc", ())]
+    if len(location) == 2 and location[0] in ("query", "path", "header"):
+        return f"{location[0]} parameter '{location[1]}'"
+    return ".".join(part for part in location if part != "body") or "request"
 
 
 def json_error_message(error: dict, body: object) -> str:

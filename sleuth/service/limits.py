@@ -99,6 +99,18 @@ def check_fields(body: Any, known: set[str]) -> dict[str, Any]:
     return body
 
 
+def check_query_parameters(request: Any, known: set[str]) -> None:
+    """A 400 for a URL query parameter ``request`` has that is not ``known`` or comes more than once (as
+    :func:`check_fields` refuses an unknown field of a JSON body: a misspelt ``topk`` is not silently ignored)."""
+    names = [name for name, _ in request.query_params.multi_items()]
+    unknown = set(names) - known
+    if unknown:
+        raise RequestError(f"unknown query parameter(s) {sorted(unknown)} (known: {', '.join(sorted(known))})"[:300])
+    repeated = next((name for name in names if names.count(name) > 1), None)
+    if repeated is not None:
+        raise RequestError(f"query parameter '{repeated}' given {names.count(repeated)} times")
+
+
 def check_unicode(body: Any) -> None:
     """A 400 when a string anywhere in the parsed JSON ``body`` holds a lone surrogate: JSON allows the escape
     (``"\\ud800"``) but it is not Unicode text, and it would fail later in logs, indexes and responses."""

@@ -109,6 +109,19 @@ def test_limits_give_clear_4xx_errors(client):
     assert error(client.delete("/search"), 405)
 
 
+def test_get_search_refuses_what_post_refuses(client):
+    """Before: ``GET /search?query=x&topk=3`` answered 200 with the default k (an unknown parameter was ignored where
+    POST refuses an unknown field), a repeated ``query`` silently kept the last, and a bad value read
+    ``query.k: Input should be ...``."""
+    assert error(client.get("/search", params={"query": "x", "topk": 3}), 400) == (
+        "unknown query parameter(s) ['topk'] (known: extras, fields, index, k, max_chars, partial, pipeline, query)")
+    assert error(client.get("/search?query=cancer&query=dog&k=2"), 400) == "query parameter 'query' given 2 times"
+    assert error(client.get("/search", params={"query": "x", "k": "abc"}), 400).startswith(
+        "query parameter 'k': Input should be a valid integer")
+    assert error(client.get("/search", params={"k": 3}), 400) == "query parameter 'query': Field required"
+    assert client.get("/search", params={"query": "x", "k": 2, "fields": "id"}).status_code == 200
+
+
 def test_names_cannot_escape_the_data_directory(client, index_dir):
     for name in ("../scifact", "..", "/etc/passwd", "a/b", "..\\x", "C:\\x", "~root", "x\x00y",
                  str(index_dir), f"{index_dir.name}/../{index_dir.name}"):

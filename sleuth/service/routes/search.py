@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import Response
 
-from sleuth.service.limits import check_fields
+from sleuth.service.limits import check_fields, check_query_parameters
 from sleuth.service.routes import service_of
 from sleuth.service.searcher import DEFAULT_K
 
@@ -29,6 +29,7 @@ async def search_get(request: Request, query: str = Query(...), k: int = Query(D
                partial: bool = Query(False, description="Shard actors: rank with the shards that answer and say "
                                                         "which are down (default: 503 naming a shard that is down).")):
     """Search one query."""
+    check_query_parameters(request, {"query"} | SHAPE_FIELDS)
     return json_bytes(await service_of(request).searcher.search(query, k, pipeline or index, extras, max_chars, fields,
                                                                 partial))
 
