@@ -129,7 +129,8 @@ def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:
 
 class TextFile:
     r"""A UTF-8 text file read from its bytes, so a decoding error is reported as an InputError naming the file and,
-    for line-by-line reading (iteration, ``readline``), the exact line. ``\r\n`` line ends read as ``\n``."""
+    for line-by-line reading (iteration, ``readline``), the exact line. ``\r\n`` line ends read as ``\n``, and a byte
+    order mark at the start of the file is dropped."""
 
     def __init__(self, raw: IO[bytes], path: str | Path):
         self._raw, self.path, self.lines_read = raw, path, 0
@@ -154,7 +155,8 @@ class TextFile:
     def read(self, size: int = -1) -> str:
         """Up to ``size`` characters (all with -1), decoded in chunks: a decoding error names the file only."""
         if self._text is None:
-            self._text = io.TextIOWrapper(cast(BinaryIO, self._raw), encoding="utf-8")
+            self._text = io.TextIOWrapper(cast(BinaryIO, self._raw),
+                                          encoding="utf-8-sig" if self.lines_read == 0 else "utf-8")
         try:
             return self._text.read(size)
         except UnicodeDecodeError as exc:
@@ -165,6 +167,8 @@ class TextFile:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise self._error(exc, self.lines_read + 1) from None
+        if self.lines_read == 0 and text.startswith("\ufeff"):
+            text = text[1:]  # a byte order mark (Windows editors write one before UTF-8 text)
         if text.endswith("\n"):
             self.lines_read += 1
             if text.endswith("\r\n"):

@@ -361,6 +361,20 @@ def test_malformed_input_is_located(tmp_path, name, text, read, message):
         list(read(path))
 
 
+def test_a_byte_order_mark_and_crlf_line_ends_read_as_plain_utf8(tmp_path):
+    """Before: a corpus saved by a Windows editor (UTF-8 with BOM, CRLF) failed at line 1 with "Unexpected UTF-8 BOM",
+    and a JSON file (HotpotQA, SQuAD) with a BOM could not be read."""
+    records = '{"_id": "a", "title": "t", "text": "hello world"}\n{"_id": "b", "text": "cats"}\n'
+    plain = write(tmp_path / "plain.jsonl", records)
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + records.replace("\n", "\r\n").encode("utf-8"))
+    assert list(read_documents(marked)) == list(read_documents(plain)) and detect_format(marked) == detect_format(plain)
+    squad = tmp_path / "squad.json"
+    squad.write_bytes(b"\xef\xbb\xbf" + json.dumps({"version": "v2.0", "data": [{"title": "T", "paragraphs": [
+        {"context": "Some text.", "qas": []}]}]}).encode("utf-8"))
+    assert [doc.text for doc in read_squad_documents(squad)] == ["Some text."]
+
+
 def test_malformed_table_names_its_file_and_field(tmp_path):
     (tmp_path / "tables").mkdir()
     write(tmp_path / "tables" / "t_0.json", json.dumps({"uid": "t_0", "header": [["h", []]], "data": [["bad"]]}))
