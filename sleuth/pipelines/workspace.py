@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sleuth.corpus.model import Document, Passage
 from sleuth.errors import InputError
 from sleuth.folders import removed_if_failed
-from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
+from sleuth.index.bm25 import BM25Index, BM25Params
 from sleuth.index.dense import DenseIndex
 from sleuth.index.tokenize import Analyzer
 from sleuth.models.device import check_device
@@ -51,20 +51,28 @@ class CorpusSource:
         self.documents()  # the readers check their format at the call and read nothing until iterated
 
     def passages(self) -> Iterator[Passage]:
-        """The corpus's passages in order; a corpus that yields none is an InputError naming its path."""
-        count = 0
-        for doc in self.documents():
-            for passage in [Passage.from_document(doc)] if self.splitter is None else self.splitter(doc):
-                count += 1
-                yield passage
-        if count == 0:
+        """The corpus's passages in order; a corpus that yields none, or a passage id that comes twice, is an
+        InputError naming its path."""
+        seen: set[str] = set()
+        for number, passage in self.numbered_passages():
+            if passage.id in seen:
+                first = next(n for n, earlier in self.numbered_passages() if earlier.id == passage.id)
+                raise InputError(f"duplicate passage id '{passage.id}' (documents {first:,} and {number:,})",
+                                 path=self.path)
+            seen.add(passage.id)
+            yield passage
+        if not seen:
             raise InputError("the corpus has no passages; nothing to index", path=self.path)
+
+    def numbered_passages(self) -> Iterator[tuple[int, Passage]]:
+        """``(document number from 1, passage)`` for each passage, in order."""
+        for number, doc in enumerate(self.documents(), start=1):
+            for passage in [Passage.from_document(doc)] if self.splitter is None else self.splitter(doc):
+                yield number, passage
 
     def checked_passages(self) -> list[Passage]:
         """All passages, read before an encoder is loaded: an empty corpus or a repeated id fails at once."""
-        passages = list(self.passages())
-        check_unique([p.id for p in passages])
-        return passages
+        return list(self.passages())
 
     def fingerprint(self) -> str:
         """A key that changes when the files, their reading or their splitting change."""

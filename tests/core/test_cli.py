@@ -59,6 +59,17 @@ def test_missing_field_is_named(sleuth, tmp_path):
                           "field 'text'")
 
 
+def test_a_repeated_document_id_names_the_corpus_not_a_pipeline_file(sleuth, tmp_path):
+    """Before: "<site-packages>/sleuth/pipelines/builtin/bm25.yaml, stage 1 'bm25': duplicate passage id 'a' in the
+    corpus": the packaged YAML's path, as if the configuration were wrong, and not the corpus file."""
+    corpus = tmp_path / "dup.jsonl"
+    corpus.write_text('{"_id": "a", "text": "cats and dogs"}\n{"_id": "b", "text": "birds"}\n'
+                      '{"_id": "a", "text": "fish"}\n')
+    done = sleuth("search", "--corpus", corpus, "cats")
+    assert_one_line_error(done, "dup.jsonl: duplicate passage id 'a' (documents 1 and 3)")
+    assert "yaml" not in done.stderr
+
+
 def test_field_mapping_reads_other_keys(sleuth, tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"docid": "a", "body": "red apples"}\n{"docid": "b", "body": "green pears"}\n')
