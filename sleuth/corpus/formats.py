@@ -122,15 +122,24 @@ def _head(path: Path, chars: int = 2048) -> str:
 
 
 def read_queries(path: Path) -> list[Query]:
-    """Queries from a BEIR queries.jsonl, a SMART query file (cran.qry, CISI.QRY) or TREC topics (TSV or SGML)."""
+    """Queries from a BEIR queries.jsonl, a SMART query file (cran.qry, CISI.QRY) or TREC topics (TSV or SGML); a
+    query id that comes twice is an InputError (a run keeps one ranking per id)."""
     if ".jsonl" in path.name:
         from sleuth.corpus.beir import read_beir_queries
 
-        return list(read_beir_queries(path))
-    if is_smart(_head(path)):
+        queries = list(read_beir_queries(path))
+    elif is_smart(_head(path)):
         from sleuth.corpus.smart import read_smart_queries
 
-        return list(read_smart_queries(path))
-    from sleuth.corpus.trec import read_trec_topics
+        queries = list(read_smart_queries(path))
+    else:
+        from sleuth.corpus.trec import read_trec_topics
 
-    return list(read_trec_topics(path))
+        queries = list(read_trec_topics(path))
+    first: dict[str, int] = {}
+    for number, query in enumerate(queries, start=1):
+        if query.id in first:
+            raise InputError(f"query id '{query.id}' appears twice (queries {first[query.id]:,} and {number:,})",
+                             path=path)
+        first[query.id] = number
+    return queries

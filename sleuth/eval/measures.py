@@ -22,7 +22,7 @@ MeasureLike = str | Measure
 def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
     """Parse ir_measures names ("nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10") in order, without repeats.
 
-    A name that is not a known measure raises a ConfigError naming it. ``str(measure)`` is the canonical name.
+    A name that is not a known measure, or whose cutoff is not a whole number >= 1, raises a ConfigError naming it. ``str(measure)`` is the canonical name.
     """
     if isinstance(names, (str, Measure)):
         names = [names]
@@ -33,6 +33,10 @@ def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
         except (ValueError, NameError, TypeError, SyntaxError) as error:
             hint = "expected e.g. nDCG@10, R@100, RR, AP, P@10"
             raise ConfigError(f"unknown measure '{name}' ({hint}): {error}") from None
+        cutoff = measure.params.get("cutoff")
+        if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1):
+            # pytrec_eval aborts the whole process (a C assertion) on a cutoff of 0
+            raise ConfigError(f"measure '{name}': the cutoff must be a whole number of at least 1, got {cutoff}")
         if measure not in measures:
             measures.append(measure)
     return measures

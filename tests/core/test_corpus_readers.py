@@ -375,6 +375,18 @@ def test_a_byte_order_mark_and_crlf_line_ends_read_as_plain_utf8(tmp_path):
     assert [doc.text for doc in read_squad_documents(squad)] == ["Some text."]
 
 
+@pytest.mark.parametrize("name, text", [
+    ("queries.jsonl", '{"_id": "q1", "text": "hello"}\n{"_id": "q2", "text": "x"}\n{"_id": "q1", "text": "cats"}\n'),
+    ("topics.tsv", "q1\thello\nq2\tx\nq1\tcats\n"),
+])
+def test_a_repeated_query_id_is_refused(tmp_path, name, text):
+    """Before: `sleuth eval` read both and scored one of them silently (a run keeps one ranking per query id)."""
+    from sleuth.corpus.formats import read_queries
+
+    with pytest.raises(InputError, match=rf"{name}: query id 'q1' appears twice \(queries 1 and 3\)"):
+        read_queries(write(tmp_path / name, text))
+
+
 def test_malformed_table_names_its_file_and_field(tmp_path):
     (tmp_path / "tables").mkdir()
     write(tmp_path / "tables" / "t_0.json", json.dumps({"uid": "t_0", "header": [["h", []]], "data": [["bad"]]}))

@@ -49,6 +49,9 @@ def test_parse_measures_names_and_errors():
     for bad in ("nDCG@", "Foo@3", ""):
         with pytest.raises(ConfigError, match=f"'{bad}'"):
             parse_measures(["RR", bad])
+    for bad in ("nDCG@0", "P@0", "R@1.5", "nDCG(cutoff=0)"):  # before: nDCG@0 aborted the process in pytrec_eval's C
+        with pytest.raises(ConfigError, match=r"cutoff must be a whole number of at least 1"):
+            parse_measures(["RR", bad])
 
 
 def test_per_query_values_match_hand_computation():
