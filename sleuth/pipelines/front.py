@@ -21,7 +21,7 @@ def open(corpus: str | Path | None = None, *, format: str | None = None, fields:
     (default ``$SLEUTH_HOME``)."""
     source = corpus_source(None if corpus is None else Path(corpus), format, None, splitter, window_words)
     source.fields = dict(fields) if fields is not None else None
-    source.check()
+    source.check()  # again: the mapping is set after corpus_source's check
     workspace = Workspace(source, device=device, show_progress=progress)
     if home is not None:
         workspace.home = Path(home)

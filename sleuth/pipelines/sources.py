@@ -15,12 +15,14 @@ def parse_fields(pairs: list[str] | None) -> dict[str, str] | None:
     """``["id=docid", "text=body"]`` -> ``{"id": "docid", "text": "body"}``."""
     if not pairs:
         return None
-    fields = {}
+    fields: dict[str, str] = {}
     for pair in pairs:
-        if "=" not in pair:
+        name, _, key = (part.strip() for part in pair.partition("="))
+        if not name or not key:
             raise ConfigError(f"--field expects NAME=KEY (e.g. text=body), got '{pair}'")
-        name, key = pair.split("=", 1)
-        fields[name.strip()] = key.strip()
+        if name in fields:
+            raise ConfigError(f"--field {name} given twice ('{fields[name]}', '{key}')")
+        fields[name] = key
     return fields
 
 
@@ -39,10 +41,14 @@ def make_splitter(name: str, words: int = 100):
 
 def corpus_source(corpus: Path | None, fmt: str | None = None, fields: list[str] | None = None,
                   splitter: str = "none", window_words: int = 100) -> CorpusSource:
-    """The corpus to work on: the given path, or the bundled SciFact when none is given."""
+    """The corpus to work on: the given path, or the bundled SciFact when none is given; an unknown format, an
+    undetectable one or a misplaced field mapping fails here (:meth:`CorpusSource.check`), not in the first
+    pipeline stage that reads it."""
     if corpus is None:
         corpus, fmt = bundled_dataset_dir(), "beir"
     if not corpus.exists():
         raise ConfigError(f"corpus not found: {corpus}")
     name = splitter if splitter != "window" else f"window{window_words}"
-    return CorpusSource(corpus, fmt, parse_fields(fields), make_splitter(splitter, window_words), name)
+    source = CorpusSource(corpus, fmt, parse_fields(fields), make_splitter(splitter, window_words), name)
+    source.check()
+    return source

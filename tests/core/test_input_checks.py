@@ -103,6 +103,23 @@ def test_index_options_are_refused_in_one_line(sleuth, tmp_path, scifact_jsonl, 
     assert not (tmp_path / "out").exists()  # nor an empty parent folder left behind
 
 
+@pytest.mark.parametrize("args, message", [
+    # before: both read "<site-packages>/sleuth/pipelines/builtin/bm25.yaml, stage 1 'bm25': ..."
+    (("--format", "nope"), "error: unknown corpus format 'nope'"),
+    (("--format", "tsv", "--field", "text=x"), "error: a field mapping applies to the jsonl format only"),
+    # before: the second silently won; and an empty key was looked up as the field ''
+    (("--field", "text=title", "--field", "text=body"), "--field text given twice ('title', 'body')"),
+    (("--field", "text="), "--field expects NAME=KEY (e.g. text=body), got 'text='"),
+])
+@pytest.mark.parametrize("command", ["search", "index"])
+def test_corpus_options_are_refused_as_options_not_as_a_pipeline_file(sleuth, tmp_path, scifact_jsonl, command, args,
+                                                                      message):
+    where = ("--corpus", scifact_jsonl, "cancer") if command == "search" else (scifact_jsonl, "--out", tmp_path / "ix")
+    done = sleuth(command, *where, *args)
+    assert_one_line_error(done, message)
+    assert "yaml" not in done.stderr and not (tmp_path / "ix").exists()
+
+
 def test_device_names_are_checked_in_one_place():
     from sleuth.models.device import check_device
 
