@@ -10,7 +10,7 @@ Stages compose like PyTerrier transformers::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, QueryError
@@ -19,10 +19,22 @@ from sleuth.stages.run import Hit, Run
 MAX_QUERY_CHARS = 4096
 
 
-def as_queries(queries: str | Query | Iterable[str | Query]) -> list[Query]:
-    """Normalise a string, a Query or a list of either into a list of Queries (strings get ids q1, q2, ...)."""
+def as_queries(queries: str | Query | Iterable[str | Query] | Mapping[str, str]) -> list[Query]:
+    """Normalise what a pipeline is called with into a list of Queries: a string or a Query, a list of either
+    (strings get ids q1, q2, ...), an ``{id: text}`` mapping, or a pandas frame with ``qid`` and ``query`` columns
+    (PyTerrier's topics)."""
     if isinstance(queries, (str, Query)):
         queries = [queries]
+    elif isinstance(queries, Mapping):
+        queries = [Query(str(qid), text) for qid, text in queries.items()]
+    elif hasattr(queries, "columns") and hasattr(queries, "itertuples"):  # a DataFrame iterates over its columns
+        columns = [str(column) for column in queries.columns]
+        if not {"qid", "query"} <= set(columns):
+            raise QueryError(f"a queries frame needs the columns qid and query (it has: {', '.join(columns)})")
+        queries = [Query(str(row.qid), row.query) for row in queries.itertuples(index=False)]
+    elif not isinstance(queries, Iterable):
+        raise QueryError("queries must be a string, a Query, a list of them, an {id: text} mapping or a frame with "
+                         f"qid and query columns; got {type(queries).__name__}")
     result = [q if isinstance(q, Query) else Query(f"q{i}", q) for i, q in enumerate(queries, start=1)]
     for query in result:
         check_query(query)
@@ -88,7 +100,10 @@ class Stage(ABC):
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         """Score candidates (or retrieve them when ``candidates`` is None) for every query."""
 
-    def __call__(self, queries: str | Query | Iterable[str | Query], candidates: Run | None = None) -> Run:
+    def __call__(self, queries: str | Query | Iterable[str | Query] | Mapping[str, str],
+                 candidates: Run | None = None) -> Run:
+        """Run the stage on queries given in any form :func:`as_queries` takes (a string, a list, ``{id: text}``, a
+        PyTerrier topics frame)."""
         return self.transform(as_queries(queries), candidates)
 
     def search(self, query: str, k: int = 10) -> list[Hit]:

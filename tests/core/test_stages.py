@@ -109,6 +109,23 @@ def test_a_pipeline_given_strings_in_transform_says_how_to_pass_them():
     assert list(pipeline(["two", "queries"])) == ["q1", "q2"]
 
 
+def test_a_pipeline_takes_an_id_to_text_mapping_and_a_pyterrier_frame():
+    """Before: ``pipeline({"c7": "text"})`` searched for the text "c7" (a dict iterates over its keys) and answered
+    an empty ranking without a word; a PyTerrier topics frame searched for its column names; ``pipeline(5)`` was a
+    TypeError from deep inside."""
+    pandas = pytest.importorskip("pandas")
+    pipeline = Fixed("a", {"d": 1.0}) % 1
+    assert list(pipeline({"c7": "vitamin d", "c9": "tuberculosis"})) == ["c7", "c9"]
+    assert list(pipeline(pandas.DataFrame({"qid": ["t1", "t2"], "query": ["a", "b"]}))) == ["t1", "t2"]
+    with pytest.raises(QueryError, match=r"a queries frame needs the columns qid and query \(it has: id, text\)"):
+        pipeline(pandas.DataFrame({"id": ["t1"], "text": ["a"]}))
+    with pytest.raises(QueryError, match="query 'c7' is empty"):
+        pipeline({"c7": " "})
+    with pytest.raises(QueryError, match=r"queries must be a string, a Query, a list of them, an \{id: text\} "
+                                         r"mapping or a frame with qid and query columns; got int"):
+        pipeline(5)
+
+
 def test_trec_run_roundtrip(tmp_path):
     run = Run.from_scores({"q1": {"a": 2.0, "b": 1.0}, "q2": {"c": 0.5}})
     run.write_trec(tmp_path / "run.txt", tag="t")
