@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rich.table import Table
 
@@ -201,6 +201,7 @@ class JudgedQueries:
     def of(cls, queries: Iterable[Query | str], qrels: Qrels | None, answers: Mapping[str, Sequence[str]] | None,
            measures: Iterable[MeasureLike], ks: Iterable[int]) -> JudgedQueries:
         topics = as_queries(queries)
+        qrels = None if qrels is None else as_qrels(qrels)
         if qrels is None and answers is None:
             raise ConfigError("an experiment needs qrels (for IR measures) or answers (for answer accuracy)")
         judged = set(qrels or ()) | set(answers or ())
@@ -222,8 +223,9 @@ class Experiment:
     """Run pipelines on the same queries and compare them; call :meth:`run` for an :class:`ExperimentResult`.
 
     ``pipelines``: ``{name: stage}``, or a list of ``(name, stage)`` pairs or stages (named by ``stage.name``).
-    IR ``measures`` need ``qrels``; top-``ks`` answer accuracy needs ``answers`` (and ``texts`` unless hits carry
-    text). Only the experiment's queries with judgements (or answers) are run and evaluated; the others and the
+    ``queries``: anything a pipeline is called with (strings, Queries, ``{id: text}``, a PyTerrier topics frame).
+    IR ``measures`` need ``qrels`` (``{query id: {doc id: relevance}}`` or PyTerrier's qid/docno/label frame);
+    top-``ks`` answer accuracy needs ``answers`` (and ``texts`` unless hits carry text). Only the experiment's queries with judgements (or answers) are run and evaluated; the others and the
     judgements without a query are counted in ``coverage`` (and the notes).
     ``baseline`` is a pipeline index or name (None: no tests); ``test`` is "ttest" or "randomisation";
     ``correction`` is "holm" or None.
@@ -322,15 +324,36 @@ class Experiment:
         return pvalues
 
 
+def as_qrels(qrels: Any) -> Qrels:
+    """``{query id: {doc id: relevance}}`` as given, or from a pandas frame with ``qid``, ``docno`` and ``label``
+    columns (PyTerrier's qrels); anything else is a ConfigError saying what is taken."""
+    if isinstance(qrels, Mapping):
+        return cast(Qrels, qrels)
+    if hasattr(qrels, "columns") and hasattr(qrels, "itertuples"):
+        columns = [str(column) for column in qrels.columns]
+        if not {"qid", "docno", "label"} <= set(columns):
+            raise ConfigError(f"a qrels frame needs the columns qid, docno and label (it has: {', '.join(columns)})")
+        judged: dict[str, dict[str, int]] = {}
+        for row in qrels.itertuples(index=False):
+            judged.setdefault(str(row.qid), {})[str(row.docno)] = int(row.label)
+        return judged
+    raise ConfigError("qrels must be {query id: {doc id: relevance}} or a frame with qid, docno and label columns; "
+                      f"got {type(qrels).__name__}")
+
+
 def named_pipelines(pipelines: Pipelines) -> dict[str, Stage]:
-    """``{name: stage}`` from a mapping or a list of pairs or stages; repeated names raise a ConfigError."""
-    pairs = pipelines.items() if isinstance(pipelines, Mapping) else [
-        (item.name, item) if isinstance(item, Stage) else tuple(item) for item in pipelines]
+    """``{name: stage}`` from a mapping or a list of stages or ``(name, stage)`` pairs; anything else, or a repeated
+    name, raises a ConfigError."""
+    pairs = list(pipelines.items()) if isinstance(pipelines, Mapping) else [
+        (item.name, item) if isinstance(item, Stage) else tuple(item) if isinstance(item, (tuple, list)) else item
+        for item in pipelines]
     named: dict[str, Stage] = {}
     for pair in pairs:
-        name, stage = (str(pair[0]), pair[1]) if len(pair) == 2 else (str(pair), None)
+        name, stage = (str(pair[0]), pair[1]) if isinstance(pair, tuple) and len(pair) == 2 else (str(pair), pair)
         if not isinstance(stage, Stage):
-            raise ConfigError(f"pipeline '{name}' is a {type(stage).__name__}, not a Stage")
+            hint = f"; build it with ws.pipeline('{stage}')" if isinstance(stage, str) else ""
+            raise ConfigError(f"pipeline '{name}' is a {type(stage).__name__}, not a Stage or a (name, stage) "
+                              f"pair{hint}")
         if name in named:
             raise ConfigError(f"two pipelines are named '{name}'; give them distinct names")
         named[name] = stage

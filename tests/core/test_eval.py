@@ -268,6 +268,26 @@ def test_experiment_restricts_to_its_queries_and_checks_config():
         Experiment([TermOverlap()], QUERIES, qrels=EXP_QRELS, measures=["Foo"])
 
 
+def test_experiment_takes_pyterrier_frames_and_names_what_it_cannot_take():
+    """Before: qrels given as PyTerrier's frame (qid, docno, label) or as triples were an AttributeError ('list' object
+    has no attribute 'items'), and a pipeline given by name read "pipeline '('b', 'm', '2', '5')' is a NoneType"."""
+    pandas = pytest.importorskip("pandas")
+    frame = pandas.DataFrame([(qid, doc, rel) for qid, docs in EXP_QRELS.items() for doc, rel in docs.items()],
+                             columns=["qid", "docno", "label"])
+    topics = pandas.DataFrame({"qid": [q.id for q in QUERIES], "query": [q.text for q in QUERIES]})
+    from_frames = Experiment([TermOverlap(), ById()], topics, qrels=frame, measures=["RR"]).run()
+    assert from_frames.aggregate == Experiment([TermOverlap(), ById()], QUERIES, qrels=EXP_QRELS,
+                                               measures=["RR"]).run().aggregate
+    with pytest.raises(ConfigError, match=r"qrels must be \{query id: \{doc id: relevance\}\} or a frame with qid, "
+                                          r"docno and label columns; got list"):
+        Experiment([TermOverlap()], QUERIES, qrels=[("1", "d1", 1)])
+    with pytest.raises(ConfigError, match=r"qrels frame needs the columns qid, docno and label \(it has: q, d\)"):
+        Experiment([TermOverlap()], QUERIES, qrels=pandas.DataFrame({"q": ["1"], "d": ["d1"]}))
+    with pytest.raises(ConfigError, match=r"pipeline 'bm25' is a str, not a Stage or a \(name, stage\) pair; build "
+                                          r"it with ws.pipeline\('bm25'\)"):
+        Experiment(["bm25"], QUERIES, qrels=EXP_QRELS)
+
+
 # --- real data ----------------------------------------------------------------------------------------------------
 
 def read_qrels(path) -> dict[str, dict[str, int]]:
