@@ -9,7 +9,6 @@ from pathlib import Path
 import typer
 
 from sleuth.cli.common import DEVICE, console
-from sleuth.corpus.jsonl import iter_jsonl
 from sleuth.errors import ConfigError
 
 
@@ -21,7 +20,7 @@ def update(
     device: str = DEVICE,
 ) -> None:
     """Add (--add) or delete (--delete) documents; searches see the old or the new index, never half."""
-    from sleuth.index.updates import add_documents, delete_documents, passages_from_records
+    from sleuth.index.updates import add_documents, delete_documents, passages_from_jsonl
 
     if (add is None) == (delete is None):
         raise ConfigError("give exactly one of --add FILE or --delete ID,ID")
@@ -32,7 +31,7 @@ def update(
             from sleuth.models.registry import load_encoder
 
             loaded = load_encoder(encoder, device=device)
-        passages = passages_from_records(obj for _, obj in iter_jsonl(add))
+        passages = passages_from_jsonl(add)
         manifest = add_documents(index, passages, encoder=loaded, device=device)
         done = f"added {len(passages):,}"
     elif delete is not None:  # always so here: exactly one of --add / --delete was checked above

@@ -69,8 +69,8 @@ from sleuth.io import write_error
 from sleuth.models.encoder import Encoder
 
 __all__ = ["GENERATION", "LOCK", "Updater", "add_documents", "check_new_ids", "commit_generation", "delete_documents",
-           "generations", "new_passage_encoder", "next_manifest", "passages_from_records", "rows_to_delete",
-           "system_updater", "without"]
+           "generations", "new_passage_encoder", "next_manifest", "passages_from_jsonl", "passages_from_records",
+           "record_passage", "rows_to_delete", "system_updater", "without"]
 
 
 @dataclass(frozen=True)
@@ -99,19 +99,51 @@ def system_updater(kind: str, index_dir: str | Path) -> Updater:
 
 
 def passages_from_records(records: Iterable[dict[str, Any]]) -> list[Passage]:
-    """Passages from ``{"id", "title"?, "text", "doc_id"?}`` records (the admin API and JSONL input)."""
-    passages = []
-    for n, record in enumerate(records, start=1):
-        if not isinstance(record, dict):
-            raise InputError(f"document {n}: expected an object with 'id' and 'text'")
-        item_id, text, title = record.get("id", record.get("_id")), record.get("text"), record.get("title") or ""
-        if not isinstance(item_id, str) or not item_id:
-            raise InputError(f"document {n}: 'id' must be a non-empty string")
-        if not isinstance(text, str) or not isinstance(title, str):
-            raise InputError(f"document '{item_id}': 'text' and 'title' must be strings")
-        doc_id = record.get("doc_id") or item_id
-        passages.append(Passage(item_id, str(doc_id), text, (title,) if title else ()))
+    """Passages from ``{"id", "title"?, "text", "doc_id"?}`` records (the admin API); errors name the document by
+    its position."""
+    def located(number: int) -> Callable[[str, str | None], InputError]:
+        return lambda message, field: InputError(f"document {number}: " + (f"'{field}' " if field else "") + message)
+
+    return [record_passage(record, located(n)) for n, record in enumerate(records, start=1)]
+
+
+def passages_from_jsonl(path: str | Path) -> list[Passage]:
+    """Passages from a JSONL file of such records (``sleuth update --add``); errors name the file, line and field,
+    and an id that comes twice names both lines."""
+    from sleuth.corpus.jsonl import iter_jsonl
+
+    passages: list[Passage] = []
+    first: dict[str, int] = {}
+    for line, record in iter_jsonl(path):
+        def located(message: str, field: str | None, line: int = line) -> InputError:
+            return InputError(message, path=path, line=line, field=field)
+
+        passage = record_passage(record, located)
+        if passage.id in first:
+            raise InputError(f"duplicate id '{passage.id}' (first on line {first[passage.id]:,})", path=path, line=line)
+        first[passage.id] = line
+        passages.append(passage)
     return passages
+
+
+def record_passage(record: Any, error: Callable[[str, str | None], InputError]) -> Passage:
+    """One ``{"id" (or "_id"), "title"?, "text", "doc_id"?}`` record as a Passage; ``error(message, field)`` makes
+    the exception for what is wrong (an id may be a number, as the corpus readers take it)."""
+    if not isinstance(record, dict):
+        raise error("expected an object with 'id' and 'text'", None)
+    item_id = record.get("id", record.get("_id"))
+    if isinstance(item_id, int) and not isinstance(item_id, bool):
+        item_id = str(item_id)
+    if not isinstance(item_id, str) or not item_id.strip():
+        raise error("must be a non-empty string", "id")
+    if "text" not in record:
+        raise error("missing", "text")
+    text, title = record["text"], record.get("title") or ""
+    for field, value in (("text", text), ("title", title)):
+        if not isinstance(value, str):
+            raise error(f"must be a string, got {type(value).__name__}", field)
+    doc_id = record.get("doc_id") or item_id
+    return Passage(item_id, str(doc_id), text, (title,) if title else ())
 
 
 def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=None, device: str = "cpu") -> Manifest:

@@ -18,6 +18,7 @@ from sleuth.index.updates import add_documents, delete_documents, generations, p
 from sleuth.pipelines.index_stage import stage_for_index
 from sleuth.service.app import create_app
 from sleuth.service.limits import Limits
+from tests.core.test_cli import assert_one_line_error
 
 KEY = "update-key-51ab"
 
@@ -243,6 +244,30 @@ def test_update_command_adds_and_deletes(sleuth, tmp_path, scifact_passages):
     assert result.returncode == 0, result.stderr
     index = BM25Index.load(target)
     assert len(index) == 64 and scifact_passages[61].id not in index.docstore.ids
+
+
+@pytest.mark.parametrize("lines, message", [
+    ('{"_id": "n1", "text": "fine"}\n\n{"_id": "n2"}\n', "new.jsonl:3: field 'text': missing"),
+    ('{"_id": "n1", "text": "fine"}\n{"_id": "n1", "text": "again"}\n', "new.jsonl:2: duplicate id 'n1' (first on line 1)"),
+    ('{"_id": "n1", "text": ["a"]}\n', "new.jsonl:1: field 'text': must be a string, got list"),
+])
+def test_update_names_the_file_and_line_of_a_bad_document(sleuth, tmp_path, scifact_passages, lines, message):
+    """Before: "document 'n2': 'text' and 'title' must be strings" and "duplicate passage id 'n1' in the documents to
+    add": no file, no line, and a missing text called a wrong type."""
+    target = tmp_path / "ix"
+    BM25Index.build(scifact_passages[:20], target, show_progress=False)
+    (tmp_path / "new.jsonl").write_text(lines, encoding="utf-8")
+    assert_one_line_error(sleuth("update", target, "--add", tmp_path / "new.jsonl"), message)
+    assert len(BM25Index.load(target)) == 20
+
+
+def test_update_takes_numeric_ids_as_the_corpus_readers_do(sleuth, tmp_path, scifact_passages):
+    target = tmp_path / "ix"
+    BM25Index.build(scifact_passages[:20], target, show_progress=False)
+    (tmp_path / "new.jsonl").write_text('{"_id": 7, "title": "t", "text": "seven"}\n', encoding="utf-8")
+    result = sleuth("update", target, "--add", tmp_path / "new.jsonl")
+    assert result.returncode == 0, result.stderr
+    assert "7" in BM25Index.load(target).docstore.ids
 
 
 @pytest.fixture
