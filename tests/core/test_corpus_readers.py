@@ -339,6 +339,8 @@ MUSIQUE_RECORDS = json.dumps([{"id": "x", "question": "q", "paragraphs": [{"titl
      r"empty\.jsonl:2: field 'text': empty query text"),
     ("nq.jsonl", '{"id": "1", "question": "\\t", "answers": []}\n', read_questions,
      r"nq\.jsonl:1: field 'question': empty query text"),
+    ("nq2.jsonl", '{"id": "1", "question": "a", "answers": []}\n{"id": "1", "question": "b", "answers": []}\n',
+     read_questions, r"nq2\.jsonl:2: query id '1' appears twice \(first on line 1\)"),
     ("docs.trec", "<DOC>\n<DOCNO>1</DOCNO>\nfine\n</DOC>\n<DOC>\nno number here\n</DOC>\n", read_trec_documents,
      r"docs\.trec:5: field 'DOCNO'"),
     ("open.trec", "<DOC>\n<DOCNO>1</DOCNO>\n<DOC>\n", read_trec_documents, r"open\.trec:3: <DOC> opened before"),
