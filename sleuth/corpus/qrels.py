@@ -35,19 +35,27 @@ def read_qrels(path: str | Path) -> Qrels:
     """Read a qrels file, detecting its flavour from the first non-blank line.
 
     BEIR: tab-separated ``query-id, corpus-id, score`` (the header line is skipped). TREC: whitespace-separated
-    ``qid iteration docid relevance``. A later judgement of the same pair replaces an earlier one.
+    ``qid iteration docid relevance``. A pair judged twice with the same relevance is read once; with two
+    relevances it is an InputError naming both lines (two qrels files joined by mistake, for example).
     """
     qrels: Qrels = {}
-    for qid, docid, relevance in iter_judgements(path):
-        qrels.setdefault(qid, {})[docid] = relevance
+    lines: dict[tuple[str, str], int] = {}
+    for number, (qid, docid, relevance) in iter_judgements(path):
+        judged = qrels.setdefault(qid, {})
+        if docid in judged and judged[docid] != relevance:
+            raise InputError(f"query '{qid}', document '{docid}' judged {relevance} here and {judged[docid]} on line "
+                             f"{lines[qid, docid]:,}", path=path, line=number)
+        judged[docid] = relevance
+        lines.setdefault((qid, docid), number)
     if not qrels:
         raise InputError("no judgements (a tab-separated line of three fields whose third is not a number is read "
                          "as BEIR's header: query-id, corpus-id, score)", path=path)
     return qrels
 
 
-def iter_judgements(path: str | Path) -> Iterator[tuple[str, str, int]]:
-    """Stream ``(qid, docid, relevance)`` from a qrels file; a malformed line raises InputError with file:line."""
+def iter_judgements(path: str | Path) -> Iterator[tuple[int, tuple[str, str, int]]]:
+    """Stream ``(line number, (qid, docid, relevance))`` from a qrels file; a malformed line raises InputError with
+    file:line."""
     path = Path(path)
     flavour = None
     for number, line in text_lines(path):
@@ -64,7 +72,7 @@ def iter_judgements(path: str | Path) -> Iterator[tuple[str, str, int]]:
             qid, docid = (str(int(x)) if x.isdigit() else x for x in (qid, docid))
         if not _is_int(relevance):
             raise InputError(f"relevance must be an integer, found {relevance!r}", path=path, line=number)
-        yield qid, docid, int(relevance)
+        yield number, (qid, docid, int(relevance))
 
 
 def _detect(line: str) -> _Flavour:

@@ -346,6 +346,8 @@ MUSIQUE_RECORDS = json.dumps([{"id": "x", "question": "q", "paragraphs": [{"titl
     ("open.trec", "<DOC>\n<DOCNO>1</DOCNO>\n<DOC>\n", read_trec_documents, r"open\.trec:3: <DOC> opened before"),
     ("plain.trec", "hello\n", read_trec_documents, "no <DOC>"),
     ("qrels.txt", "1 0 d1 1\n1 0 d2\n", read_qrels, r"qrels\.txt:2: expected 4 columns"),
+    ("conflict.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td2\t1\nq1\td1\t0\n", read_qrels,
+     r"conflict\.tsv:4: query 'q1', document 'd1' judged 0 here and 1 on line 2"),
     ("header.tsv", "q1\t0\td1\n", read_qrels, r"header\.tsv: no judgements .*BEIR's header"),
     ("test.tsv", "query-id\tcorpus-id\tscore\nq1\td1\thigh\n", read_qrels, r"test\.tsv:2: relevance must be an integer"),
     ("topics.tsv", "1\tfirst\n2 second\n", read_trec_topics, r"topics\.tsv:2: expected 'qid<TAB>query'"),
@@ -387,6 +389,11 @@ def test_a_repeated_query_id_is_refused(tmp_path, name, text):
 
     with pytest.raises(InputError, match=rf"{name}: query id 'q1' appears twice \(queries 1 and 3\)"):
         read_queries(write(tmp_path / name, text))
+
+
+def test_a_judgement_repeated_with_the_same_relevance_is_read_once(tmp_path):
+    path = write(tmp_path / "qrels.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td1\t2\n")
+    assert read_qrels(path) == {"q1": {"d1": 2}}
 
 
 def test_malformed_table_names_its_file_and_field(tmp_path):
