@@ -225,7 +225,8 @@ class Experiment:
     ``pipelines``: ``{name: stage}``, or a list of ``(name, stage)`` pairs or stages (named by ``stage.name``).
     ``queries``: anything a pipeline is called with (strings, Queries, ``{id: text}``, a PyTerrier topics frame).
     IR ``measures`` need ``qrels`` (``{query id: {doc id: relevance}}`` or PyTerrier's qid/docno/label frame);
-    top-``ks`` answer accuracy needs ``answers`` (and ``texts`` unless hits carry text). Only the experiment's queries with judgements (or answers) are run and evaluated; the others and the
+    top-``ks`` answer accuracy needs ``answers`` (and ``texts`` unless hits carry text). Only the experiment's
+    queries with judgements (or answers) are run and evaluated; the others and the
     judgements without a query are counted in ``coverage`` (and the notes).
     ``baseline`` is a pipeline index or name (None: no tests); ``test`` is "ttest" or "randomisation";
     ``correction`` is "holm" or None.

@@ -22,7 +22,8 @@ MeasureLike = str | Measure
 def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
     """Parse ir_measures names ("nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10") in order, without repeats.
 
-    A name that is not a known measure, or whose cutoff is not a whole number >= 1, raises a ConfigError naming it. ``str(measure)`` is the canonical name.
+    A name that is not a known measure, or whose cutoff is not a whole number >= 1, raises a ConfigError naming
+    it. ``str(measure)`` is the canonical name.
     """
     if isinstance(names, (str, Measure)):
         names = [names]

@@ -33,7 +33,8 @@ def add_error_handlers(app: FastAPI) -> None:
         first = exc.errors()[0] if exc.errors() else {}
         if first.get("type") == "json_invalid":
             return JSONResponse(status_code=400, content={"error": json_error_message(first, exc.body)})
-        return JSONResponse(status_code=400, content={"error": f"{where_invalid(first)}: {first.get('msg', 'invalid')}"})
+        message = f"{where_invalid(first)}: {first.get('msg', 'invalid')}"
+        return JSONResponse(status_code=400, content={"error": message})
 
     @app.exception_handler(StarletteHTTPException)
     def http_error(request, exc: StarletteHTTPException):
