@@ -72,11 +72,11 @@ def read_jsonl_documents(path: str | Path, fields: Mapping[str, str] | None = No
 
     Without an id mapping the id is the first of :data:`ID_KEYS` present in each record. Unmapped keys go to
     ``metadata``. Title may be absent (empty); id and text are required (a missing one is an InputError naming
-    file, line and the ``--field`` option that maps it).
+    file, line and the ``--field`` option that maps it). An unknown mapping key fails at the call, before any line
+    is read.
     """
     mapping = field_mapping(fields, path)
-    for number, obj in iter_jsonl(path):
-        yield document_from_record(obj, mapping, path, number)
+    return (document_from_record(obj, mapping, path, number) for number, obj in iter_jsonl(path))
 
 
 def field_mapping(fields: Mapping[str, str] | None, path: str | Path) -> dict[str, str]:

@@ -116,23 +116,29 @@ class Run(dict):
 
     @classmethod
     def read_trec(cls, path: str | Path) -> Run:
-        """Read a TREC run file; a malformed line raises an InputError naming file and line."""
+        """Read a TREC run file (ranked by score; the rank column is not read); a malformed line, a missing file or
+        a document ranked twice for one query (which trec_eval refuses) raises an InputError naming file and line."""
+        from sleuth.io import text_lines
+
         scores: dict[str, dict[str, float]] = {}
-        with open(path, encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
-                parts = line.split()
-                if not parts:
-                    continue
-                if len(parts) != 6:
-                    raise InputError(f"expected 6 columns 'qid Q0 docid rank score tag', found {len(parts)}",
-                                     path=path, line=number)
-                try:
-                    score = float(parts[4])
-                except ValueError:
-                    raise InputError(f"score '{parts[4]}' is not a number", path=path, line=number) from None
-                if math.isnan(score):
-                    raise InputError("score is NaN", path=path, line=number)
-                scores.setdefault(parts[0], {})[parts[2]] = score
+        lines: dict[tuple[str, str], int] = {}
+        for number, line in text_lines(path):
+            parts = line.split()
+            if len(parts) != 6:
+                raise InputError(f"expected 6 columns 'qid Q0 docid rank score tag', found {len(parts)}",
+                                 path=path, line=number)
+            try:
+                score = float(parts[4])
+            except ValueError:
+                raise InputError(f"score '{parts[4]}' is not a number", path=path, line=number) from None
+            if math.isnan(score):
+                raise InputError("score is NaN", path=path, line=number)
+            qid, docid = parts[0], parts[2]
+            if (qid, docid) in lines:
+                raise InputError(f"document '{docid}' ranked twice for query '{qid}' (first on line "
+                                 f"{lines[qid, docid]:,})", path=path, line=number)
+            lines[qid, docid] = number
+            scores.setdefault(qid, {})[docid] = score
         return cls.from_scores(scores)
 
     @classmethod

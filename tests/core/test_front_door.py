@@ -176,3 +176,5 @@ def test_a_path_that_is_not_a_corpus_fails_at_open_not_at_first_use(tmp_path, sc
         sleuth.open(other)
     with pytest.raises(ConfigError, match="field mapping applies to the jsonl format only"):
         sleuth.open(scifact_jsonl, format="beir", fields={"text": "body"})
+    with pytest.raises(InputError, match=r"unknown field mapping key\(s\) \['txt'\]; use id, title, text"):
+        sleuth.open(scifact_jsonl, fields={"txt": "body"})  # before: accepted, then failed at the first search

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from sleuth.corpus.model import Query
-from sleuth.errors import ConfigError, QueryError
+from sleuth.errors import ConfigError, InputError, QueryError
 from sleuth.stages.base import Cutoff, Sequential, Stage
 from sleuth.stages.fusion import Fuse, reciprocal_rank_fusion, weighted_fusion
 from sleuth.stages.run import Hit, Run
@@ -124,6 +124,22 @@ def test_a_pipeline_takes_an_id_to_text_mapping_and_a_pyterrier_frame():
     with pytest.raises(QueryError, match=r"queries must be a string, a Query, a list of them, an \{id: text\} "
                                          r"mapping or a frame with qid and query columns; got int"):
         pipeline(5)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", r"run\.txt:2: document 'd1' ranked twice for query 'q1' \(first on line 1\)"),
+    ("q1 Q0 d1 1 one t\n", r"run\.txt:1: score 'one' is not a number"),
+])
+def test_a_trec_run_with_a_repeated_document_or_a_bad_score_is_refused(tmp_path, text, message):
+    """Before: a document ranked twice for one query kept its last score silently (trec_eval refuses such a run)."""
+    (tmp_path / "run.txt").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=message):
+        Run.read_trec(tmp_path / "run.txt")
+
+
+def test_a_missing_trec_run_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="nothing.run: file not found"):  # was a FileNotFoundError traceback
+        Run.read_trec(tmp_path / "nothing.run")
 
 
 def test_trec_run_roundtrip(tmp_path):
