@@ -127,7 +127,8 @@ def test_a_pipeline_takes_an_id_to_text_mapping_and_a_pyterrier_frame():
 
 
 @pytest.mark.parametrize("text, message", [
-    ("q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", r"run\.txt:2: document 'd1' ranked twice for query 'q1' \(first on line 1\)"),
+    ("q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n",
+     r"run\.txt:2: document 'd1' ranked twice for query 'q1' \(first on line 1\)"),
     ("q1 Q0 d1 1 one t\n", r"run\.txt:1: score 'one' is not a number"),
 ])
 def test_a_trec_run_with_a_repeated_document_or_a_bad_score_is_refused(tmp_path, text, message):
