@@ -47,11 +47,11 @@ def read_queries(path: str | Path, split: str = "train") -> list[Query]:
 
 def read_qrels(path: str | Path, split: str = "train") -> Qrels:
     """Relevance judgements from a qrels file (BEIR TSV or TREC) or a BEIR folder's ``qrels/<split>.tsv``."""
-    from sleuth.corpus.beir import find_file
+    from sleuth.corpus.beir import find_split
     from sleuth.corpus.qrels import read_qrels as read_qrels_file
 
     path = Path(path)
-    return read_qrels_file(find_file(path / "qrels", f"{split}.tsv") if path.is_dir() else path)
+    return read_qrels_file(find_split(path, split) if path.is_dir() else path)
 
 
 def first_line(path: Path) -> str:

@@ -176,5 +176,11 @@ def test_a_path_that_is_not_a_corpus_fails_at_open_not_at_first_use(tmp_path, sc
         sleuth.open(other)
     with pytest.raises(ConfigError, match="field mapping applies to the jsonl format only"):
         sleuth.open(scifact_jsonl, format="beir", fields={"text": "body"})
+    beir = tmp_path / "beir"
+    (beir / "qrels").mkdir(parents=True)
+    (beir / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n", encoding="utf-8")
+    with pytest.raises(InputError, match="no 'train' split; the splits present are test"):  # was: file not found
+        sleuth.read_qrels(beir)
+    assert sleuth.read_qrels(beir, split="test") == {"q1": {"d1": 1}}
     with pytest.raises(InputError, match=r"unknown field mapping key\(s\) \['txt'\]; use id, title, text"):
         sleuth.open(scifact_jsonl, fields={"txt": "body"})  # before: accepted, then failed at the first search
