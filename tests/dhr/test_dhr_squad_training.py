@@ -9,7 +9,7 @@ import random
 import pytest
 
 from sleuth.corpus.squad import read_squad_documents, read_squad_questions
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.systems.dhr.article_split import parse_article_list, split_by_article
 from sleuth.systems.dhr.structure import documents_to_groups
 from sleuth.systems.dhr.training_data import DHRCorpus, label_questions, passage_examples, passage_negatives
@@ -50,6 +50,12 @@ def test_article_lists_from_text_files_and_json(tmp_path):
     (tmp_path / "bad.json").write_text('{"train": "Warsaw"}')
     with pytest.raises(Exception, match="bad.json.*train|train.*bad.json"):
         parse_article_list(str(tmp_path / "bad.json"))
+    # a Windows editor's list (BOM, CRLF) named "\ufeffNormans" an unknown article; Latin-1 text was a traceback
+    (tmp_path / "windows.txt").write_bytes(b"\xef\xbb\xbfNormans\r\nHuguenot\r\n")
+    assert parse_article_list(str(tmp_path / "windows.txt")) == ["Normans", "Huguenot"]
+    (tmp_path / "latin1.txt").write_bytes("Fr\u00e9d\u00e9ric\n".encode("latin-1"))
+    with pytest.raises(InputError, match="latin1.txt: not UTF-8 text"):
+        parse_article_list(str(tmp_path / "latin1.txt"))
 
 
 def test_examples_use_only_train_articles_and_in_document_negatives(squad_slice):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, InputError
+from sleuth.io import open_text
 
 
 def articles_in_order(questions: Sequence[Query]) -> list[str]:
@@ -29,7 +30,8 @@ def parse_article_list(spec: str) -> list[str]:
     """Titles from ``spec``: a file (one title per line, or JSON ``{"train": [...]}``) or comma-separated titles."""
     path = Path(spec)
     if path.is_file():
-        text = path.read_text(encoding="utf-8")
+        with open_text(path) as handle:  # a byte order mark and CRLF are read; bytes that are not UTF-8: InputError
+            text = handle.read()
         if text.lstrip().startswith("{"):
             try:
                 titles = json.loads(text).get("train")
