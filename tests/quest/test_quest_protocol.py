@@ -180,3 +180,15 @@ def test_quest_train_records_rules_of_the_tuning_half_for_the_shipped_pipelines(
     assert {"bm25", "bm25+setops"} <= set(record["cuts"]) and "bm25+setops" in record["constraint_weights"]
     assert record["cuts"]["bm25+setops"] == record["cuts"]["bm25"]  # atomic and union queries: classify's rule
     assert set(record["set_operation_cuts"]) == {"bm25+setops"}  # set-operation queries: their own
+
+
+@pytest.mark.parametrize("text, message", [('{"provenance": ', "malformed JSON"),
+                                           ("[1, 2]", "not a scored-runs file")])
+def test_a_broken_runs_cache_is_one_error_line(tmp_path, text, message):
+    """Before: a truncated --runs cache (a killed bench) was a JSONDecodeError traceback."""
+    from sleuth.errors import InputError
+    from sleuth.systems.quest.protocol import cached_runs
+
+    (tmp_path / "runs.json").write_text(text, encoding="utf-8")
+    with pytest.raises(InputError, match=rf"runs\.json.*{message}"):
+        cached_runs(tmp_path / "runs.json", {}, lambda: {})

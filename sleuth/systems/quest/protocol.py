@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from sleuth.errors import ConfigError
+from sleuth.corpus.jsonfile import load_json
+from sleuth.errors import ConfigError, InputError
 from sleuth.io import atomic_write_text
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.run import Run
@@ -77,7 +78,9 @@ def cached_runs(path: Path | None, provenance: Mapping, score) -> dict[str, Run]
     """The scored runs from ``path`` when it was written for the same ``provenance`` (classifier, corpus,
     retriever, queries), else ``score()``'s, written to ``path``. A cache for other inputs is a ConfigError."""
     if path is not None and path.is_file():
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = load_json(path)  # a truncated or foreign file: one InputError line naming it
+        if not isinstance(data, dict):
+            raise InputError("not a scored-runs file (a JSON object of runs and their provenance)", path=path)
         if data.get("provenance") != json.loads(json.dumps(provenance)):
             raise ConfigError(f"{path}: scored runs of other inputs ({data.get('provenance')}); remove it or give "
                               f"another --runs file")

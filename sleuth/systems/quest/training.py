@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from sleuth.corpus.jsonfile import load_json
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.io import atomic_write_text
@@ -165,7 +166,7 @@ def read_runs(path: str | Path) -> dict[str, Run]:
     """Runs written by :func:`write_runs` (hits with id, score and constraint scores in extras)."""
     from sleuth.stages.run import Hit
 
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    data = load_json(path)
     data.pop("provenance", None)  # the cache of sleuth.systems.quest.protocol names its inputs
     return {name: Run({qid: [Hit(h["id"], h["score"], extras={"constraint_scores": h["constraint_scores"]}
                                  if "constraint_scores" in h else {}) for h in hits] for qid, hits in run.items()})
