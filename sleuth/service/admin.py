@@ -31,7 +31,7 @@ def read_api_key(path: Path | None = None) -> str | None:
     if path is None:
         return os.environ.get(ENV_VAR) or None
     try:
-        key = Path(path).read_text(encoding="utf-8").strip()
+        key = Path(path).read_text(encoding="utf-8-sig").strip()  # -sig: a byte order mark is not part of the key
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"--api-key-file {path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
     if not key or "\n" in key:

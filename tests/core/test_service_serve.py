@@ -194,6 +194,14 @@ def test_foreign_hosts_are_refused_on_loopback(served):
     assert refused.status_code == 400 and "not allowed" in refused.json()["error"]
 
 
+def test_an_api_key_file_saved_with_a_byte_order_mark_holds_the_key_alone(tmp_path):
+    """Before: the mark became part of the key, so every admin request with the right key answered 401."""
+    from sleuth.service.admin import read_api_key
+
+    (tmp_path / "key").write_bytes(b"\xef\xbb\xbffile-key-1\r\n")
+    assert read_api_key(tmp_path / "key") == "file-key-1"
+
+
 def test_api_key_file_and_allowed_hosts(tmp_path, scifact_passages):
     index = tmp_path / "scifact"
     BM25Index.build(scifact_passages[:50], index, show_progress=False)
