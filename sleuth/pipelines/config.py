@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from sleuth.errors import ConfigError
+from sleuth.io import open_text
 from sleuth.pipelines.registry import STAGES, builder_arguments, check_params, load_stage_modules
 from sleuth.pipelines.workspace import Workspace
 from sleuth.plugins import systems
@@ -35,6 +36,27 @@ def builtin_pipelines() -> dict[str, Path]:
     return {f.stem: f for folder in folders for f in sorted(folder.glob("*.yaml"))}
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives one key twice (PyYAML keeps the last silently)."""
+
+
+def _unique_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    first: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            if key in first:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key '{key}' given twice, first on line {first[key]}", key_node.start_mark)
+            first[key] = key_node.start_mark.line + 1
+        except TypeError:  # an unhashable key: construct_mapping says so
+            break
+    return loader.construct_mapping(node, deep=deep)
+
+
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_mapping)
+
+
 def read_config(source: str | Path) -> dict[str, Any]:
     """Parse a pipeline config from a built-in name or a YAML file, checking its top-level keys."""
     builtin = builtin_pipelines()
@@ -42,8 +64,10 @@ def read_config(source: str | Path) -> dict[str, Any]:
     if not path.is_file():
         raise ConfigError(f"unknown pipeline '{source}': not a file and not a built-in "
                           f"({', '.join(sorted(builtin))})")
+    with open_text(path) as handle:  # a file that is not UTF-8: one InputError line
+        text = handle.read()
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+        config = yaml.load(text, Loader=UniqueKeyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.index.bm25 import BM25Index
 from sleuth.pipelines.config import builtin_pipelines, load_pipeline, validate_pipeline
 from sleuth.pipelines.workspace import Workspace
@@ -63,12 +63,22 @@ stages:
     ("stages:\n  - cutoff\n", "missing key 'k'"),
     ("stages:\n  - bm25: {k: [1\n", "invalid YAML"),
     ("stages:\n  - fuse: {branches: [bm25, {dense: {nope: 1}}]}\n", "branch 2, stage 1: stage 'dense': unknown key"),
+    # before: PyYAML kept the last of two equal keys, so k: 3 (or the dense stages) ran without a word
+    ("stages:\n  - bm25: {k: 10, k: 3}\n", ":2: invalid YAML .key 'k' given twice, first on line 2"),
+    ("stages:\n  - bm25\nname: x\nstages:\n  - dense\n", ":4: invalid YAML .key 'stages' given twice, first on line 1"),
 ])
 def test_bad_configs_name_the_problem(tmp_path, text, message):
     path = write(tmp_path, text)
     with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(")) as info:
         validate_pipeline(path)
     assert str(path) in str(info.value)
+
+
+def test_a_config_that_is_not_utf8_is_one_error_line(tmp_path):
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("name: caf\u00e9\nstages:\n  - bm25\n".encode("latin-1"))  # was a UnicodeDecodeError traceback
+    with pytest.raises(InputError, match=r"latin1\.yaml: not UTF-8 text"):
+        validate_pipeline(path)
 
 
 def test_unknown_pipeline_name():
