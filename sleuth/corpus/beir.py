@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require_id, require_query_text
+from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require_id, require_new_id, require_query_text
 from sleuth.corpus.model import Document, Qrels, Query
 from sleuth.corpus.qrels import read_qrels
 from sleuth.errors import InputError
@@ -25,9 +25,11 @@ def read_beir_corpus(path: str | Path) -> Iterator[Document]:
 
 
 def read_beir_queries(path: str | Path) -> Iterator[Query]:
-    """Stream Queries from a BEIR queries.jsonl (``_id``, ``text``, optional ``metadata`` and other keys)."""
+    """Stream Queries from a BEIR queries.jsonl (``_id``, ``text``, optional ``metadata`` and other keys); an id
+    that comes twice is an InputError naming both lines."""
+    first_lines: dict[str, int] = {}
     for number, obj in iter_jsonl(path):
-        query_id = require_id(obj, "_id", path, number)
+        query_id = require_new_id(first_lines, require_id(obj, "_id", path, number), path, number)
         text = require_query_text(obj, "text", path, number)
         given = obj.get("metadata")
         metadata: dict[str, Any] = given if isinstance(given, dict) else {}

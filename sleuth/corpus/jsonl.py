@@ -57,6 +57,17 @@ def require_id(obj: Mapping[str, Any], key: str, path: str | Path, line: int | N
     return require_nonblank(obj, key, path, line, "empty id; every record needs one")
 
 
+def require_new_id(first_lines: dict[str, int], item_id: str, path: str | Path, line: int,
+                   what: str = "query id") -> str:
+    """``item_id`` recorded in ``first_lines`` (id -> the line it first came on); an id seen before is an InputError
+    naming both lines."""
+    if item_id in first_lines:
+        raise InputError(f"{what} '{item_id}' appears twice (first on line {first_lines[item_id]:,})", path=path,
+                         line=line)
+    first_lines[item_id] = line
+    return item_id
+
+
 def require_query_text(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None) -> str:
     """A query's text field: present, a string, and not blank (an empty query is refused where it is read)."""
     return require_nonblank(obj, key, path, line, "empty query text")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from sleuth.corpus.jsonl import iter_jsonl, require, require_id, require_query_text
+from sleuth.corpus.jsonl import iter_jsonl, require, require_id, require_new_id, require_query_text
 from sleuth.corpus.model import Query
 from sleuth.corpus.squad import is_squad
 from sleuth.errors import InputError
@@ -14,15 +14,12 @@ from sleuth.errors import InputError
 def read_questions(path: str | Path) -> Iterator[Query]:
     """Stream Queries from ``{"id", "question", "answers": [...]}`` lines; answers go to ``metadata["answers"]``;
     an id that comes twice is an InputError naming both lines."""
-    first: dict[str, int] = {}
+    first_lines: dict[str, int] = {}
     for number, obj in iter_jsonl(path):
         if number == 1 and "id" not in obj and is_squad(obj):
             raise InputError("a SQuAD JSON file, where questions JSONL (id, question, answers per line) is read "
                              "(sleuth eval --corpus takes a SQuAD file with its questions)", path=path)
-        qid = require_id(obj, "id", path, number)
-        if qid in first:
-            raise InputError(f"query id '{qid}' appears twice (first on line {first[qid]:,})", path=path, line=number)
-        first[qid] = number
+        qid = require_new_id(first_lines, require_id(obj, "id", path, number), path, number)
         question = require_query_text(obj, "question", path, number)
         answers = require(obj, "answers", path, number, list)
         if not all(isinstance(a, str) for a in answers):

@@ -110,18 +110,16 @@ def passages_from_records(records: Iterable[dict[str, Any]]) -> list[Passage]:
 def passages_from_jsonl(path: str | Path) -> list[Passage]:
     """Passages from a JSONL file of such records (``sleuth update --add``); errors name the file, line and field,
     and an id that comes twice names both lines."""
-    from sleuth.corpus.jsonl import iter_jsonl
+    from sleuth.corpus.jsonl import iter_jsonl, require_new_id
 
     passages: list[Passage] = []
-    first: dict[str, int] = {}
+    first_lines: dict[str, int] = {}
     for line, record in iter_jsonl(path):
         def located(message: str, field: str | None, line: int = line) -> InputError:
             return InputError(message, path=path, line=line, field=field)
 
         passage = record_passage(record, located)
-        if passage.id in first:
-            raise InputError(f"duplicate id '{passage.id}' (first on line {first[passage.id]:,})", path=path, line=line)
-        first[passage.id] = line
+        require_new_id(first_lines, passage.id, path, line, what="id")
         passages.append(passage)
     return passages
 

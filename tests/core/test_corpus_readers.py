@@ -379,16 +379,25 @@ def test_a_byte_order_mark_and_crlf_line_ends_read_as_plain_utf8(tmp_path):
     assert [doc.text for doc in read_squad_documents(squad)] == ["Some text."]
 
 
-@pytest.mark.parametrize("name, text", [
-    ("queries.jsonl", '{"_id": "q1", "text": "hello"}\n{"_id": "q2", "text": "x"}\n{"_id": "q1", "text": "cats"}\n'),
-    ("topics.tsv", "q1\thello\nq2\tx\nq1\tcats\n"),
+@pytest.mark.parametrize("name, text, where", [
+    ("queries.jsonl", '{"_id": "q1", "text": "hello"}\n{"_id": "q2", "text": "x"}\n{"_id": "q1", "text": "cats"}\n',
+     r":3: query id 'q1' appears twice \(first on line 1\)"),
+    ("topics.tsv", "q1\thello\nq2\tx\nq1\tcats\n", r": query id 'q1' appears twice \(queries 1 and 3\)"),
 ])
-def test_a_repeated_query_id_is_refused(tmp_path, name, text):
-    """Before: `sleuth eval` read both and scored one of them silently (a run keeps one ranking per query id)."""
+def test_a_repeated_query_id_is_refused(tmp_path, name, text, where):
+    """Before: `sleuth eval` and `sleuth.read_queries` (a BEIR folder too) read both and scored one of them silently
+    (a run keeps one ranking per query id)."""
     from sleuth.corpus.formats import read_queries
 
-    with pytest.raises(InputError, match=rf"{name}: query id 'q1' appears twice \(queries 1 and 3\)"):
-        read_queries(write(tmp_path / name, text))
+    path = write(tmp_path / name, text)
+    with pytest.raises(InputError, match=rf"{name}{where}"):
+        read_queries(path)
+    if name == "queries.jsonl":
+        (tmp_path / "qrels").mkdir()
+        write(tmp_path / "qrels" / "train.tsv", "query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+        write(tmp_path / "corpus.jsonl", '{"_id": "d1", "text": "hello"}\n')
+        with pytest.raises(InputError, match=rf"{name}{where}"):
+            load_beir(tmp_path)
 
 
 def test_a_judgement_repeated_with_the_same_relevance_is_read_once(tmp_path):

@@ -249,7 +249,7 @@ def test_update_command_adds_and_deletes(sleuth, tmp_path, scifact_passages):
 @pytest.mark.parametrize("lines, message", [
     ('{"_id": "n1", "text": "fine"}\n\n{"_id": "n2"}\n', "new.jsonl:3: field 'text': missing"),
     ('{"_id": "n1", "text": "fine"}\n{"_id": "n1", "text": "again"}\n',
-     "new.jsonl:2: duplicate id 'n1' (first on line 1)"),
+     "new.jsonl:2: id 'n1' appears twice (first on line 1)"),
     ('{"_id": "n1", "text": ["a"]}\n', "new.jsonl:1: field 'text': must be a string, got list"),
 ])
 def test_update_names_the_file_and_line_of_a_bad_document(sleuth, tmp_path, scifact_passages, lines, message):
