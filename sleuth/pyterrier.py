@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
+from sleuth.corpus.frames import frame_queries
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import MissingExtraError
 from sleuth.stages.base import Stage
@@ -58,14 +59,6 @@ def results_frame(queries: Sequence[Query], run: Run) -> Any:
         if any(value is not None for value in values):
             frame[column] = values
     return frame
-
-
-def frame_queries(frame: Any) -> list[Query]:
-    """The distinct queries of a queries or results frame, in order of first appearance."""
-    seen: dict[str, str] = {}
-    for qid, text in zip(frame["qid"].astype(str), frame["query"]):
-        seen.setdefault(qid, text)
-    return [Query(qid, text) for qid, text in seen.items()]
 
 
 def frame_run(frame: Any) -> Run:

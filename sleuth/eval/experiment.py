@@ -22,6 +22,7 @@ from typing import Any, cast
 
 from rich.table import Table
 
+from sleuth.corpus.frames import frame_qrels, is_frame, require_columns
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS, Texts, answer_hits, check_ks, check_mode, top_k_per_query
@@ -330,14 +331,9 @@ def as_qrels(qrels: Any) -> Qrels:
     columns (PyTerrier's qrels); anything else is a ConfigError saying what is taken."""
     if isinstance(qrels, Mapping):
         return cast(Qrels, qrels)
-    if hasattr(qrels, "columns") and hasattr(qrels, "itertuples"):
-        columns = [str(column) for column in qrels.columns]
-        if not {"qid", "docno", "label"} <= set(columns):
-            raise ConfigError(f"a qrels frame needs the columns qid, docno and label (it has: {', '.join(columns)})")
-        judged: dict[str, dict[str, int]] = {}
-        for row in qrels.itertuples(index=False):
-            judged.setdefault(str(row.qid), {})[str(row.docno)] = int(row.label)
-        return judged
+    if is_frame(qrels):
+        require_columns(qrels, ("qid", "docno", "label"), "qrels", ConfigError)
+        return frame_qrels(qrels)
     raise ConfigError("qrels must be {query id: {doc id: relevance}} or a frame with qid, docno and label columns; "
                       f"got {type(qrels).__name__}")
 

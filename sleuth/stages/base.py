@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 
+from sleuth.corpus.frames import frame_queries, is_frame, require_columns
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, QueryError
 from sleuth.stages.run import Hit, Run
@@ -27,11 +28,9 @@ def as_queries(queries: str | Query | Iterable[str | Query] | Mapping[str, str])
         queries = [queries]
     elif isinstance(queries, Mapping):
         queries = [Query(str(qid), text) for qid, text in queries.items()]
-    elif hasattr(queries, "columns") and hasattr(queries, "itertuples"):  # a DataFrame iterates over its columns
-        columns = [str(column) for column in queries.columns]
-        if not {"qid", "query"} <= set(columns):
-            raise QueryError(f"a queries frame needs the columns qid and query (it has: {', '.join(columns)})")
-        queries = [Query(str(row.qid), row.query) for row in queries.itertuples(index=False)]
+    elif is_frame(queries):  # a DataFrame iterates over its columns
+        require_columns(queries, ("qid", "query"), "queries", QueryError)
+        queries = frame_queries(queries)
     elif not isinstance(queries, Iterable):
         raise QueryError("queries must be a string, a Query, a list of them, an {id: text} mapping or a frame with "
                          f"qid and query columns; got {type(queries).__name__}")
