@@ -39,7 +39,7 @@ from sleuth.systems.quest.methods import (
 from sleuth.systems.quest.query_parser import parse_query
 from sleuth.systems.quest.set_metrics import average, set_per_query
 from sleuth.systems.quest.task import QuestTask, evaluate, run_sets
-from sleuth.systems.quest.training import read_runs, runs_record
+from sleuth.systems.quest.training import record_runs, runs_record
 
 RANKING_DEPTH = 1000  # the retriever-alone ranking's depth (Recall@K, MRecall@K)
 
@@ -84,7 +84,7 @@ def cached_runs(path: Path | None, provenance: Mapping, score) -> dict[str, Run]
         if data.get("provenance") != json.loads(json.dumps(provenance)):
             raise ConfigError(f"{path}: scored runs of other inputs ({data.get('provenance')}); remove it or give "
                               f"another --runs file")
-        return read_runs(path)
+        return record_runs(data)  # the file is read once
     runs = score()
     if path is not None:
         atomic_write_text(path, json.dumps({"provenance": provenance, **runs_record(runs)}) + "\n")

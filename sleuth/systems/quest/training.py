@@ -17,7 +17,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from sleuth.corpus.jsonfile import load_json
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.io import atomic_write_text
@@ -162,12 +161,11 @@ def write_runs(path: str | Path, runs: dict[str, Run]) -> None:
     atomic_write_text(path, json.dumps(runs_record(runs)) + "\n")
 
 
-def read_runs(path: str | Path) -> dict[str, Run]:
-    """Runs written by :func:`write_runs` (hits with id, score and constraint scores in extras)."""
+def record_runs(record: dict) -> dict[str, Run]:
+    """The runs of a :func:`runs_record` (hits with id, score and constraint scores in extras); a ``provenance``
+    entry (the cache of :mod:`sleuth.systems.quest.protocol` names its inputs) is not a run."""
     from sleuth.stages.run import Hit
 
-    data = load_json(path)
-    data.pop("provenance", None)  # the cache of sleuth.systems.quest.protocol names its inputs
     return {name: Run({qid: [Hit(h["id"], h["score"], extras={"constraint_scores": h["constraint_scores"]}
                                  if "constraint_scores" in h else {}) for h in hits] for qid, hits in run.items()})
-            for name, run in data.items()}
+            for name, run in record.items() if name != "provenance"}
