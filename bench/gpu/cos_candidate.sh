@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # Issue 27: a candidate Chain-of-Skills model trained on a lent GPU and, in the same call, the evaluations its rule
-# reads (docs/cos/README.md, "Session 20") beside the report-part ones. The second call to a warm machine whose
+# reads (docs/cos/README.md, "Session 26") beside the report-part ones. The second call to a warm machine whose
 # first call unpacked the model (`bash bench/gpu/train_all.sh full none`, carry [".gpu"]):
-#   while it trains:  the shipped model on the tuning part (paper limits, all 499; reduced limits, the first 200)
+#   while it trains:  the shipped model on the tuning part (paper limits and reduced limits, all 499 each)
 #   once it is saved: the candidate on the same two, and on the report part (paper limits, all 1,213; reduced)
 # RECIPE picks the candidate:
 #   continue      (session 20, run and refused) the shipped model trained 800 more steps, lr 5e-4, seed 14, the
 #                 reranker's weight 3 (the paper-limit gap is the hop-2 reranker's order: "Session 19")
 #   own-reranker  (prepared in session 20, not run) a fresh model with the shipped recipe (800 steps of 32, lr 1e-3,
 #                 seed 13) whose reranker reads an expert of its own (`--route reranking=6,6`): in the paper's
-#                 routing it shares expert 4 with the expanded query, and weighting it up moved both
+#                 routing it shares expert 4 with the expanded query, and weighting it up moved both; SEED (13 in
+#                 session 25, refused; 17 in session 26) picks the batches and the initial deltas
 #   here:
 #          python bench/gpu/prepare_carry.py --out .gpu --parts model               (the first call's carry)
 #          python bench/gpu/prepare_carry.py data-cos.tar.xz --out .gpu2 --parts wheels   (this call's, with sleuth.egg-info)
-#   device run, carry [".gpu2", "sleuth.egg-info"]:  RECIPE=own-reranker LIMIT=555 bash bench/gpu/cos_candidate.sh
+#   device run, carry [".gpu2", "sleuth.egg-info"]:  RECIPE=own-reranker SEED=17 LIMIT=560 bash bench/gpu/cos_candidate.sh
 #   here, at toy size on the CPU:  PY=.venv/bin/python DEVICE=cpu SMOKE=9 LIMIT=900 OUT=/tmp/o RECIPE=... bash bench/gpu/cos_candidate.sh
 # Paper limits run with TF32 matrix products (as session 18's report figures), reduced limits in float32 (as the
 # curve's). Every evaluation still running at LIMIT is stopped; the model and every finished record come back.
 set -u
-OUT=${OUT:?set OUT}; PY=${PY:-python3}; DEVICE=${DEVICE:-cuda}; SMOKE=${SMOKE:-}; RECIPE=${RECIPE:?set RECIPE: continue or own-reranker}
+OUT=${OUT:?set OUT}; PY=${PY:-python3}; DEVICE=${DEVICE:-cuda}; SMOKE=${SMOKE:-}; RECIPE=${RECIPE:?set RECIPE: continue or own-reranker}; SEED=${SEED:-13}
 W=${WORK:-/tmp/sleuth-gpu}; DATA=../shared/data; H=$DATA/hotpotqa; END=$((SECONDS + ${LIMIT:-540}))
 mkdir -p "$W/clogs" "$W/cevals" "$W/cmodels" "$OUT"
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 JAX_PLATFORMS=cpu XLA_PYTHON_CLIENT_PREALLOCATE=false
@@ -44,13 +45,12 @@ ev() {  # ev NAME PART SHARD N ARGS...: one shard of one evaluation, stopped at 
 }
 paper() { TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 ev "$@" --limits paper --k-hop2-rerank 30; }
 reduced() { TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=0 ev "$@"; }
-FIRST200=(--limit $(S 2 200))  # the standing model rule's questions (the tuning part's first 200); SMOKE: 2
 
 source bench/gpu/cos_recipe.sh
 case $RECIPE in
   continue) RECIPE_ARGS=(--model cos-minilm-lora "${COS_DATA[@]}" --weight reranking=3 --weight span=2
                          --source-temperature 0 --lr 5e-4 --seed 14) ;;
-  own-reranker) RECIPE_ARGS=("${COS_DATA_AND_MODEL[@]}" --route reranking=6,6 --lr 1e-3 --seed 13) ;;
+  own-reranker) RECIPE_ARGS=("${COS_DATA_AND_MODEL[@]}" --route reranking=6,6 --lr 1e-3 --seed $SEED) ;;
   *) echo "unknown RECIPE $RECIPE (continue, own-reranker)"; exit 1 ;;
 esac
 echo "== training ($RECIPE) and the shipped model's tuning-part evaluations, at $SECONDS s"
@@ -59,16 +59,16 @@ TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 timeout $(S 900 300) $PY -m sleuth cos train 
   --max-steps $(S 2 800) --time-budget $(S 10 3.5) > "$W/clogs/train.log" 2>&1 &
 trainer=$!
 for i in 0 1 2 3 4; do (paper shipped-paper-tune tune $i 5) & done
-(reduced shipped-reduced-tune200 tune 0 1 "${FIRST200[@]}") &
+for i in 0 1; do (reduced shipped-reduced-tune tune $i 2) & done
 wait $trainer; echo "== training: exit $? at $SECONDS s"; grep -v "Warning\|warn(" "$W/clogs/train.log" | tail -4
 if [ -d "$MODEL" ]; then
   (cd "$W/cmodels" && tar czf "$OUT/cos-candidate.tgz" cos-candidate)  # bring it back at once
   for i in 0 1 2 3 4; do (paper new-paper-tune tune $i 5 --model "$MODEL") & done
-  (reduced new-reduced-tune200 tune 0 1 "${FIRST200[@]}" --model "$MODEL") &
+  for i in 0 1; do (reduced new-reduced-tune tune $i 2 --model "$MODEL") & done
   for i in 0 1 2 3 4 5 6 7 8; do (paper new-paper-report report $i 9 --model "$MODEL") & done
   for i in 0 1; do (reduced new-reduced-report report $i 2 --model "$MODEL") & done
 fi
 wait
-merge_evals "$W/cevals" "$W/clogs" shipped-paper-tune shipped-reduced-tune200 new-paper-tune new-reduced-tune200 \
+merge_evals "$W/cevals" "$W/clogs" shipped-paper-tune shipped-reduced-tune new-paper-tune new-reduced-tune \
   new-paper-report new-reduced-report
 (cd "$W" && tar czf "$OUT/cevals.tgz" cevals clogs); ls -la "$OUT"
