@@ -162,7 +162,10 @@ def test_eval_privacy_rejects_bad_options(capsys):
                            (["--reranker", "minilm-onnx"], "--reranker is for the effectiveness part"),
                            (["--no-table"], "nothing to evaluate"),
                            (["--epsilon", "-3"], "epsilon must be a positive number, got -3.0"),
-                           (["--encoder", "nosuch"], "unknown encoder 'nosuch'")):
+                           (["--encoder", "nosuch"], "unknown encoder 'nosuch'"),
+                           # checked only after the corpus was encoded (2 min on SciFact) before
+                           (["-n", "0"], "-n must be a positive integer of at most 50, got 0"),
+                           (["-n", "60"], "-n must be a positive integer of at most 50, got 60")):
         with pytest.raises(SystemExit) as exit_:
             main(["privacy", "eval", *args])
         assert exit_.value.code == 2

@@ -198,6 +198,7 @@ def eval_privacy(
         check_encoder_name(name)
     for value in epsilon or []:
         check_epsilon(value)
+    check_obfuscation_count(n)
     if out_dir is not None:
         refuse_overwriting_inputs(out_dir, [queries, corpus, qrels], folder=True)
     for name in mechanism or []:
