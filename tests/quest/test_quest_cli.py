@@ -89,6 +89,24 @@ def test_eval_errors_are_one_line(sleuth, val_head, tmp_path):
     one_line_error(sleuth("quest", "eval", val_head, "--predictions", tmp_path / "missing.jsonl"), "missing.jsonl")
 
 
+def test_eval_refuses_predictions_joined_to_another_query(sleuth, val_head, tmp_path):
+    """QUEST's own predictions carry no ids: they are joined by line number, which silently scored a file in
+    another order (or of another split) against the wrong gold sets before."""
+    rows = [json.loads(line) for line in val_head.read_text().splitlines()]
+    reordered = tmp_path / "reordered.jsonl"  # QUEST's format, no ids: the second and first queries swapped
+    reordered.write_text("".join(json.dumps({"query": r["query"], "docs": r["docs"]}) + "\n"
+                                 for r in [rows[1], rows[0], *rows[2:]]))
+    one_line_error(sleuth("quest", "eval", val_head, "--predictions", reordered, "--id-prefix", "val"),
+                   "'val-0001'", rows[1]["query"], "same order")
+    one_line_error(sleuth("quest", "eval", val_head, "--predictions", reordered), "reordered-0001",
+                   "--id-prefix val")
+    in_order = tmp_path / "in-order.jsonl"
+    in_order.write_text("".join(json.dumps({"query": r["query"], "docs": r["docs"]}) + "\n" for r in rows))
+    result = sleuth("quest", "eval", val_head, "--predictions", in_order, "--id-prefix", "val", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["in-order"]["overall"]["F1"] == 1.0
+
+
 def test_build_and_parse(sleuth, data_dir, tmp_path, val_head):
     dumps = sorted((data_dir / "wikipedia").glob("*.bz2"))
     built = tmp_path / "built.jsonl"

@@ -93,18 +93,14 @@ def eval_command(
     """Average set P / R / F1 and Recall@K / MRecall@K (K in 20, 50, 100, 1000) of prediction files, joined to
     gold by query id; every gold query counts (a missing prediction is an empty set)."""
     from sleuth.corpus.quest import read_quest_predictions
-    from sleuth.systems.quest.task import evaluate, load_task
+    from sleuth.systems.quest.task import evaluate, joined_predictions, load_task
 
     if by not in (None, "template", "domain"):
         raise ConfigError(f"--by must be 'template' or 'domain', got '{by}'")
     task = load_task(gold)
     reports = {}
     for path in predictions:
-        predicted = read_quest_predictions(path, id_prefix=id_prefix)
-        unknown = sorted(set(predicted) - set(task.gold))
-        if unknown:
-            raise ConfigError(f"{path}: query id '{unknown[0]}' is not in {gold} ({len(unknown)} unknown ids); "
-                              f"predictions are joined to gold by id")
+        predicted = joined_predictions(task, read_quest_predictions(path, id_prefix=id_prefix), path, gold)
         sets = {qid: q.metadata.get("docs") or [] for qid, q in predicted.items()}
         rankings = {qid: q.metadata.get("ranking") or q.metadata.get("docs") or [] for qid, q in predicted.items()}
         reports[path.stem] = evaluate(task, sets, rankings)

@@ -63,6 +63,25 @@ def load_task(paths: str | Path | Sequence[str | Path], domains: Sequence[str] |
     return QuestTask(queries)
 
 
+def joined_predictions(task: QuestTask, predicted: dict[str, Query], path: str | Path,
+                       gold: str | Path) -> dict[str, Query]:
+    """``predicted`` (by query id) checked against the task's queries: every id is a gold query's and asks the
+    same query. A predictions file without ids is joined by line number, so a file in another order, or a
+    different file, would otherwise be scored against the wrong gold sets without a word."""
+    texts = {q.id: q.text for q in task.queries}
+    unknown = sorted(set(predicted) - set(texts))
+    if unknown:
+        raise ConfigError(f"{path}: query id '{unknown[0]}' is not in {gold} ({len(unknown)} unknown ids); "
+                          f"predictions are joined to gold by id (a file without ids by line: --id-prefix "
+                          f"{Path(gold).name.split('.')[0]} if it lists {Path(gold).name}'s queries in its order)")
+    for qid, query in predicted.items():
+        if " ".join(query.text.split()) != " ".join(texts[qid].split()):
+            raise ConfigError(f"{path}: the prediction for '{qid}' is for the query '{query.text}', but {gold}'s "
+                              f"'{qid}' is '{texts[qid]}'; predictions are joined to gold by id (a file without "
+                              f"ids by line: it must list the gold queries in the same order)")
+    return predicted
+
+
 def run_sets(run: Run) -> dict[str, list[str]]:
     """The predicted set of every query of a run: its hits' ids."""
     return {qid: [h.id for h in hits] for qid, hits in run.items()}
