@@ -31,10 +31,15 @@ def as_queries(queries: str | Query | Iterable[str | Query] | Mapping[str, str])
     elif is_frame(queries):  # a DataFrame iterates over its columns
         require_columns(queries, ("qid", "query"), "queries", QueryError)
         queries = frame_queries(queries)
-    elif not isinstance(queries, Iterable):
+    elif not isinstance(queries, Iterable) or isinstance(queries, (bytes, bytearray)):
         raise QueryError("queries must be a string, a Query, a list of them, an {id: text} mapping or a frame with "
                          f"qid and query columns; got {type(queries).__name__}")
-    result = [q if isinstance(q, Query) else Query(f"q{i}", q) for i, q in enumerate(queries, start=1)]
+    result = []
+    for i, query in enumerate(queries, start=1):
+        if not isinstance(query, (str, Query)):
+            raise QueryError(f"query {i} of the list is {type(query).__name__} {query!r:.40}, not a string or a "
+                             f"sleuth.Query")
+        result.append(query if isinstance(query, Query) else Query(f"q{i}", query))
     for query in result:
         check_query(query)
     return result

@@ -102,6 +102,16 @@ def test_a_list_given_to_search_is_named_not_called_empty():
         Fixed("a", {"d": 1.0}).search(["two", "queries"])
 
 
+def test_a_list_of_non_strings_or_bytes_is_named_as_such():
+    """Before: ``pipeline([1, 2])`` and ``pipeline(b"vitamin")`` (bytes iterate as ints) said "query 'q1' must be a
+    string, got int (several queries: call the pipeline with a list)": it had been called with a list."""
+    pipeline = Fixed("a", {"d": 1.0}) % 1
+    with pytest.raises(QueryError, match=r"^query 2 of the list is int 7, not a string or a sleuth.Query$"):
+        pipeline(["vitamin d", 7])
+    with pytest.raises(QueryError, match=r"queries must be a string, .*; got bytes$"):
+        pipeline(b"vitamin d")
+
+
 def test_a_pipeline_given_strings_in_transform_says_how_to_pass_them():
     pipeline = Fixed("a", {"d": 1.0}) % 1  # a Sequential, what load_pipeline and ws.pipeline return
     with pytest.raises(QueryError, match="transform takes sleuth.Query objects, got str 'two'"):
