@@ -4,12 +4,13 @@ and CISI.REL / CACM's qrels.text (``qid docid 0 0.000000``: every listed pair is
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sleuth.corpus.model import Qrels
-from sleuth.errors import InputError
+from sleuth.errors import ConfigError, InputError
 from sleuth.io import text_lines
 
 
@@ -51,6 +52,31 @@ def read_qrels(path: str | Path) -> Qrels:
         raise InputError("no judgements (a tab-separated line of three fields whose third is not a number is read "
                          "as BEIR's header: query-id, corpus-id, score)", path=path)
     return qrels
+
+
+def checked_qrels(qrels: Mapping[Any, Any]) -> Qrels:
+    """Judgements given in Python, ``{query id: {doc id: relevance}}``, as the readers return them: ids as strings
+    (an int id is written as one), relevances whole numbers (``2.0`` is 2); anything else is a ConfigError naming
+    the query and document (pytrec_eval would fail later with a ValueError or TypeError naming neither, or
+    truncate 1.5 to 1)."""
+    checked: Qrels = {}
+    for qid, judged in qrels.items():
+        if not isinstance(judged, Mapping):
+            raise ConfigError(f"qrels of query '{qid}' must be {{doc id: relevance}}, got {type(judged).__name__}")
+        docs = checked.setdefault(_id(qid, "query id"), {})
+        for docid, relevance in judged.items():
+            whole = isinstance(relevance, float) and relevance.is_integer()
+            if not (isinstance(relevance, int) and not isinstance(relevance, bool)) and not whole:
+                raise ConfigError(f"qrels of query '{qid}', document '{docid}': relevance {relevance!r} is not a "
+                                  "whole number")
+            docs[_id(docid, f"document id of query '{qid}'")] = int(relevance)
+    return checked
+
+
+def _id(value: Any, what: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise ConfigError(f"qrels: {what} {value!r} is not a string")
+    return str(value)
 
 
 def iter_judgements(path: str | Path) -> Iterator[tuple[int, tuple[str, str, int]]]:

@@ -18,12 +18,13 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from rich.table import Table
 
 from sleuth.corpus.frames import frame_qrels, is_frame, require_columns
 from sleuth.corpus.model import Qrels, Query
+from sleuth.corpus.qrels import checked_qrels
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS, Texts, answer_hits, check_ks, check_mode, top_k_per_query
 from sleuth.eval.coverage import Coverage
@@ -225,7 +226,8 @@ class Experiment:
 
     ``pipelines``: ``{name: stage}``, or a list of ``(name, stage)`` pairs or stages (named by ``stage.name``).
     ``queries``: anything a pipeline is called with (strings, Queries, ``{id: text}``, a PyTerrier topics frame).
-    IR ``measures`` need ``qrels`` (``{query id: {doc id: relevance}}`` or PyTerrier's qid/docno/label frame);
+    IR ``measures`` need ``qrels`` (``{query id: {doc id: relevance}}``, relevances whole numbers, or PyTerrier's
+    qid/docno/label frame);
     top-``ks`` answer accuracy needs ``answers`` (and ``texts`` unless hits carry text). Only the experiment's
     queries with judgements (or answers) are run and evaluated; the others and the
     judgements without a query are counted in ``coverage`` (and the notes).
@@ -260,6 +262,8 @@ class Experiment:
             raise ConfigError(f"unknown significance test '{test}'; expected one of {', '.join(TESTS)}")
         if correction is not None and correction not in CORRECTIONS:
             raise ConfigError(f"unknown correction '{correction}'; expected None or one of {', '.join(CORRECTIONS)}")
+        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not 0 < alpha < 1:
+            raise ConfigError(f"alpha (the significance level) must be a number between 0 and 1, got {alpha!r}")
         self.test, self.correction, self.alpha = test, correction, alpha
         self.show_progress = show_progress
 
@@ -330,7 +334,7 @@ def as_qrels(qrels: Any) -> Qrels:
     """``{query id: {doc id: relevance}}`` as given, or from a pandas frame with ``qid``, ``docno`` and ``label``
     columns (PyTerrier's qrels); anything else is a ConfigError saying what is taken."""
     if isinstance(qrels, Mapping):
-        return cast(Qrels, qrels)
+        return checked_qrels(qrels)
     if is_frame(qrels):
         require_columns(qrels, ("qid", "docno", "label"), "qrels", ConfigError)
         return frame_qrels(qrels)

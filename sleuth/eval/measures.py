@@ -13,6 +13,7 @@ import ir_measures
 from ir_measures import Measure
 
 from sleuth.corpus.model import Qrels
+from sleuth.corpus.qrels import checked_qrels
 from sleuth.errors import ConfigError
 from sleuth.stages.run import Run
 
@@ -55,13 +56,15 @@ def rank_scores(run: Run) -> dict[str, dict[str, float]]:
 
 
 def per_query(run: Run, qrels: Qrels, measures: MeasureLike | Iterable[MeasureLike]) -> dict[str, dict[str, float]]:
-    """``{measure_name: {qid: value}}`` over every query of ``qrels`` (sorted ids); missing queries score 0."""
+    """``{measure_name: {qid: value}}`` over every query of ``qrels`` (sorted ids); missing queries score 0.
+    ``qrels`` as :func:`sleuth.corpus.qrels.checked_qrels` takes them (a relevance that is not a whole number is a
+    ConfigError)."""
     parsed = parse_measures(measures)
-    qids = sorted(qrels)
+    judged = checked_qrels(qrels)
+    qids = sorted(judged)
     values: dict[str, dict[str, float]] = {str(m): dict.fromkeys(qids, 0.0) for m in parsed}
     if not qids or not parsed:
         return values
-    judged = {qid: {doc: int(rel) for doc, rel in docs.items()} for qid, docs in qrels.items()}
     ranked = {qid: docs for qid, docs in rank_scores(run).items() if qid in judged and docs}
     try:
         for metric in ir_measures.iter_calc(parsed, judged, ranked):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -286,6 +287,27 @@ def test_experiment_takes_pyterrier_frames_and_names_what_it_cannot_take():
     with pytest.raises(ConfigError, match=r"pipeline 'bm25' is a str, not a Stage or a \(name, stage\) pair; build "
                                           r"it with ws.pipeline\('bm25'\)"):
         Experiment(["bm25"], QUERIES, qrels=EXP_QRELS)
+
+
+def test_experiment_checks_qrels_given_in_python_and_alpha():
+    """Before: a relevance 'x' was a ValueError from int(), 1.5 was scored as 1 without a word, {qid: [doc ids]} an
+    AttributeError, an int document id a TypeError from pytrec_eval naming neither, and alpha=5 marked every
+    difference significant."""
+    (qid, judged), = list(EXP_QRELS.items())[:1]
+    docid = next(iter(judged))
+    for qrels, message in (({qid: {docid: "x"}}, f"query '{qid}', document '{docid}': relevance 'x' is not a whole"),
+                           ({qid: {docid: 1.5}}, "relevance 1.5 is not a whole number"),
+                           ({qid: [docid]}, f"qrels of query '{qid}' must be {{doc id: relevance}}, got list"),
+                           ({qid: {None: 1}}, f"qrels: document id of query '{qid}' None is not a string")):
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            Experiment([TermOverlap()], QUERIES, qrels=qrels, measures=["RR"])
+    as_numbers = {int(qid): {d: float(r) for d, r in docs.items()} for qid, docs in EXP_QRELS.items()}
+    assert (Experiment([TermOverlap()], QUERIES, qrels=as_numbers, measures=["RR"]).run().aggregate
+            == Experiment([TermOverlap()], QUERIES, qrels=EXP_QRELS, measures=["RR"]).run().aggregate)
+    with pytest.raises(ConfigError, match="relevance 1.5 is not a whole number"):
+        evaluate(Run({"1": [Hit("d1", 1.0)]}), {"1": {"d1": 1.5}}, ["RR"])
+    with pytest.raises(ConfigError, match="alpha .* between 0 and 1, got 5"):
+        Experiment([TermOverlap()], QUERIES, qrels=EXP_QRELS, alpha=5)
 
 
 # --- real data ----------------------------------------------------------------------------------------------------
