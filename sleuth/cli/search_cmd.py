@@ -31,8 +31,9 @@ def search(
     if index is not None:
         stage = stage_for_index(index, k, device)
     else:
+        source = corpus_source(corpus, fmt, field)
         note_bundled(corpus)
-        stage = load_pipeline(pipeline, workspace(corpus_source(corpus, fmt, field), device, progress=not as_json))
+        stage = load_pipeline(pipeline, workspace(source, device, progress=not as_json))
     hits = stage.search(query, k=k)
     if as_json:
         print(hits_json(query, hits))

@@ -127,6 +127,9 @@ def load_pipeline(source: str | Path, workspace: Workspace | None = None,
     ``stage_keys`` (``{stage name: {key: value}}``) set keys of every stage of that name, fusion branches included
     (``stage_keys={"dense": {"encoder": "minilm-onnx"}}`` runs the built-in hybrid with another encoder). The
     pipeline is its stages wrapped under the config's name (a one-stage pipeline's stage keeps its own name)."""
+    if not isinstance(source, (str, Path)):
+        raise ConfigError(f"a pipeline is named by a built-in name, a YAML file or a stage name, got "
+                          f"{type(source).__name__}")
     load_stage_modules()
     if str(source) in STAGES and str(source) not in builtin_pipelines():
         config: dict[str, Any] = {"name": str(source), "stages": [{str(source): keys}]}

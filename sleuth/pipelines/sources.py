@@ -39,12 +39,22 @@ def make_splitter(name: str, words: int = 100):
     raise ConfigError(f"unknown splitter '{name}' (known: {', '.join(SPLITTERS)})")
 
 
+def refuse_corpus_options(fmt: str | None, fields: bool) -> None:
+    """A format or a field mapping given without a corpus is a ConfigError (it would be ignored: the bundled
+    SciFact is read as BEIR)."""
+    if fmt not in (None, "beir") or fields:
+        given = f"format '{fmt}'" if fmt not in (None, "beir") else "a field mapping"
+        raise ConfigError(f"{given} is for a corpus you give, and none was given (the bundled SciFact is read as "
+                          "BEIR): name the corpus too")
+
+
 def corpus_source(corpus: Path | None, fmt: str | None = None, fields: list[str] | None = None,
                   splitter: str = "none", window_words: int = 100) -> CorpusSource:
     """The corpus to work on: the given path, or the bundled SciFact when none is given; an unknown format, an
     undetectable one or a misplaced field mapping fails here (:meth:`CorpusSource.check`), not in the first
     pipeline stage that reads it."""
     if corpus is None:
+        refuse_corpus_options(fmt, bool(fields))
         corpus, fmt = bundled_dataset_dir(), "beir"
     if not corpus.exists():
         raise ConfigError(f"corpus not found: {corpus}")

@@ -125,6 +125,8 @@ def test_bad_pipeline_config(sleuth, tmp_path):
 def test_unknown_format_and_missing_corpus(sleuth, tmp_path, scifact_jsonl):
     assert_one_line_error(sleuth("index", scifact_jsonl, "--format", "csv", "--kind", "bm25"), "unknown corpus format 'csv'")
     assert_one_line_error(sleuth("index", tmp_path / "nothing.jsonl"), "not found")
+    # before: the format was dropped and the bundled SciFact searched
+    assert_one_line_error(sleuth("search", "cats", "--format", "tsv"), "format 'tsv' is for a corpus you give")
 
 
 def test_eval_beir_folder_json(sleuth, data_dir):

@@ -184,3 +184,11 @@ def test_a_path_that_is_not_a_corpus_fails_at_open_not_at_first_use(tmp_path, sc
     assert sleuth.read_qrels(beir, split="test") == {"q1": {"d1": 1}}
     with pytest.raises(InputError, match=r"unknown field mapping key\(s\) \['txt'\]; use id, title, text"):
         sleuth.open(scifact_jsonl, fields={"txt": "body"})  # before: accepted, then failed at the first search
+    # before: a format without a corpus was dropped without a word (the bundled SciFact searched instead), and a
+    # field mapping without one said "a field mapping applies to the jsonl format only, not to 'beir'"
+    with pytest.raises(ConfigError, match=r"^format 'tsv' is for a corpus you give, and none was given"):
+        sleuth.open(format="tsv")
+    with pytest.raises(ConfigError, match=r"^a field mapping is for a corpus you give"):
+        sleuth.open(fields={"text": "body"})
+    with pytest.raises(ConfigError, match="a pipeline is named by .*, got NoneType"):  # was a TypeError
+        sleuth.open(scifact_jsonl).pipeline(None)
