@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,6 +26,20 @@ def quiet_ray_logs() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def check_reachable(address: str, timeout: float = 5.0) -> None:
+    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) address that nothing answers at is a ConfigError within
+    ``timeout`` seconds: Ray itself retries an unknown host or a closed port for minutes. Other forms (``auto``,
+    malformed ones) are left to Ray."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ConfigError(f"Ray address '{address}': nothing answers there ({exc.strerror or exc}); start the "
+                          "cluster first (ray start --head) or use local") from None
+
+
 @contextlib.contextmanager
 def ray_session(address: str = "local", num_cpus: int = 2, object_store_mb: int = 512) -> Iterator[Any]:
     """Yield ``ray`` connected to ``address``: ``local`` starts a bounded local Ray (``num_cpus`` CPUs, no
@@ -39,6 +54,7 @@ def ray_session(address: str = "local", num_cpus: int = 2, object_store_mb: int 
     if address == "local":
         ray.init(num_cpus=num_cpus, object_store_memory=object_store_mb * 1024 * 1024, **options)
     else:
+        check_reachable(address)
         try:
             ray.init(address=address, **options)
         except (ValueError, ConnectionError) as exc:  # a malformed address, or no cluster there

@@ -207,3 +207,16 @@ def test_a_malformed_ray_address_is_one_line(sleuth, data_dir):
     """`sleuth eval --ray-address nonsense` ended in Ray's ValueError traceback."""
     result = sleuth("eval", data_dir / "scifact", "--max-queries", 3, "--ray-address", "nonsense")
     assert_one_line_error(result, "Ray address 'nonsense': Invalid address format", "use local, auto or HOST:PORT")
+
+
+def test_a_ray_address_nothing_answers_at_fails_fast():
+    """`sleuth index --ray-address 127.0.0.1:1` (or an unknown host) waited on Ray's retries for over five minutes."""
+    pytest.importorskip("ray")
+    from sleuth.scale.session import ray_session
+
+    with pytest.raises(ConfigError, match=r"^Ray address '127.0.0.1:1': nothing answers there \(.*refused"):
+        with ray_session("127.0.0.1:1"):
+            pass
+    with pytest.raises(ConfigError, match=r"^Ray address 'ray://nowhere.invalid:10001': nothing answers there"):
+        with ray_session("ray://nowhere.invalid:10001"):
+            pass
