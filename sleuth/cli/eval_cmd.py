@@ -229,7 +229,12 @@ def task_answers(task: Task) -> dict[str, list[str]] | None:
 
 def check_task(task: Task, options: ReportOptions) -> None:
     """What :func:`report` will measure, checked before any pipeline is loaded or index built: some query judged,
-    every measure and cut-off known (a ConfigError otherwise)."""
+    every measure and cut-off known and measurable on the task (a ConfigError otherwise)."""
+    if options.top_k and not task.with_answers:
+        raise ConfigError("--top-k is answer accuracy: it needs --questions (id, question, answers) or a SQuAD "
+                          "file; judged documents are measured with --metric")
+    if options.metrics and task.qrels is None:
+        raise ConfigError("--metric needs relevance judgements (qrels), and these questions have none: use --top-k")
     JudgedQueries.of(task.queries, task.qrels, task_answers(task), options.metrics or DEFAULT_METRICS,
                      options.top_k or DEFAULT_KS)
 

@@ -220,3 +220,13 @@ def test_a_ray_address_nothing_answers_at_fails_fast():
     with pytest.raises(ConfigError, match=r"^Ray address 'ray://nowhere.invalid:10001': nothing answers there"):
         with ray_session("ray://nowhere.invalid:10001"):
             pass
+
+
+def test_eval_refuses_a_measure_the_task_cannot_give(sleuth, data_dir):
+    """`sleuth eval SCIFACT --top-k 5` printed the nDCG/R table without a word about --top-k, and `--questions ...
+    --metric nDCG@10` printed answer accuracy without the measure asked for."""
+    result = sleuth("eval", data_dir / "scifact", "--top-k", 5)
+    assert_one_line_error(result, "--top-k is answer accuracy: it needs --questions")
+    result = sleuth("eval", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions",
+                    data_dir / "nq" / "questions.jsonl", "--metric", "nDCG@10")
+    assert_one_line_error(result, "--metric needs relevance judgements (qrels)", "use --top-k")
