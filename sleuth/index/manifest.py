@@ -145,7 +145,8 @@ def read_manifest(directory: str | Path, kind: str | None = None, verify: bool =
         raise IndexError_(f"{path}: incomplete manifest ({exc})") from None
     check_field_types(manifest, path)
     if kind is not None and manifest.kind != kind:
-        raise IndexError_(f"{directory} is a '{manifest.kind}' index, not a '{kind}' index")
+        folder = directory.parent.parent if directory.parent.name == GENERATIONS else directory  # not gen-000004
+        raise IndexError_(f"{folder} is a '{manifest.kind}' index, not a '{kind}' index")
     for name, info in manifest.files.items():
         file = directory / name
         if not file.is_file():

@@ -50,5 +50,6 @@ class DocumentUpdates:
                     raise RequestError("'ids' must be a list of non-empty strings")
                 manifest = delete_documents(self.index_dirs[index], ids)
             self.served.reload()
-        done = "added" if documents is not None else "deleted"
-        return {"index": index, done: len(items), "count": manifest.count}
+        if documents is not None:
+            return {"index": index, "added": len(items), "count": manifest.count}
+        return {"index": index, "deleted": len(dict.fromkeys(ids)), "count": manifest.count}  # [a, a] deletes one

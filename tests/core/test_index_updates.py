@@ -4,13 +4,14 @@ generations swapped in atomically; kill -9 mid-update, a concurrent reader, the 
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from sleuth.errors import ConfigError, InputError
+from sleuth.errors import ConfigError, IndexError_, InputError
 from sleuth.index.bm25 import BM25Index
 from sleuth.index.dense import DenseIndex
 from sleuth.index.manifest import current_generation, load_generation, read_manifest
@@ -82,6 +83,16 @@ def test_bm25_update_errors_change_nothing(tmp_path, scifact_passages):
     assert not (target / "CURRENT").exists() and BM25Index.load(target).manifest.count == 50
     with pytest.raises(InputError, match="'id' must be a non-empty string"):
         passages_from_records([{"text": "no id"}])
+
+
+def test_an_updated_index_of_another_kind_is_named_by_its_folder(tmp_path, scifact_passages):
+    """Before: "<folder>/generations/gen-000001 is a 'bm25' index, not a 'hierarchical' index" (`sleuth dhr shard`
+    on an updated BM25 folder): the folder the user gave is named."""
+    target = tmp_path / "ix"
+    BM25Index.build(scifact_passages[:20], target, show_progress=False)
+    add_documents(target, [scifact_passages[30]])
+    with pytest.raises(IndexError_, match=rf"^{re.escape(str(target))} is a 'bm25' index, not a 'hierarchical'"):
+        read_manifest(current_generation(target), kind="hierarchical")
 
 
 def test_killed_update_keeps_the_previous_generation(tmp_path, scifact_passages, killed_update):
