@@ -22,7 +22,7 @@ set -u
 OUT=${OUT:?set OUT}; PY=${PY:-python3}; DEVICE=${DEVICE:-cuda}; SMOKE=${SMOKE:-}; RECIPE=${RECIPE:?set RECIPE: continue or own-reranker}; SEED=${SEED:-13}
 W=${WORK:-/tmp/sleuth-gpu}; DATA=../shared/data; H=$DATA/hotpotqa; END=$((SECONDS + ${LIMIT:-540}))
 mkdir -p "$W/clogs" "$W/cevals" "$W/cmodels" "$OUT"
-export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 JAX_PLATFORMS=cpu XLA_PYTHON_CLIENT_PREALLOCATE=false
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 SLEUTH_HOME="$W/home" JAX_PLATFORMS=cpu XLA_PYTHON_CLIENT_PREALLOCATE=false
 export PYTHONPATH=$PWD:/tmp/site:$PWD/bench/gpu/faiss_shim
 source bench/gpu/lib.sh
 if [ -z "$SMOKE" ]; then  # the wheels and the data travel in this call (the model alone fills the first)
@@ -41,7 +41,8 @@ S() { if [ -n "$SMOKE" ]; then echo "$1"; else echo "$2"; fi; }
 ev() {  # ev NAME PART SHARD N ARGS...: one shard of one evaluation, stopped at END
   local name=$1 part=$2 shard=$3 n=$4; shift 4
   cos_eval_shard "$W/cevals/$name-$shard.json" "$W/clogs/$name-$shard.log" $shard $n \
-    --questions $H/hotpot_dev_distractor_100.json --questions $H/hotpot_dev_distractor_more.json --part $part "$@"
+    --questions $H/hotpot_dev_distractor_100.json --questions $H/hotpot_dev_distractor_more.json --part $part \
+    --per-question "$@"  # outcomes by question: `sleuth cos compare` tests the two models pairwise
 }
 paper() { TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 ev "$@" --limits paper --k-hop2-rerank 30; }
 reduced() { TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=0 ev "$@"; }

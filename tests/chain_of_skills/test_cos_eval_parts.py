@@ -102,7 +102,7 @@ def test_eval_part_and_pool_errors_are_one_line(args, message, dev_files, capsys
 
 def test_shards_cover_the_questions_once_over_the_same_corpus_and_merge_exactly(dev_files, tmp_path, capsys):
     common = ["cos", "eval", "--questions", str(dev_files[0]), "--part", "report", "--limit", "5", "--model",
-              "minilm", "--chain", "retrieval", "--chain", "retrieval-2hop"]
+              "minilm", "--chain", "retrieval", "--chain", "retrieval-2hop", "--per-question"]
     main([*common, "--json", str(tmp_path / "whole.json")])
     for shard in ("1/2", "0/2"):
         main([*common, "--shard", shard, "--json", str(tmp_path / f"shard{shard[0]}.json")])
@@ -118,6 +118,21 @@ def test_shards_cover_the_questions_once_over_the_same_corpus_and_merge_exactly(
     for mine, theirs in zip(merged["rows"], whole["rows"]):
         assert {k: v for k, v in mine.items() if k != "seconds"} == {k: v for k, v in theirs.items() if k != "seconds"}
     assert 0 < whole["rows"][1]["path_recall@20"] < 1  # a measure that could differ between shards
+    outcomes = whole["rows"][1]["per_question"]  # [R@1, R@5, R@10, R@20, EM] per question, 0 or 1
+    assert len(outcomes) == 5 and sum(o[3] for o in outcomes.values()) / 5 == whole["rows"][1]["path_recall@20"]
+
+    capsys.readouterr()
+    main(["cos", "compare", str(tmp_path / "merged.json"), str(tmp_path / "whole.json"), "--chain", "retrieval-2hop",
+          "--json", str(tmp_path / "same.json")])
+    same = json.loads((tmp_path / "same.json").read_text(encoding="utf-8"))
+    assert same["questions"] == 5 and all(r["difference"] == 0 and r["p"] == 1.0 for r in same["rows"])
+    main(["cos", "compare", str(tmp_path / "whole.json"), "--chain", "retrieval-2hop", "--against", "retrieval",
+          "--json", str(tmp_path / "chains.json")])
+    chains = json.loads((tmp_path / "chains.json").read_text(encoding="utf-8"))["rows"]
+    r20 = next(r for r in chains if r["measure"] == "path_recall@20")
+    assert r20["a"] == whole["rows"][1]["path_recall@20"] and r20["b"] == whole["rows"][0]["path_recall@20"]
+    assert r20["a"] - r20["b"] == pytest.approx((r20["a_wins"] - r20["b_wins"]) / 5) and 0 < r20["p"] <= 1
+    assert "p: paired randomisation" in " ".join(capsys.readouterr().out.split())
 
 
 @pytest.mark.parametrize("args, message", [
@@ -131,6 +146,29 @@ def test_shard_errors_are_one_line(args, message, dev_files, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_compare_refuses_records_it_cannot_pair(tmp_path, capsys):
+    row = {"chain": "hotpotqa", "questions": 2, "path_recall@20": 0.5, "passage_em": 0.5, "seconds": 1.0}
+    with_outcomes = {"rows": [{**row, "per_question": {"q1": [1, 1], "q2": [0, 0]}}]}
+    other_questions = {"rows": [{**row, "per_question": {"q1": [1, 1], "q3": [0, 0]}}]}
+    cases = {"a.json": with_outcomes, "b.json": {"rows": [row]}, "c.json": other_questions, "d.json": [1]}
+    for name, content in cases.items():
+        (tmp_path / name).write_text(json.dumps(content), encoding="utf-8")
+    for args, message in [(["b.json", "a.json"], "b.json: no per-question outcomes; run `sleuth cos eval"),
+                          (["a.json", "c.json"], "different questions (1 only in the first, e.g. ['q2']"),
+                          (["a.json", "--chain", "retrieval"], "a.json: no chain 'retrieval' (it has hotpotqa)"),
+                          (["a.json", "--against", "hotpotqa"], "--against hotpotqa is the chain compared"),
+                          (["d.json", "a.json"], "d.json: not a `sleuth cos eval --json` record"),
+                          (["missing.json", "a.json"], "missing.json")]:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["cos", "compare", *(str(tmp_path / a) if a.endswith(".json") else a for a in args)])
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err.strip()
+        assert message in err and len(err.splitlines()) == 1, err
+    with pytest.raises(SystemExit):
+        main(["cos", "eval", "--questions", str(tmp_path / "a.json"), "--per-question"])
+    assert "--per-question writes into the --json record" in capsys.readouterr().err
 
 
 def test_merge_refuses_records_that_are_not_one_runs_shards(tmp_path, capsys):

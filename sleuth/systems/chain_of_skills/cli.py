@@ -59,6 +59,8 @@ def cos_eval_command(
                                                 "corpus: n processes (e.g. on one GPU) share a run; `sleuth cos "
                                                 "merge` joins their --json records."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
+    per_question: bool = typer.Option(False, "--per-question", help="With --json: each chain's outcomes per "
+                                                                    "question too (for `sleuth cos compare`)."),
     device: str = DEVICE,
     int8: bool = typer.Option(False, "--int8", help="Run the chains on an int8 (dynamically quantised) copy of "
                                                     "the encoder (CPU); the skill indexes stay float32."),
@@ -100,6 +102,8 @@ def cos_eval_command(
             raise ConfigError(f"--ablate must be one of {', '.join(ABLATIONS)}, got '{skill}'")
     if hop2_selection not in HOP2_SELECTIONS:
         raise ConfigError(f"--hop2-selection must be one of {', '.join(HOP2_SELECTIONS)}, got '{hop2_selection}'")
+    if per_question and json_out is None:
+        raise ConfigError("--per-question writes into the --json record: give --json FILE")
     if json_out is not None:
         refuse_overwriting_inputs(json_out, [*questions, *distractors], option="--json")
     weights = parse_selection_weights(selection_weights) if selection_weights is not None else None
@@ -108,7 +112,7 @@ def cos_eval_command(
                               selection_weights=weights)
     corpus = "pooled" if pooled else "questions"
     stats: dict[str, int] = {}
-    rows = [s.row() for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
+    rows = [s.row(per_question) for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
                                              device=device, int8=int8, show_progress=True, part=part,
                                              corpus=corpus, distractors=distractors, stats=stats,
                                              ablate=ablate, shard=shard_used)]
@@ -161,18 +165,60 @@ def cos_merge_command(
         console.print(f"wrote {json_out}")
 
 
+@cos_app.command("compare")
+def cos_compare_command(
+    record: Path = typer.Argument(..., help="A `sleuth cos eval --per-question --json` record (merged or whole)."),
+    other: Path | None = typer.Argument(None, help="A second record over the same questions (another model or "
+                                                   "limits); without it, two chains of RECORD are compared."),
+    chain: str = typer.Option("hotpotqa", help="The chain of RECORD compared (side a)."),
+    against: str | None = typer.Option(None, help="The chain it is compared with (side b): of OTHER (default: the "
+                                                  "same chain) or of RECORD (default: retrieval-2hop)."),
+    samples: int = typer.Option(10_000, min=1, help="Sign flips of the paired randomisation test."),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
+) -> None:
+    """Paired comparison on the same questions: each measure's means, the questions each side wins, and a two-sided
+    paired randomisation p-value (a chain against two rounds of retrieval, or one model against another)."""
+    from sleuth.corpus.jsonfile import load_json
+    from sleuth.io import atomic_write_text
+    from sleuth.systems.chain_of_skills.paired import chain_outcomes, compare_outcomes, record_measures
+
+    side_b = against or (chain if other is not None else "retrieval-2hop")
+    if other is None and side_b == chain:
+        raise ConfigError(f"--against {side_b} is the chain compared: name another chain, or a second record")
+    first = load_json(record)
+    second = load_json(other) if other is not None else first
+    for loaded, where in ((first, record), (second, other or record)):
+        if not isinstance(loaded, dict) or not loaded.get("rows"):
+            raise ConfigError(f"{where}: not a `sleuth cos eval --json` record (no 'rows')")
+    a, b = chain_outcomes(first, chain, record), chain_outcomes(second, side_b, other or record)
+    measures = record_measures(first)
+    if record_measures(second) != measures:
+        raise ConfigError(f"{other}: its measures differ from {record}'s")
+    rows = [m.row() for m in compare_outcomes(a, b, measures, samples=samples)]
+    name_b = f"{other}: {side_b}" if other is not None else side_b
+    print_rows(f"a = {record}: {chain}, b = {name_b} ({len(a)} questions; p: paired randomisation, {samples:,} "
+               "sign flips)", rows)
+    if json_out is not None:
+        atomic_write_text(json_out, json.dumps({"a": {"record": str(record), "chain": chain},
+                                                "b": {"record": str(other or record), "chain": side_b},
+                                                "questions": len(a), "samples": samples, "rows": rows},
+                                               indent=1) + "\n")
+        console.print(f"wrote {json_out}")
+
+
 def print_rows(title: str, rows: list[dict]) -> None:
-    """Rows of chain scores as one table."""
+    """Rows of chain scores as one table (per-question outcomes are left out)."""
     table = Table(title=title)
-    for column in rows[0]:
-        table.add_column(column, justify="left" if column == "chain" else "right")
+    columns = [column for column in rows[0] if column != "per_question"]
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("chain", "measure") else "right")
     for row in rows:
-        table.add_row(*(str(v) for v in row.values()))
+        table.add_row(*(str(row[column]) for column in columns))
     out.print(table)
 
 
 def register(app: typer.Typer, train_app: typer.Typer) -> None:
-    """``sleuth cos train|eval``, and the old ``sleuth cos train`` as a hidden alias."""
+    """``sleuth cos train|eval|merge|compare``, and the old ``sleuth cos train`` as a hidden alias."""
     from sleuth.systems.chain_of_skills.train_cli import train_cos_command
 
     cos_app.command("train")(train_cos_command)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sleuth.corpus.hotpotqa import read_hotpotqa_questions
@@ -35,16 +35,22 @@ LIMIT_SETS = {
 
 @dataclass
 class ChainScores:
+    """One chain's means over the questions and, by question id, its outcomes ``[recall@k for each k..., EM]``
+    (each 0 or 1: what ``sleuth cos compare`` tests pairwise)."""
+
     chain: str
     questions: int
     recall: dict[int, float]
     em: float
     seconds: float
+    outcomes: dict[str, list[int]] = field(default_factory=dict)
 
-    def row(self) -> dict:
+    def row(self, per_question: bool = False) -> dict:
+        """The record's row; ``per_question`` adds the outcomes under ``per_question``."""
         return {"chain": self.chain, "questions": self.questions,
                 **{f"path_recall@{k}": round(v, 4) for k, v in self.recall.items()},
-                "passage_em": round(self.em, 4), "seconds": round(self.seconds, 1)}
+                "passage_em": round(self.em, 4), "seconds": round(self.seconds, 1),
+                **({"per_question": self.outcomes} if per_question else {})}
 
 
 def ranked_paths(chain: str, hits, ks: Sequence[int]) -> tuple[dict[int, list[set[str]]], set[str] | None]:
@@ -134,14 +140,16 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
             runs[chain] = run
         recall: dict[int, list[float]] = {k: [] for k in ks}
         ems = []
+        outcomes = {}
         for q in questions:
             gold = q.metadata["supporting_titles"]
             per_k, top = ranked_paths(chain, run.get(q.id, []), ks)
             for k in ks:
                 recall[k].append(path_recall_at_k(per_k[k], gold, k))
             ems.append(passage_em(top, gold))
+            outcomes[q.id] = [int(recall[k][-1]) for k in ks] + [int(ems[-1])]
         results.append(ChainScores(chain, len(questions), {k: mean(v) for k, v in recall.items()}, mean(ems),
-                                   time.perf_counter() - start))
+                                   time.perf_counter() - start, outcomes))
     return results
 
 
@@ -156,7 +164,8 @@ def parse_shard(text: str) -> tuple[int, int]:
 def merge_shards(records: Sequence[dict]) -> dict:
     """``sleuth cos eval --shard i/n --json`` records of one evaluation merged into the record of the whole: the
     same settings (all but ``shard`` and the rows), shards 0..n-1 each once; per chain the questions summed, each
-    measure their question-weighted mean (exact up to the records' four decimals), the seconds summed."""
+    measure their question-weighted mean (exact up to the records' four decimals), the seconds summed, the
+    per-question outcomes (``--per-question``) joined when every shard has them."""
     if not records:
         raise ConfigError("no shard records to merge")
     settings = [{k: v for k, v in r.items() if k not in ("shard", "rows")} for r in records]
@@ -176,9 +185,11 @@ def merge_shards(records: Sequence[dict]) -> dict:
         total = sum(row["questions"] for row in chain_rows)
         merged = {"chain": chain_rows[0]["chain"], "questions": total}
         for key in chain_rows[0]:
-            if key not in merged and key != "seconds":
+            if key not in merged and key not in ("seconds", "per_question"):
                 merged[key] = round(sum(row[key] * row["questions"] for row in chain_rows) / total, 4)
         merged["seconds"] = round(sum(row["seconds"] for row in chain_rows), 1)
+        if all("per_question" in row for row in chain_rows):  # the shards' outcomes, question by question
+            merged["per_question"] = {qid: v for row in chain_rows for qid, v in row["per_question"].items()}
         rows.append(merged)
     return {**settings[0], "shards": count, "rows": rows}
 
