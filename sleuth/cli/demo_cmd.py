@@ -16,6 +16,7 @@ from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.cli.render import hits_table
 from sleuth.corpus.beir import load_beir
 from sleuth.corpus.bundled import bundled_dataset_dir
+from sleuth.errors import ConfigError
 from sleuth.eval.experiment import Experiment
 from sleuth.pipelines.config import load_pipeline
 
@@ -58,6 +59,12 @@ def demo(
     encoder: str = typer.Option(DEMO_ENCODER, help="Dense encoder (minilm: torch at 256 tokens, slower to index)."),
 ) -> None:
     """Build BM25 and MiniLM indexes of the bundled SciFact, search, and evaluate bm25 / dense / hybrid."""
+    from sleuth.models.registry import check_encoder_name
+
+    try:  # before anything runs, and named as the option (not as the packaged dense.yaml's key)
+        check_encoder_name(encoder)
+    except ConfigError as error:
+        raise ConfigError(f"--encoder: {error}") from None
     start = time.perf_counter()
     dataset = load_beir(bundled_dataset_dir(), "train")
     queries = dataset.queries[:max_queries] if max_queries else dataset.queries

@@ -24,6 +24,14 @@ def update(
 
     if (add is None) == (delete is None):
         raise ConfigError("give exactly one of --add FILE or --delete ID,ID")
+    if encoder is not None:  # not loaded for nothing and then ignored
+        from sleuth.index.manifest import current_generation, read_manifest
+
+        if delete is not None:
+            raise ConfigError("--encoder encodes added documents: it goes with --add, not --delete")
+        kind = read_manifest(current_generation(index), verify=False).kind
+        if kind == "bm25":
+            raise ConfigError(f"--encoder is for dense indexes; {index} is a bm25 index (it encodes nothing)")
     start = time.perf_counter()
     if add is not None:
         loaded = None

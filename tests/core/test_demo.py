@@ -22,3 +22,11 @@ def test_demo_pipelines_share_one_onnx_index_with_its_own_cache_key(tmp_path, sc
         assert stages[name].description == read_config(name)["description"]
     for name in ("dense", "hybrid"):
         assert stages[name].search(scifact_rows[7]["title"], k=3)[0].id == scifact_rows[7]["_id"]
+
+
+def test_demo_names_a_bad_encoder_as_its_option(sleuth):
+    """Before: "<site-packages>/sleuth/pipelines/builtin/dense.yaml, stage 1 'dense': unknown encoder 'nosuch'", a
+    file the user never wrote, after BM25 had been built and searched."""
+    result = sleuth("demo", "--encoder", "nosuch")
+    assert result.returncode == 2 and result.stderr.strip() == (
+        "error: --encoder: unknown encoder 'nosuch': use one of minilm, minilm-onnx, minilm-onnx-128 or a model path")

@@ -255,6 +255,12 @@ def test_update_command_adds_and_deletes(sleuth, tmp_path, scifact_passages):
     assert result.returncode == 0, result.stderr
     index = BM25Index.load(target)
     assert len(index) == 64 and scifact_passages[61].id not in index.docstore.ids
+    # before: the encoder was loaded (5 s) and then ignored
+    assert_one_line_error(sleuth("update", target, "--add", corpus, "--encoder", "minilm"),
+                          f"--encoder is for dense indexes; {target} is a bm25 index")
+    assert_one_line_error(sleuth("update", target, "--delete", scifact_passages[62].id, "--encoder", "minilm"),
+                          "--encoder encodes added documents: it goes with --add, not --delete")
+    assert len(BM25Index.load(target)) == 64
 
 
 @pytest.mark.parametrize("lines, message", [
