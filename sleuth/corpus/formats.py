@@ -127,8 +127,8 @@ def read_queries(path: Path) -> list[Query]:
     if ".jsonl" in path.name:
         from sleuth.corpus.beir import read_beir_queries
 
-        queries = list(read_beir_queries(path))
-    elif is_smart(_head(path)):
+        return list(read_beir_queries(path))  # which names both lines of a repeated id itself
+    if is_smart(_head(path)):
         from sleuth.corpus.smart import read_smart_queries
 
         queries = list(read_smart_queries(path))

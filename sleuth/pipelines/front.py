@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sleuth.corpus.model import Qrels, Query
-from sleuth.pipelines.sources import corpus_source, refuse_corpus_options
+from sleuth.pipelines.sources import corpus_source
 from sleuth.pipelines.workspace import Workspace
 
 
@@ -19,11 +19,7 @@ def open(corpus: str | Path | None = None, *, format: str | None = None, fields:
     ``splitter`` is none, sections or window. A path that is not a corpus, an unknown format or a misplaced field
     mapping fails here, not at first use. Indexes are built on first use and cached under ``home``
     (default ``$SLEUTH_HOME``)."""
-    if corpus is None:
-        refuse_corpus_options(format, fields is not None)
-    source = corpus_source(None if corpus is None else Path(corpus), format, None, splitter, window_words)
-    source.fields = dict(fields) if fields is not None else None
-    source.check()  # again: the mapping is set after corpus_source's check
+    source = corpus_source(None if corpus is None else Path(corpus), format, fields, splitter, window_words)
     workspace = Workspace(source, device=device, show_progress=progress)
     if home is not None:
         workspace.home = Path(home)

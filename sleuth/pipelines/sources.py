@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from sleuth.corpus.bundled import bundled_dataset_dir
@@ -48,17 +49,18 @@ def refuse_corpus_options(fmt: str | None, fields: bool) -> None:
                           "BEIR): name the corpus too")
 
 
-def corpus_source(corpus: Path | None, fmt: str | None = None, fields: list[str] | None = None,
+def corpus_source(corpus: Path | None, fmt: str | None = None, fields: list[str] | Mapping[str, str] | None = None,
                   splitter: str = "none", window_words: int = 100) -> CorpusSource:
-    """The corpus to work on: the given path, or the bundled SciFact when none is given; an unknown format, an
-    undetectable one or a misplaced field mapping fails here (:meth:`CorpusSource.check`), not in the first
-    pipeline stage that reads it."""
+    """The corpus to work on: the given path, or the bundled SciFact when none is given; ``fields`` is the CLI's
+    ``--field NAME=KEY`` list or a mapping. An unknown format, an undetectable one or a misplaced field mapping
+    fails here (:meth:`CorpusSource.check`), not in the first pipeline stage that reads it."""
     if corpus is None:
-        refuse_corpus_options(fmt, bool(fields))
+        refuse_corpus_options(fmt, fields is not None)
         corpus, fmt = bundled_dataset_dir(), "beir"
     if not corpus.exists():
         raise ConfigError(f"corpus not found: {corpus}")
     name = splitter if splitter != "window" else f"window{window_words}"
-    source = CorpusSource(corpus, fmt, parse_fields(fields), make_splitter(splitter, window_words), name)
+    mapping = dict(fields) if isinstance(fields, Mapping) else parse_fields(fields)
+    source = CorpusSource(corpus, fmt, mapping, make_splitter(splitter, window_words), name)
     source.check()
     return source
