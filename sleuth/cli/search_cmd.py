@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, corpus_source, note_bundled, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, out, workspace
 from sleuth.cli.render import hits_json, hits_table
 from sleuth.corpus.model import Query
 from sleuth.pipelines.config import load_pipeline
@@ -39,6 +39,9 @@ def search(
         print(hits_json(query, hits))
     else:
         out.print(hits_table(query, hits))
+        if not hits:  # before: an empty table and nothing said
+            console.print("no results: nothing matched (a BM25 stage matches only query words in the index; "
+                          "stopwords and punctuation are dropped)")
 
 
 def register(app: typer.Typer) -> None:

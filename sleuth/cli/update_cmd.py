@@ -26,12 +26,11 @@ def update(
         raise ConfigError("give exactly one of --add FILE or --delete ID,ID")
     if encoder is not None:  # not loaded for nothing and then ignored
         from sleuth.index.manifest import current_generation, read_manifest
+        from sleuth.index.updates import refuse_encoder
 
         if delete is not None:
             raise ConfigError("--encoder encodes added documents: it goes with --add, not --delete")
-        kind = read_manifest(current_generation(index), verify=False).kind
-        if kind == "bm25":
-            raise ConfigError(f"--encoder is for dense indexes; {index} is a bm25 index (it encodes nothing)")
+        refuse_encoder(read_manifest(current_generation(index), verify=False).kind, index)
     start = time.perf_counter()
     if add is not None:
         loaded = None

@@ -65,6 +65,7 @@ from sleuth.index.manifest import (
     read_manifest,
     write_manifest,
 )
+from sleuth.index.sharded import SHARDED_BM25
 from sleuth.io import write_error
 from sleuth.models.encoder import Encoder
 
@@ -148,13 +149,16 @@ def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=No
     """Add passages to a bm25 or dense index directory as a new generation; returns the new manifest.
 
     A passage id already in the index (or twice in ``passages``) is an error; nothing changes then. ``encoder``
-    (dense only) defaults to the encoder the manifest records, loaded on ``device``.
+    (dense only: refused for a BM25 index, sharded or not) defaults to the encoder the manifest records, loaded on
+    ``device``.
     """
     passages = list(passages)
     if not passages:
         raise InputError("no documents to add")
     with _locked(index_dir):
         kind = read_manifest(current_generation(index_dir)).kind
+        if encoder is not None:
+            refuse_encoder(kind, index_dir)
         if kind not in ("bm25", "dense"):
             return system_updater(kind, index_dir).add(Path(index_dir), passages, encoder, device)
         current = _current(index_dir)
@@ -191,6 +195,16 @@ def delete_documents(index_dir: str | Path, ids: Sequence[str]) -> Manifest:
         index = make_faiss_index(current.loaded_manifest.params.get("factory", "Flat"), current.dim)
         add_vectors(index, vectors)
         return _write_dense(index_dir, current, docstore, index)
+
+
+TEXT_ONLY_KINDS = ("bm25", SHARDED_BM25)
+
+
+def refuse_encoder(kind: str, index_dir: str | Path) -> None:
+    """A ConfigError when an encoder is given for an index of ``kind`` that encodes nothing (BM25, sharded or not),
+    rather than ignoring it."""
+    if kind in TEXT_ONLY_KINDS:
+        raise ConfigError(f"an encoder is for dense indexes; {index_dir} is a {kind} index (it encodes nothing)")
 
 
 def new_passage_encoder(encoder: Encoder | None, spec: dict[str, Any], dim: int, index_dir: str | Path,

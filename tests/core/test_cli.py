@@ -78,6 +78,11 @@ def test_field_mapping_reads_other_keys(sleuth, tmp_path):
     assert result.returncode == 0, result.stderr
     result = sleuth("search", "pears", "--index", tmp_path / "ix", "--json")
     assert [h["id"] for h in json.loads(result.stdout)["hits"]] == ["b"]
+    # before: a query with no indexed word printed an empty table and nothing else
+    result = sleuth("search", "the ??? of", "--index", tmp_path / "ix")
+    assert result.returncode == 0 and "no results: nothing matched" in result.stderr, result.stderr
+    result = sleuth("search", "the ??? of", "--index", tmp_path / "ix", "--json")
+    assert json.loads(result.stdout)["hits"] == [] and "no results" not in result.stderr
 
 
 @pytest.mark.parametrize("query", ["", "   "])

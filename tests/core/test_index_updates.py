@@ -169,6 +169,19 @@ def onnx_encoder():
     return load_encoder("minilm-onnx")
 
 
+def test_an_encoder_for_a_bm25_index_is_refused(tmp_path, scifact_passages, onnx_encoder):
+    """Before: add_documents(bm25_index, ..., encoder=...) added the documents and ignored the encoder unsaid."""
+    from sleuth.index.sharded import ShardedBM25Index
+
+    flat, sharded = tmp_path / "bm25", tmp_path / "sharded"
+    BM25Index.build(scifact_passages[:30], flat, show_progress=False)
+    ShardedBM25Index.build(scifact_passages[:30], sharded, shards=2, show_progress=False)
+    for target, kind in ((flat, "bm25"), (sharded, "sharded-bm25")):
+        with pytest.raises(ConfigError, match=f"is a {kind} index \\(it encodes nothing\\)"):
+            add_documents(target, scifact_passages[30:32], encoder=onnx_encoder)
+        assert generations(target) == [] and read_manifest(current_generation(target)).count == 30
+
+
 def dense_scores(index: DenseIndex, query_vector: np.ndarray) -> dict[str, float]:
     positions, scores = index.search(query_vector[None, :], k=len(index))
     return {index.docstore.ids[p]: float(s) for p, s in zip(positions[0], scores[0]) if p >= 0}
@@ -257,7 +270,7 @@ def test_update_command_adds_and_deletes(sleuth, tmp_path, scifact_passages):
     assert len(index) == 64 and scifact_passages[61].id not in index.docstore.ids
     # before: the encoder was loaded (5 s) and then ignored
     assert_one_line_error(sleuth("update", target, "--add", corpus, "--encoder", "minilm"),
-                          f"--encoder is for dense indexes; {target} is a bm25 index")
+                          f"an encoder is for dense indexes; {target} is a bm25 index (it encodes nothing)")
     assert_one_line_error(sleuth("update", target, "--delete", scifact_passages[62].id, "--encoder", "minilm"),
                           "--encoder encodes added documents: it goes with --add, not --delete")
     assert len(BM25Index.load(target)) == 64

@@ -196,6 +196,18 @@ def test_obfuscate_errors_are_one_line(args, fragment, capsys):
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], lines
 
 
+@pytest.mark.parametrize("oov", ["drop", "random", "keep", "error"])
+def test_a_query_without_words_is_refused_whatever_the_oov_policy(oov, capsys):
+    """Before: "??? !!!" printed empty obfuscations and exited 0 with oov random, keep or error."""
+    from sleuth.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["privacy", "obfuscate", "??? !!!", "--epsilon", "3", "-n", "2", "--seed", "1", "--oov", oov])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.strip() == \
+        "error: query 1 has no words ('??? !!!'), so every obfuscation would be empty"
+
+
 def test_the_number_of_obfuscations_has_one_cap_shared_with_the_service(capsys):
     """Before: ``privacy obfuscate -n 1000000000`` ran until it was killed at 21.5 GB, where HTTP caps n at 50."""
     from sleuth.cli.main import main

@@ -109,6 +109,9 @@ class DPObfuscator(QueryObfuscator):
                 if row is None and self.oov == "error":
                     raise QueryError(f"query {i + 1}: '{word}' is not in the vocabulary of {self.embeddings.source}")
                 items.append(word if row is None else row)
+            if not items:  # before: "??? !!!" gave empty obfuscations whatever the OOV policy
+                raise QueryError(f"query {i + 1} has no words ({query.strip()[:80]!r}), so every obfuscation would "
+                                 "be empty")
             if self.oov == "drop" and all(isinstance(item, str) for item in items):
                 words = ", ".join(f"'{w}'" for w in dict.fromkeys(items))
                 raise QueryError(f"query {i + 1}: no word of it ({words[:200]}) is in the vocabulary of "
