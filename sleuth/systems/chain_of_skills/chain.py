@@ -137,13 +137,15 @@ ABLATIONS = ("linking", "expanded", "hop2-rerank", "fusion")
 class CosChain(Stage):
     """One of :data:`CHAINS` over the four skill stages (which share one model); ``ablate`` names skills of
     :data:`ABLATIONS` the chain runs without; ``fusion`` = (RRF k, chain weight) of the hotpotqa chain's fusion with
-    two rounds of retrieval (:func:`fuse_paths`), None for the paper's order."""
+    two rounds of retrieval (:func:`fuse_paths`), None for the paper's order; ``hop2_ensemble``: rerankers of other
+    models whose hop-2 scores are averaged with ``rerank``'s (hop 1 and the budget's selection stay ``rerank``'s)."""
 
     def __init__(self, chain: str, retrieve: SingleRetrieve, link: EntityLink, rerank: Rerank | None = None,
                  expanded: ExpandedRetrieve | None = None, limits: ChainLimits = ChainLimits(),
                  alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
                  beta: float = NQ_RERANK_BETA, name: str | None = None, ablate: Sequence[str] = (),
-                 fusion: tuple[int, float] | None = (FUSION_RRF_K, FUSION_CHAIN_WEIGHT)):
+                 fusion: tuple[int, float] | None = (FUSION_RRF_K, FUSION_CHAIN_WEIGHT),
+                 hop2_ensemble: Sequence[Rerank] = ()):
         unknown = [skill for skill in ablate if skill not in ABLATIONS]
         if unknown:
             raise ConfigError(f"cos_chain: cannot ablate '{unknown[0]}' (use one of {', '.join(ABLATIONS)})")
@@ -157,6 +159,7 @@ class CosChain(Stage):
         self.chain, self.retrieve, self.link, self.rerank, self.expanded = chain, retrieve, link, rerank, expanded
         self.limits, self.alpha, self.rerank_weight, self.beta = limits, alpha, rerank_weight, beta
         self.fusion = None if {"fusion", "expanded"} & self.ablate else fusion
+        self.hop2_ensemble = tuple(hop2_ensemble)
         self.name = name or f"cos-{chain}"
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
@@ -264,12 +267,15 @@ class CosChain(Stage):
         return candidates
 
     def hop2_rerank_values(self, query: Query, candidates: Sequence[tuple[Hit, Hit]]) -> list[float]:
-        """The hop-2 rerank score of each candidate over "question [SEP] hop-1 passage" (0 where ablated)."""
+        """The hop-2 rerank score of each candidate over "question [SEP] hop-1 passage" (0 where ablated; the mean
+        over ``rerank`` and ``hop2_ensemble``)."""
         assert self.rerank is not None, "a chain with an expanded hop reranks (CHAINS)"
         if "hop2-rerank" in self.ablate or not candidates:
             return [0.0] * len(candidates)
         firsts = [f"{query.text} [SEP] {passage_text(first)}" for first, _ in candidates]
-        return [float(v) for v in self.rerank.scores(firsts, [second for _, second in candidates])]
+        seconds = [second for _, second in candidates]
+        values = np.mean([reranker.scores(firsts, seconds) for reranker in (self.rerank, *self.hop2_ensemble)], axis=0)
+        return [float(v) for v in values]
 
     def scored_paths(self, candidates: Sequence[tuple[Hit, Hit]], values: Sequence[float]) -> list[Hit]:
         """Candidates with their hop-2 rerank values as distinct paths scored by ``path_score``, best first."""

@@ -52,6 +52,8 @@ def cos_eval_command(
                                                     "passages) | mixed (half each)."),
     selection_weights: str | None = typer.Option(None, help="A,B: --k-hop2-rerank picks by hop1 + A * hop1_rerank "
                                                             "+ B * hop2 (default: the path score's own, 1.5,1)."),
+    hop2_ensemble: list[str] = typer.Option([], help="Another model directory whose reranker the hotpotqa chain's "
+                                                     "hop 2 averages with the model's (repeatable)."),
     ablate: list[str] = typer.Option([], help="Run the hotpotqa chain without this skill: linking | expanded | "
                                               "hop2-rerank | fusion (with two rounds of retrieval: 'fusion' gives "
                                               "the paper's order; repeatable; the skill ablation)."),
@@ -84,6 +86,9 @@ def cos_eval_command(
     path = model_path(model)
     if path != UNTRAINED and not Path(path).is_dir():
         raise ConfigError(f"model directory not found: {path}")
+    for other in hop2_ensemble:
+        if not Path(model_path(other)).is_dir():
+            raise ConfigError(f"--hop2-ensemble: model directory not found: {other}")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {limit}")
     if limits not in LIMIT_SETS:
@@ -115,7 +120,7 @@ def cos_eval_command(
     rows = [s.row(per_question) for s in evaluate_chains(model, questions, list(dict.fromkeys(chain)), limit, limits_used,
                                              device=device, int8=int8, show_progress=True, part=part,
                                              corpus=corpus, distractors=distractors, stats=stats,
-                                             ablate=ablate, shard=shard_used)]
+                                             ablate=ablate, shard=shard_used, hop2_ensemble=hop2_ensemble)]
     name = model or SHIPPED_MODEL
     shown = "/".join(str(v) for v in values.values())
     print_rows(f"Chain-of-Skills on {' + '.join(q.name for q in questions)}"
@@ -128,7 +133,7 @@ def cos_eval_command(
                                "passages": stats["passages"]},
                     "limits": {**values, "k_hop2_rerank": k_hop2_rerank, "hop2_selection": hop2_selection,
                                **({"selection_weights": list(weights)} if weights else {})},
-                    "ablate": ablate,
+                    "ablate": ablate, **({"hop2_ensemble": hop2_ensemble} if hop2_ensemble else {}),
                     **({"shard": shard} if shard else {}), "rows": rows}
         atomic_write_text(json_out, json.dumps(recorded, indent=1) + "\n")
         console.print(f"wrote {json_out}")

@@ -86,14 +86,15 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
                     span_seed: int = 0, int8: bool = False, runs: dict | None = None, show_progress: bool = False,
                     part: str = "all", corpus: str = "questions", distractors: Sequence[str | Path] = (),
                     stats: dict | None = None, ablate: Sequence[str] = (),
-                    shard: tuple[int, int] | None = None) -> list[ChainScores]:
+                    shard: tuple[int, int] | None = None, hop2_ensemble: Sequence[str] = ()) -> list[ChainScores]:
     """Scores of each chain over the first ``limit`` questions with supporting facts of ``part`` (``model_dir``:
     None for the shipped model, "minilm" for untrained experts, or a saved multi-expert model directory); ``corpus``:
     "questions" or "pooled" with ``distractors`` (:mod:`eval_corpus`); ``int8``: the chains' encoder quantised
     (``quantise``), the skill indexes still encoded in float32. With ``runs`` (a dict) each chain's Run is also left
     there by chain name (for path-level analysis); with ``stats`` (a dict) the corpus size ("passages");
     ``ablate``: skills the hotpotqa chain runs without (``chain.ABLATIONS``); ``shard`` = (i, n): only every n-th of
-    those questions from the i-th is evaluated, over the same corpus (:func:`merge_shards` joins the shards).
+    those questions from the i-th is evaluated, over the same corpus (:func:`merge_shards` joins the shards);
+    ``hop2_ensemble``: model directories whose rerankers the hotpotqa chain's hop 2 averages with the model's.
     ``show_progress``: a bar per chain (questions done, questions/s, time left; :mod:`sleuth.progress`)."""
     from sleuth.stages.base import transform_counted
     from sleuth.systems.chain_of_skills.chain import EXPANDING, NO_RERANK, CosChain
@@ -127,12 +128,14 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
 
         model = quantise(model)
     link = EntityLink(model, head, link_index)
+    ensemble = [Rerank(inference_model(other, device, int8)) for other in hop2_ensemble]
     results = []
     for chain in chains:
         stage = CosChain(chain, SingleRetrieve(model, retrieval_index), link,
                          rerank=Rerank(model) if chain not in NO_RERANK else None,
                          expanded=ExpandedRetrieve(model, retrieval_index) if chain in EXPANDING else None,
-                         limits=limits, ablate=ablate if chain == "hotpotqa" else ())
+                         limits=limits, ablate=ablate if chain == "hotpotqa" else (),
+                         hop2_ensemble=ensemble if chain == "hotpotqa" else ())
         start = time.perf_counter()
         run = transform_counted(stage, [Query(id=q.id, text=q.text) for q in questions], f"chain {chain}",
                                 show_progress, chunk=1, unit="questions")
@@ -151,6 +154,18 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
         results.append(ChainScores(chain, len(questions), {k: mean(v) for k, v in recall.items()}, mean(ems),
                                    time.perf_counter() - start, outcomes))
     return results
+
+
+def inference_model(model_dir: str, device: str = "cpu", int8: bool = False):
+    """A saved multi-expert model ready for inference (int8: dynamically quantised, :mod:`quantise`)."""
+    from sleuth.systems.chain_of_skills.model import load_model, model_path
+
+    model = load_model(model_path(model_dir), device=device).for_inference()
+    if int8:
+        from sleuth.systems.chain_of_skills.quantise import quantise
+
+        model = quantise(model)
+    return model
 
 
 def parse_shard(text: str) -> tuple[int, int]:
