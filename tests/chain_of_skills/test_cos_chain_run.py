@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from sleuth.corpus.hotpotqa import hotpotqa_context_documents, read_hotpotqa_questions
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, SleuthError
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 from sleuth.stages.run import Hit
@@ -247,3 +247,17 @@ def test_fused_chain_encodes_no_question_passage_pair_twice(hotpot, monkeypatch)
         self, q, hop1))
     run = fused(questions)
     assert encoded == [] and all(run[q.id] for q in questions)
+
+
+def test_a_hop2_ensemble_from_yaml_averages_another_models_hop2_reranking(hotpot):
+    questions, workspace, folder = hotpot
+    alone = load_pipeline(config(folder, "alone", chain="hotpotqa", fusion=False, **LIMITS), workspace)
+    paired = load_pipeline(config(folder, "paired", chain="hotpotqa", fusion=False, hop2_ensemble=["minilm"],
+                                  **LIMITS), workspace)
+    assert len(paired.stages[0].hop2_ensemble) == 1 and alone.stages[0].hop2_ensemble == ()
+    mine, theirs = paired(questions[:1]), alone(questions[:1])
+    hop2 = {h.id: h.extras["path"][1].extras["rerank"] for h in mine[questions[0].id]}
+    assert hop2 and hop2 != {h.id: h.extras["path"][1].extras["rerank"] for h in theirs[questions[0].id]}
+    with pytest.raises(SleuthError, match="model directory not found: /nonexistent/model"):
+        load_pipeline(config(folder, "missing", chain="hotpotqa", hop2_ensemble=["/nonexistent/model"], **LIMITS),
+                      workspace)

@@ -114,12 +114,13 @@ def cos_chain_stage(ws: Workspace, *, chain: Annotated[str, OneOf(CHAINS)], mode
                     selection_weights: list[float] | None = None,
                     int8: bool = False, fusion: bool = True,
                     fusion_k: Count = FUSION_RRF_K, fusion_chain_weight: float = FUSION_CHAIN_WEIGHT,
-                    name: str | None = None) -> CosChain:
+                    hop2_ensemble: list[str] | None = None, name: str | None = None) -> CosChain:
     """A Chain-of-Skills chain (``chain``: hotpotqa | nq | retrieval | retrieval-2hop); see
     ``sleuth.systems.chain_of_skills.chain``. ``fusion`` (hotpotqa): its paths fused by reciprocal rank (``fusion_k``)
     with two rounds of retrieval's, its own list weighted ``fusion_chain_weight``; false = the paper's order.
     ``k_hop2_rerank``: rerank only that many hop-2 candidates, picked by ``hop2_selection`` (:mod:`hop2_budget`)
-    over hop1 + a * hop1_rerank + b * hop2, ``selection_weights`` = [a, b] (default the path score's own)."""
+    over hop1 + a * hop1_rerank + b * hop2, ``selection_weights`` = [a, b] (default the path score's own).
+    ``hop2_ensemble`` (hotpotqa): other models (names or directories) whose rerankers hop 2 averages with ``model``'s."""
     if selection_weights is not None and len(selection_weights) != 2:
         raise ConfigError(f"cos_chain: selection_weights takes two numbers [a, b], got {selection_weights}")
     limits = ChainLimits(k_retrieval=k_retrieval, k_link=k_link, k_hop1=k_hop1, k_expanded=k_expanded,
@@ -132,4 +133,5 @@ def cos_chain_stage(ws: Workspace, *, chain: Annotated[str, OneOf(CHAINS)], mode
                     rerank=None if chain in NO_RERANK else Rerank(encoder),
                     expanded=ExpandedRetrieve(encoder, passages) if chain in EXPANDING else None,
                     limits=limits, alpha=alpha, rerank_weight=rerank_weight, beta=beta, name=name,
-                    fusion=(fusion_k, fusion_chain_weight) if fusion else None)
+                    fusion=(fusion_k, fusion_chain_weight) if fusion else None,
+                    hop2_ensemble=[Rerank(chain_model(ws, other, int8)) for other in hop2_ensemble or ()])

@@ -87,7 +87,7 @@ def cos_eval_command(
     if path != UNTRAINED and not Path(path).is_dir():
         raise ConfigError(f"model directory not found: {path}")
     for other in hop2_ensemble:
-        if not Path(model_path(other)).is_dir():
+        if model_path(other) != UNTRAINED and not Path(model_path(other)).is_dir():
             raise ConfigError(f"--hop2-ensemble: model directory not found: {other}")
     if limit is not None and limit < 1:
         raise ConfigError(f"--limit must be >= 1, got {limit}")
