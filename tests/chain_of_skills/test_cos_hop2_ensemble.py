@@ -67,3 +67,18 @@ def test_a_missing_ensemble_member_is_one_line(two_dev_questions, data_dir, caps
     assert exit_info.value.code == 2
     err = capsys.readouterr().err.strip()
     assert err == "error: --hop2-ensemble: model directory not found: /nonexistent/model"
+
+
+def test_an_ensemble_without_the_hotpotqa_chain_is_refused(chains, data_dir, capsys):
+    """Before: the members were loaded for the retrieval or nq chain and ignored."""
+    from sleuth.errors import ConfigError
+
+    _, alone, _, second = chains
+    with pytest.raises(ConfigError, match="the 'nq' chain has none"):
+        CosChain("nq", alone.retrieve, alone.link, alone.rerank, limits=LIMITS, hop2_ensemble=[second])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["cos", "eval", "--questions", str(data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"),
+              "--chain", "retrieval", "--hop2-ensemble", "minilm"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == \
+        "error: --hop2-ensemble reranks the hotpotqa chain's hop 2: add --chain hotpotqa"

@@ -159,6 +159,8 @@ class CosChain(Stage):
         self.chain, self.retrieve, self.link, self.rerank, self.expanded = chain, retrieve, link, rerank, expanded
         self.limits, self.alpha, self.rerank_weight, self.beta = limits, alpha, rerank_weight, beta
         self.fusion = None if {"fusion", "expanded"} & self.ablate else fusion
+        if hop2_ensemble and chain != "hotpotqa":  # loaded for nothing and ignored otherwise
+            raise ConfigError(f"cos_chain: hop2_ensemble reranks the hotpotqa chain's hop 2; the '{chain}' chain has none")
         self.hop2_ensemble = tuple(hop2_ensemble)
         self.name = name or f"cos-{chain}"
 

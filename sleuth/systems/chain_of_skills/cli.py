@@ -86,6 +86,8 @@ def cos_eval_command(
     path = model_path(model)
     if path != UNTRAINED and not Path(path).is_dir():
         raise ConfigError(f"model directory not found: {path}")
+    if hop2_ensemble and "hotpotqa" not in chain:
+        raise ConfigError("--hop2-ensemble reranks the hotpotqa chain's hop 2: add --chain hotpotqa")
     for other in hop2_ensemble:
         if model_path(other) != UNTRAINED and not Path(model_path(other)).is_dir():
             raise ConfigError(f"--hop2-ensemble: model directory not found: {other}")
