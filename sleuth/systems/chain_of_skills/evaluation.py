@@ -123,12 +123,13 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
     model = load_model(path, device=device).for_inference()
     head = model_span_head(path, model.dim, device, span_seed)
     retrieval_index, link_index = eval_skill_indexes(passages, model, path, True, show_progress)
+    members = [load_model(model_path(other), device=device).for_inference() for other in hop2_ensemble]
     if int8:
         from sleuth.systems.chain_of_skills.quantise import quantise
 
-        model = quantise(model)
+        model, members = quantise(model), [quantise(member) for member in members]
     link = EntityLink(model, head, link_index)
-    ensemble = [Rerank(inference_model(other, device, int8)) for other in hop2_ensemble]
+    ensemble = [Rerank(member) for member in members]
     results = []
     for chain in chains:
         stage = CosChain(chain, SingleRetrieve(model, retrieval_index), link,
@@ -154,18 +155,6 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
         results.append(ChainScores(chain, len(questions), {k: mean(v) for k, v in recall.items()}, mean(ems),
                                    time.perf_counter() - start, outcomes))
     return results
-
-
-def inference_model(model_dir: str, device: str = "cpu", int8: bool = False):
-    """A saved multi-expert model ready for inference (int8: dynamically quantised, :mod:`quantise`)."""
-    from sleuth.systems.chain_of_skills.model import load_model, model_path
-
-    model = load_model(model_path(model_dir), device=device).for_inference()
-    if int8:
-        from sleuth.systems.chain_of_skills.quantise import quantise
-
-        model = quantise(model)
-    return model
 
 
 def parse_shard(text: str) -> tuple[int, int]:
