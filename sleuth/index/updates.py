@@ -99,13 +99,23 @@ def system_updater(kind: str, index_dir: str | Path) -> Updater:
     raise ConfigError(f"{index_dir}: '{kind}' indexes cannot be updated (no system registers an updater for them)")
 
 
+#: the keys of a document record (:func:`record_passage`)
+RECORD_KEYS = ("id", "_id", "title", "text", "doc_id")
+
+
 def passages_from_records(records: Iterable[dict[str, Any]]) -> list[Passage]:
-    """Passages from ``{"id", "title"?, "text", "doc_id"?}`` records (the admin API); errors name the document by
-    its position."""
+    """Passages from ``{"id", "title"?, "text", "doc_id"?}`` records (the admin API, where an unknown key is refused:
+    a misspelt ``titel`` lost the title unsaid); errors name the document by its position."""
     def located(number: int) -> Callable[[str, str | None], InputError]:
         return lambda message, field: InputError(f"document {number}: " + (f"'{field}' " if field else "") + message)
 
-    return [record_passage(record, located(n)) for n, record in enumerate(records, start=1)]
+    passages = []
+    for number, record in enumerate(records, start=1):
+        unknown = sorted(set(record) - set(RECORD_KEYS)) if isinstance(record, dict) else []
+        if unknown:
+            raise located(number)(f"unknown field(s) {unknown} (known: {', '.join(RECORD_KEYS)})"[:300], None)
+        passages.append(record_passage(record, located(number)))
+    return passages
 
 
 def passages_from_jsonl(path: str | Path) -> list[Passage]:
@@ -130,6 +140,8 @@ def record_passage(record: Any, error: Callable[[str, str | None], InputError]) 
     the exception for what is wrong (an id may be a number, as the corpus readers take it)."""
     if not isinstance(record, dict):
         raise error("expected an object with 'id' and 'text'", None)
+    if "id" in record and "_id" in record:  # before: 'id' kept, '_id' dropped unsaid
+        raise error("and '_id' are both given; give one of them", "id")
     item_id = record.get("id", record.get("_id"))
     if isinstance(item_id, int) and not isinstance(item_id, bool):
         item_id = str(item_id)
@@ -137,12 +149,17 @@ def record_passage(record: Any, error: Callable[[str, str | None], InputError]) 
         raise error("must be a non-empty string", "id")
     if "text" not in record:
         raise error("missing", "text")
-    text, title = record["text"], record.get("title") or ""
+    text, title = record["text"], record.get("title")
+    title = "" if title is None else title  # not `or`: a title of 0 or false is refused, not dropped
     for field, value in (("text", text), ("title", title)):
         if not isinstance(value, str):
             raise error(f"must be a string, got {type(value).__name__}", field)
-    doc_id = record.get("doc_id") or item_id
-    return Passage(item_id, str(doc_id), text, (title,) if title else ())
+    doc_id = record.get("doc_id")
+    if isinstance(doc_id, int) and not isinstance(doc_id, bool):
+        doc_id = str(doc_id)
+    if doc_id is not None and (not isinstance(doc_id, str) or not doc_id.strip()):  # was str({...}), or the id
+        raise error(f"must be a non-empty string or a number, got {doc_id!r}"[:120], "doc_id")
+    return Passage(item_id, doc_id or item_id, text, (title,) if title else ())
 
 
 def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=None, device: str = "cpu") -> Manifest:

@@ -59,10 +59,14 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
         raise MissingExtraError(exc.name or "fastapi", "service", "the HTTP service") from None
     from sleuth.service.admin import AdminKeyGuard
     from sleuth.service.docs import add_docs
-    from sleuth.service.hosts import AllowedHosts
+    from sleuth.service.hosts import AllowedHosts, check_hosts
     from sleuth.service.limits import BodySizeLimit
     from sleuth.service.metrics import MeasureRequests, Metrics
     from sleuth.service.page import add_page
+    from sleuth.service.request_line import RequestLineChecks
+
+    if allowed_hosts is not None:
+        check_hosts(allowed_hosts)
 
     service = SearchService(pipelines, QueryLog(query_log), max_k, limits, loader, index_dirs)
     app = FastAPI(title="sleuth", description="Search service of sleuth.", docs_url=None, redoc_url=None)
@@ -76,7 +80,9 @@ def create_app(pipelines: Mapping[str, Stage], query_log: str | Path | None = No
     add_docs(app)
     for extend in default_extensions() if extensions is None else extensions:
         extend(app, service)
-    # the last added runs first: hosts, then metrics, then the admin key, then the body size, then the routes
+    # the last added runs first: hosts, then metrics, then the admin key, then the body size, then the request
+    # line (query string, URL parameters on a POST, the body's type, HEAD), then the routes
+    app.add_middleware(RequestLineChecks)
     app.add_middleware(BodySizeLimit, max_bytes=service.limits.max_body_bytes)
     app.add_middleware(AdminKeyGuard, api_key=api_key)
     app.add_middleware(MeasureRequests, metrics=app.state.metrics)

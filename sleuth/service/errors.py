@@ -38,11 +38,28 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     def http_error(request, exc: StarletteHTTPException):
+        if exc.status_code == 405:
+            return method_not_allowed(request)
         return JSONResponse(status_code=exc.status_code, content={"error": str(exc.detail)}, headers=exc.headers)
 
     @app.exception_handler(Exception)
     def unexpected(request, exc: Exception):
         return JSONResponse(status_code=500, content={"error": f"internal error ({type(exc).__name__})"})
+
+
+def method_not_allowed(request):
+    """A 405 whose ``Allow`` names every method the path takes (Starlette names the first route's only: ``PUT
+    /search`` said ``allow: GET``), or for ``OPTIONS`` a 204 with that ``Allow``."""
+    from fastapi import Response
+
+    from sleuth.service.request_line import allowed_methods
+
+    allow = allowed_methods(request.app, request.scope)
+    headers = {"Allow": ", ".join(allow)}
+    if request.method == "OPTIONS":
+        return Response(status_code=204, headers=headers)
+    return JSONResponse(status_code=405, headers=headers, content={
+        "error": f"method {request.method[:20]} is not allowed on {request.url.path[:100]} (allowed: {headers['Allow']})"})
 
 
 def where_invalid(error: dict) -> str:

@@ -29,6 +29,16 @@ def split_host(value: str) -> tuple[str, str | None]:
     return (name, port) if colon else (value, None)
 
 
+def check_hosts(hosts: Iterable[str]) -> None:
+    """A SleuthError for an empty entry (``--allowed-host ""``): it matches no ``Host``, so the service would start
+    and then refuse every request."""
+    from sleuth.errors import SleuthError
+
+    for host in hosts:
+        if not isinstance(host, str) or not host.strip() or not split_host(host)[0].strip("[]"):
+            raise SleuthError(f"allowed host {host!r} is empty: give a name, name:port or * (--allowed-host)")
+
+
 class AllowedHosts:
     """ASGI middleware answering 400 ``{"error"}`` to HTTP requests whose ``Host`` is not allowed. An allowed entry
     ``name`` matches that name on any port, ``name:port`` only that port, and ``*`` anything."""

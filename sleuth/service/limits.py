@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
 from typing import Any
@@ -13,6 +14,8 @@ from sleuth.errors import SleuthError
 #: ``POST /obfuscate`` (``sleuth serve --max-obfuscations`` may only lower it): n of them cost memory and time in
 #: proportion (``-n 1000000000`` was killed at 21.5 GB)
 MAX_OBFUSCATIONS = 50
+#: what a count sent as text may look like: ASCII digits (no "2.0", "1_0", "²" or "٥"), short enough to parse
+INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
 
 
 class RequestError(SleuthError):
@@ -60,8 +63,9 @@ class Limits:
         return query
 
     def count(self, value: Any, field: str, maximum: int) -> int:
-        """``value`` checked: an integer (not a bool or float) in ``1..maximum``."""
-        if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        """``value`` checked: an integer (not a bool or float; a string of ASCII digits, as a URL parameter is, is
+        read as one) in ``1..maximum``."""
+        if isinstance(value, str) and INTEGER_TEXT.fullmatch(value.strip()):  # "²" is isdigit() and not int()
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise RequestError(f"'{field}' must be an integer, got {value!r}"[:200])
@@ -128,6 +132,17 @@ def check_unicode(body: Any) -> None:
             pending.extend(value.values())
         elif isinstance(value, list):
             pending.extend(value)
+
+
+def chosen_pipeline(pipeline: Any, index: Any) -> str | None:
+    """The served name a search asks for: ``pipeline`` or ``index`` (its other name), checked as a plain name;
+    None for the default. Both given, or an empty or non-string name, is a 400 (``"pipeline": ""`` or ``false``
+    answered from the default pipeline, and ``index`` beside ``pipeline`` was ignored)."""
+    if pipeline is not None and index is not None:
+        raise RequestError("give 'pipeline' or 'index' (its other name), not both")
+    if index is not None:
+        return safe_name(index, "index")
+    return None if pipeline is None else safe_name(pipeline)
 
 
 def safe_name(name: Any, field: str = "pipeline") -> str:

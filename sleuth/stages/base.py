@@ -23,7 +23,7 @@ MAX_QUERY_CHARS = 4096
 def as_queries(queries: str | Query | Iterable[str | Query] | Mapping[str, str]) -> list[Query]:
     """Normalise what a pipeline is called with into a list of Queries: a string or a Query, a list of either
     (strings get ids q1, q2, ...), an ``{id: text}`` mapping, or a pandas frame with ``qid`` and ``query`` columns
-    (PyTerrier's topics)."""
+    (PyTerrier's topics). A QueryError for an empty or oversized query and for an id given twice."""
     if isinstance(queries, (str, Query)):
         queries = [queries]
     elif isinstance(queries, Mapping):
@@ -40,8 +40,13 @@ def as_queries(queries: str | Query | Iterable[str | Query] | Mapping[str, str])
             raise QueryError(f"query {i} of the list is {type(query).__name__} {query!r:.40}, not a string or a "
                              f"sleuth.Query")
         result.append(query if isinstance(query, Query) else Query(f"q{i}", query))
-    for query in result:
+    first_seen: dict[str, int] = {}
+    for i, query in enumerate(result, start=1):
         check_query(query)
+        if query.id in first_seen:  # before: the Run kept one of them and the other's results were lost unsaid
+            raise QueryError(f"query id '{query.id}' is given twice (queries {first_seen[query.id]} and {i}); "
+                             f"a run holds one ranking per id")
+        first_seen[query.id] = i
     return result
 
 

@@ -136,6 +136,15 @@ def test_a_pipeline_takes_an_id_to_text_mapping_and_a_pyterrier_frame():
         pipeline(5)
 
 
+def test_a_query_id_given_twice_is_refused():
+    """Before: ``pipeline([Query("a", ...), Query("a", ...)])`` returned one ranking for 'a' and the other query's
+    results were lost without a word (a Run holds one ranking per id)."""
+    pipeline = Fixed("a", {"d": 1.0}) % 1
+    with pytest.raises(QueryError, match=r"^query id 'a' is given twice \(queries 1 and 3\)"):
+        pipeline([Query("a", "vitamin d"), Query("b", "cancer"), Query("a", "tuberculosis")])
+    assert list(pipeline([Query("a", "vitamin d"), Query("b", "vitamin d")])) == ["a", "b"]  # same text, two ids
+
+
 @pytest.mark.parametrize("text, message", [
     ("q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n",
      r"run\.txt:2: document 'd1' ranked twice for query 'q1' \(first on line 1\)"),

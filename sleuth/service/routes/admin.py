@@ -36,6 +36,8 @@ def add_documents(request: Request, body: Any = Body(...),
     """Add documents to a served index folder: ``{"documents": [{id, title?, text}], "index"?}`` (API key)."""
     service = checked(request, x_api_key)
     body = check_fields(body, {"documents", "index"})
+    if body.get("documents") is None:  # before: "'ids' must be a non-empty list", a field this endpoint refuses
+        raise RequestError("'documents' is required")
     return service.documents.update(body.get("index"), documents=body.get("documents"))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import Response
 
-from sleuth.service.limits import check_fields, check_query_parameters
+from sleuth.service.limits import check_fields, check_query_parameters, chosen_pipeline
 from sleuth.service.routes import service_of
 from sleuth.service.searcher import DEFAULT_K
 
@@ -22,16 +22,17 @@ def json_bytes(data: bytes) -> Response:
 
 
 @router.get("/search", response_class=Response)
-async def search_get(request: Request, query: str = Query(...), k: int = Query(DEFAULT_K),
+async def search_get(request: Request, query: str = Query(...),
+               k: str = Query(str(DEFAULT_K), description="How many hits (an integer), as in the POST body."),
                pipeline: str | None = Query(None), index: str | None = Query(None), extras: bool = Query(False),
-               max_chars: int | None = Query(None, description="Cut title and text to this many characters."),
+               max_chars: str | None = Query(None, description="Cut title and text to this many characters."),
                fields: str | None = Query(None, description="Hit fields, comma-separated (default: all)."),
                partial: bool = Query(False, description="Shard actors: rank with the shards that answer and say "
                                                         "which are down (default: 503 naming a shard that is down).")):
-    """Search one query."""
+    """Search one query (``k`` and ``max_chars`` are read as in the POST body: ``2.0`` is not an integer)."""
     check_query_parameters(request, {"query"} | SHAPE_FIELDS)
-    return json_bytes(await service_of(request).searcher.search(query, k, pipeline or index, extras, max_chars, fields,
-                                                                partial))
+    return json_bytes(await service_of(request).searcher.search(query, k, chosen_pipeline(pipeline, index), extras,
+                                                                max_chars, fields, partial))
 
 
 @router.post("/search", response_class=Response)
@@ -39,7 +40,7 @@ async def search_post(request: Request, body: Any = Body(...)):
     """Search one query: ``{"query", "k"?, "pipeline"?, "extras"?, "max_chars"?, "fields"?, "partial"?}``."""
     body = check_fields(body, {"query"} | SHAPE_FIELDS)
     return json_bytes(await service_of(request).searcher.search(
-        body.get("query"), body.get("k", DEFAULT_K), body.get("pipeline") or body.get("index"),
+        body.get("query"), body.get("k", DEFAULT_K), chosen_pipeline(body.get("pipeline"), body.get("index")),
         body.get("extras", False), body.get("max_chars"), body.get("fields"), body.get("partial", False)))
 
 
@@ -49,5 +50,5 @@ async def search_batch(request: Request, body: Any = Body(...)):
     "partial"?}``."""
     body = check_fields(body, {"queries"} | SHAPE_FIELDS)
     return json_bytes(await service_of(request).searcher.search_batch(
-        body.get("queries"), body.get("k", DEFAULT_K), body.get("pipeline") or body.get("index"),
+        body.get("queries"), body.get("k", DEFAULT_K), chosen_pipeline(body.get("pipeline"), body.get("index")),
         body.get("extras", False), body.get("max_chars"), body.get("fields"), body.get("partial", False)))

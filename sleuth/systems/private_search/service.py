@@ -46,11 +46,12 @@ class ObfuscateEndpoint:
         limit = service.limits.max_obfuscations
         n = service.limits.count(min(DEFAULT_OBFUSCATIONS, limit) if n is None else n, "n", limit)
         if epsilon is not None and (isinstance(epsilon, bool) or not isinstance(epsilon, (int, float))
-                                    or not math.isfinite(epsilon) or epsilon <= 0):
+                                    or not finite(epsilon) or epsilon <= 0):
             raise RequestError(f"'epsilon' must be a positive number, got {epsilon!r}"[:200])
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**63):
             raise RequestError(f"'seed' must be a non-negative integer, got {seed!r}"[:200])
-        name = obfuscator or (DEFAULT_MECHANISM if DEFAULT_MECHANISM in self.names else self.names[0])
+        default = DEFAULT_MECHANISM if DEFAULT_MECHANISM in self.names else self.names[0]
+        name = default if obfuscator is None else obfuscator  # not `or`: "" and false are refused, not defaulted
         model = self.obfuscator(name)
         epsilon = (DEFAULT_EPSILON if epsilon is None else epsilon) if model.uses_epsilon else None
         texts = service.timed(lambda: model.obfuscate_one(query, n=n, epsilon=epsilon, seed=seed))
@@ -73,6 +74,14 @@ class ObfuscateEndpoint:
                 raise RequestError("give 'mechanism' ('obfuscator' is its earlier name), not both")
             return self.obfuscate(service, body.get("query"), body.get("mechanism", body.get("obfuscator")),
                                   body.get("n"), body.get("epsilon"), body.get("seed"))
+
+
+def finite(number: int | float) -> bool:
+    """Whether ``number`` is finite as a float (an integer of 400 digits is not: ``math.isfinite`` overflows)."""
+    try:
+        return math.isfinite(number)
+    except OverflowError:
+        return False
 
 
 def endpoints() -> list[ObfuscateEndpoint]:
