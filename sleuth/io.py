@@ -16,6 +16,7 @@ import signal
 import socket
 import tempfile
 import uuid
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, BinaryIO, cast
@@ -112,7 +113,7 @@ def open_text(path: str | Path) -> TextFile:
     from sleuth.errors import InputError
 
     if not Path(path).is_file():
-        raise InputError("file not found", path=path)
+        raise InputError("is a folder; give a file" if Path(path).is_dir() else "file not found", path=path)
     name = str(path)
     opener = gzip.open if name.endswith(".gz") else bz2.open if name.endswith(".bz2") else open
     return TextFile(cast(IO[bytes], opener(name, "rb")), path)
@@ -146,11 +147,19 @@ class TextFile:
         (self._text or self._raw).close()
 
     def __iter__(self) -> Iterator[str]:
-        for raw in self._raw:
+        while raw := self._raw_line():
             yield self._line(raw)
 
     def readline(self) -> str:
-        return self._line(self._raw.readline())
+        return self._line(self._raw_line())
+
+    def _raw_line(self) -> bytes:
+        """The next line's bytes; a compressed file that ends early or is corrupt is an InputError naming it and the
+        line (before: gzip's EOFError became click's Abort, an exit 1 with an empty message)."""
+        try:
+            return self._raw.readline()
+        except (EOFError, OSError, zlib.error) as exc:
+            raise self._damaged(exc, self.lines_read + 1) from None
 
     def read(self, size: int = -1) -> str:
         """Up to ``size`` characters (all with -1), decoded in chunks: a decoding error names the file only."""
@@ -161,6 +170,8 @@ class TextFile:
             return self._text.read(size)
         except UnicodeDecodeError as exc:
             raise self._error(exc, None) from None
+        except (EOFError, OSError, zlib.error) as exc:
+            raise self._damaged(exc, None) from None
 
     def _line(self, raw: bytes) -> str:
         try:
@@ -174,6 +185,12 @@ class TextFile:
             if text.endswith("\r\n"):
                 text = text[:-2] + "\n"
         return text
+
+    def _damaged(self, exc: BaseException, line: int | None) -> Exception:
+        from sleuth.errors import InputError
+
+        reason = " ".join(str(exc).split()) or type(exc).__name__
+        return InputError(f"the compressed file is truncated or damaged ({reason[:120]})", path=self.path, line=line)
 
     def _error(self, exc: UnicodeDecodeError, line: int | None) -> Exception:
         from sleuth.errors import InputError

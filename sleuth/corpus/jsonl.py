@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,34 @@ def parse_record(text: str, path: str | Path, line: int | None = None) -> dict[s
         raise InputError(f"malformed JSON ({exc.msg} at column {exc.colno}){where}", path=path, line=line) from None
     if not isinstance(obj, dict):
         raise InputError(f"expected a JSON object, found {type(obj).__name__}", path=path, line=line)
+    if SURROGATE_ESCAPE.search(text):  # rare: only then are the strings checked
+        field = lone_surrogate_field(obj)
+        if field is not None:  # before: a traceback when the index was saved, after the whole build
+            raise InputError("holds a lone surrogate escape (\\ud800-\\udfff), which is not Unicode text",
+                             path=path, line=line, field=field)
     return obj
+
+
+#: a JSON escape of a UTF-16 surrogate: valid in pairs (an emoji), not text alone
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def lone_surrogate_field(obj: Mapping[str, Any]) -> str | None:
+    """The top-level key of ``obj`` under which some string (or key) is not encodable as UTF-8, else None."""
+    for key, value in obj.items():
+        pending = [key, value]
+        while pending:
+            item = pending.pop()
+            if isinstance(item, str):
+                try:
+                    item.encode("utf-8")
+                except UnicodeEncodeError:
+                    return key.encode("utf-8", "backslashreplace").decode("utf-8")
+            elif isinstance(item, dict):
+                pending.extend([*item.keys(), *item.values()])
+            elif isinstance(item, list):
+                pending.extend(item)
+    return None
 
 
 def require(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None, kind: type | tuple = str) -> Any:

@@ -142,6 +142,10 @@ def record_passage(record: Any, error: Callable[[str, str | None], InputError]) 
         raise error("expected an object with 'id' and 'text'", None)
     if "id" in record and "_id" in record:  # before: 'id' kept, '_id' dropped unsaid
         raise error("and '_id' are both given; give one of them", "id")
+    if "id" not in record and "_id" not in record:  # before: "'id' must be a non-empty string" for a docid key
+        keys = ", ".join(sorted(map(str, record))[:8]) or "none"
+        raise error(f"missing: each record needs 'id' or '_id' (its keys: {keys}; 'doc_id' names the passage's "
+                    "document)", "id")
     item_id = record.get("id", record.get("_id"))
     if isinstance(item_id, int) and not isinstance(item_id, bool):
         item_id = str(item_id)

@@ -36,16 +36,19 @@ def dense_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None, enc
 
 
 def fusion_problem(params: dict[str, Any]) -> str | None:
-    """Fusion keys together: at least two branches, and a weight >= 0 per branch (not all 0)."""
+    """Fusion keys together: at least two branches, a weight >= 0 per branch (not all 0), no normalise with rrf."""
     branches, weights = params.get("branches", []), params.get("weights")
     if len(branches) < 2:
         return f"needs at least two branches, got {len(branches)}"
+    if params.get("normalise") is not None and params.get("method", "rrf") == "rrf":
+        return "normalise applies to method weighted; rrf fuses ranks"
     return weights_problem(weights, len(branches)) if weights is not None else None
 
 
 @register_stage("fuse", check=fusion_problem)
 def fuse_stage(ws: Workspace, *, branches: list, method: Annotated[str, OneOf(FUSION_METHODS)] = "rrf",
-               weights: list[float] | None = None, normalise: Annotated[str, OneOf(tuple(NORMALISERS))] = "minmax",
+               weights: list[float] | None = None,
+               normalise: Annotated[str, OneOf(tuple(NORMALISERS))] | None = None,
                rrf_k: Count = 60, depth: Count = 1000, name: str | None = None) -> Fuse:
     """Fusion of branch pipelines (each a stage entry or a list of stage entries)."""
     from sleuth.pipelines.config import build_stages

@@ -72,6 +72,10 @@ def read_config(source: str | Path) -> dict[str, Any]:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
         raise ConfigError(f"{where}: invalid YAML ({getattr(exc, 'problem', exc)})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to be a pipeline config") from None
+    if refers_to_itself(config):  # before: a RecursionError traceback when the stages were checked
+        raise ConfigError(f"{path}: a YAML alias refers to a mapping or list that holds it (*alias inside &alias)")
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: a pipeline config is a mapping with keys {', '.join(TOP_LEVEL_KEYS)}")
     for key in config:
@@ -79,9 +83,22 @@ def read_config(source: str | Path) -> dict[str, Any]:
             raise ConfigError(f"{path}: unknown key '{key}' (known: {', '.join(TOP_LEVEL_KEYS)})")
     if not isinstance(config.get("stages"), list) or not config["stages"]:
         raise ConfigError(f"{path}: 'stages' must be a non-empty list")
+    for key in ("name", "description"):  # before: a list as name was a TypeError in sleuth eval's table
+        if key in config and not (isinstance(config[key], str) and config[key].strip()):
+            raise ConfigError(f"{path}: '{key}' must be a non-empty string, got {config[key]!r}"[:200])
     config.setdefault("name", path.stem)
     config["_source"] = str(path)
     return config
+
+
+def refers_to_itself(value: Any, enclosing: frozenset[int] = frozenset()) -> bool:
+    """Whether a list or mapping in ``value`` holds itself (``stages: &a [{fuse: {branches: [*a]}}]``)."""
+    if not isinstance(value, (list, dict)):
+        return False
+    if id(value) in enclosing:
+        return True
+    children = list(value.values()) if isinstance(value, dict) else value
+    return any(refers_to_itself(child, enclosing | {id(value)}) for child in children)
 
 
 def parse_entry(entry: Any, where: str) -> tuple[str, dict[str, Any]]:
@@ -170,13 +187,18 @@ def with_stage_keys(entries: list[Any], stage_keys: dict[str, dict[str, Any]], w
     return updated
 
 
-def check_entries(entries: list[Any], where: str) -> None:
+def check_entries(entries: list[Any], where: str, has_input: bool = False) -> None:
     """Check stage entries, and the branches of every ``fuse`` among them, without building anything: names, keys,
-    each value against its builder's annotation and each stage's check of its keys together."""
+    each value against its builder's annotation and each stage's check of its keys together, and that a ``cutoff``
+    has a ranking to cut (``has_input``: an earlier stage gives the entries candidates)."""
     for i, entry in enumerate(entries, start=1):
         name, params = parse_entry(entry, f"{where}, stage {i}")
+        if name == "cutoff" and i == 1 and not has_input:  # before: every query got no hits, exit 0
+            raise ConfigError(f"{where}, stage 1 'cutoff': cuts the ranking of an earlier stage, so it cannot come "
+                              "first")
         for j, branch in enumerate(params.get("branches", []) if name == "fuse" else [], start=1):
-            check_entries(branch if isinstance(branch, list) else [branch], f"{where}, stage {i}, branch {j}")
+            check_entries(branch if isinstance(branch, list) else [branch], f"{where}, stage {i}, branch {j}",
+                          has_input or i > 1)
 
 
 def validate_pipeline(source: str | Path) -> dict[str, Any]:

@@ -118,20 +118,11 @@ def check_query_parameters(request: Any, known: set[str]) -> None:
 def check_unicode(body: Any) -> None:
     """A 400 when a string anywhere in the parsed JSON ``body`` holds a lone surrogate: JSON allows the escape
     (``"\\ud800"``) but it is not Unicode text, and it would fail later in logs, indexes and responses."""
-    pending = [body]
-    while pending:  # iterative: a deeply nested body cannot exhaust the stack
-        value = pending.pop()
-        if isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise RequestError("the request holds a lone surrogate escape (\\ud800-\\udfff), "
-                                   "which is not valid Unicode text") from None
-        elif isinstance(value, dict):
-            pending.extend(value.keys())
-            pending.extend(value.values())
-        elif isinstance(value, list):
-            pending.extend(value)
+    from sleuth.corpus.jsonl import lone_surrogate_field
+
+    if lone_surrogate_field({"body": body}) is not None:  # iterative: a deep body cannot exhaust the stack
+        raise RequestError("the request holds a lone surrogate escape (\\ud800-\\udfff), which is not valid "
+                           "Unicode text")
 
 
 def chosen_pipeline(pipeline: Any, index: Any) -> str | None:

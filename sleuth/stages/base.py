@@ -51,8 +51,8 @@ def as_queries(queries: str | Query | Iterable[str | Query] | Mapping[str, str])
 
 
 def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
-    """Reject empty, oversized or non-string queries with a QueryError naming the query id ("the query" where it
-    has none)."""
+    """Reject empty, oversized, non-string or non-Unicode queries with a QueryError naming the query id ("the query"
+    where it has none)."""
     name = f"query '{query.id}'" if query.id else "the query"
     if query.text is not None and not isinstance(query.text, str):
         raise QueryError(f"{name} must be a string, got {type(query.text).__name__} (several queries: call the "
@@ -61,6 +61,11 @@ def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
         raise QueryError(f"{name} is empty")
     if len(query.text) > max_chars:
         raise QueryError(f"{name} has {len(query.text)} characters; the limit is {max_chars}")
+    try:
+        query.text.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a command-line argument that is not UTF-8 (Python keeps its bytes this way)
+        raise QueryError(f"{name} is not valid text: character {exc.start + 1} is a lone surrogate (bytes that are not "
+                         "UTF-8?)") from None
 
 
 def check_k(k: int, owner: str, key: str = "k") -> int:
@@ -162,4 +167,6 @@ class Cutoff(Stage):
         self.name = f"cutoff({k})"
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
-        return (candidates or Run()).cut(self.k)
+        if candidates is None:  # before: an empty run, every query without hits
+            raise ConfigError(f"{self.name} cuts the ranking of an earlier stage; run it after one (stage % k)")
+        return candidates.cut(self.k)

@@ -59,19 +59,30 @@ def weighted_fusion(rankings: Sequence[list[Hit]], weights: Sequence[float], nor
     return {doc: sum(w * table.get(doc, floor) for w, (table, floor) in zip(weights, normalised)) for doc in every}
 
 
+def component_names(names: Sequence[str]) -> list[str]:
+    """Branch names as keys of a hit's components: a name two branches share gets ``#position`` (before: the second
+    branch's score replaced the first's)."""
+    return [f"{name}#{i}" if names.count(name) > 1 else name for i, name in enumerate(names, start=1)]
+
+
 class Fuse(Stage):
     """Runs every branch on the same queries and candidates and fuses their rankings into one.
 
-    ``method="rrf"`` (rank-based, ``rrf_k``) or ``"weighted"`` (sum of ``normalise``-d scores times ``weights``).
-    ``depth`` limits how many hits of each branch take part.
+    ``method="rrf"`` (rank-based, ``rrf_k``) or ``"weighted"`` (sum of ``normalise``-d scores times ``weights``;
+    ``normalise`` default ``minmax``, and refused with rrf, which reads ranks only). ``depth`` limits how many hits
+    of each branch take part. Each hit's ``extras["components"]`` holds every branch's score by branch name
+    (``bm25#1``, ``bm25#2`` where two branches share a name).
     """
 
     def __init__(self, branches: Sequence[Stage], method: str = "rrf", weights: Sequence[float] | None = None,
-                 normalise: str = "minmax", rrf_k: int = 60, depth: int = 1000, name: str | None = None):
+                 normalise: str | None = None, rrf_k: int = 60, depth: int = 1000, name: str | None = None):
         if len(branches) < 2:
             raise ConfigError("fuse: needs at least two branches")
         if method not in METHODS:
             raise ConfigError(f"fuse: unknown method '{method}' (known: {', '.join(METHODS)})")
+        if normalise is not None and method == "rrf":  # before: accepted and without effect
+            raise ConfigError(f"fuse: normalise '{normalise}' applies to method weighted; rrf fuses ranks")
+        normalise = normalise or "minmax"
         if normalise not in NORMALISERS:
             raise ConfigError(f"fuse: unknown normalise '{normalise}' (known: {', '.join(NORMALISERS)})")
         weights = list(weights) if weights is not None else [1.0] * len(branches)
@@ -82,6 +93,7 @@ class Fuse(Stage):
         self.normalise, self.rrf_k = normalise, check_k(rrf_k, "fuse", "rrf_k")
         self.depth = check_k(depth, "fuse", "depth")
         self.name = name or f"{method}({', '.join(b.name for b in self.branches)})"
+        self.component_names = component_names([b.name for b in self.branches])
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         runs = [branch.transform(queries, candidates) for branch in self.branches]
@@ -98,7 +110,7 @@ class Fuse(Stage):
                     first_seen.setdefault(hit.id, hit)
             components = [{h.id: h.score for h in hits} for hits in rankings]
             fused[query.id] = [
-                first_seen[d].with_score(s, components={b.name: c.get(d) for b, c in zip(self.branches, components)})
+                first_seen[d].with_score(s, components={n: c.get(d) for n, c in zip(self.component_names, components)})
                 for d, s in scores.items()
             ]
         return fused.sorted()

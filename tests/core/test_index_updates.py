@@ -81,7 +81,7 @@ def test_bm25_update_errors_change_nothing(tmp_path, scifact_passages):
     with pytest.raises(InputError, match="empty index"):
         delete_documents(target, [p.id for p in scifact_passages[:50]])
     assert not (target / "CURRENT").exists() and BM25Index.load(target).manifest.count == 50
-    with pytest.raises(InputError, match="'id' must be a non-empty string"):
+    with pytest.raises(InputError, match="'id' missing: each record needs 'id' or '_id'"):
         passages_from_records([{"text": "no id"}])
 
 

@@ -230,3 +230,54 @@ def test_eval_refuses_a_measure_the_task_cannot_give(sleuth, data_dir):
     result = sleuth("eval", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions",
                     data_dir / "nq" / "questions.jsonl", "--metric", "nDCG@10")
     assert_one_line_error(result, "--metric needs relevance judgements (qrels)", "use --top-k")
+
+
+def test_a_truncated_or_damaged_compressed_corpus_is_one_error_line(sleuth, tmp_path, scifact_jsonl):
+    """Before: gzip's EOFError became click's Abort: exit 1 with an empty line and nothing said."""
+    import bz2
+    import gzip
+
+    data = scifact_jsonl.read_bytes()
+    (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(data)[:2000])
+    (tmp_path / "cut.jsonl.bz2").write_bytes(bz2.compress(data)[:2000])
+    (tmp_path / "noise.jsonl.gz").write_bytes(bytes(range(200)))
+    for name in ("cut.jsonl.gz", "cut.jsonl.bz2", "noise.jsonl.gz"):
+        result = sleuth("index", tmp_path / name, "--kind", "bm25", "--out", tmp_path / "ix")
+        assert_one_line_error(result, name, "the compressed file is truncated or damaged")
+    assert not (tmp_path / "ix").exists()
+
+
+def test_a_lone_surrogate_escape_in_a_corpus_is_refused_where_it_is_read(sleuth, tmp_path):
+    """Before: valid JSON, not Unicode text: a traceback when the document store was saved, after the whole build
+    (and `search --corpus` named the pipeline's YAML file). An escaped emoji (a surrogate pair) is text."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"_id": "a", "text": "cats \\ud83d\\ude00"}\n{"_id": "b", "text": "caf\\udce9 cats"}\n')
+    assert_one_line_error(sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "ix"),
+                          "c.jsonl:2: field 'text': holds a lone surrogate escape")
+    assert_one_line_error(sleuth("search", "cats", "--corpus", corpus), "c.jsonl:2: field 'text'")
+    corpus.write_text('{"_id": "a", "text": "cats \\ud83d\\ude00"}\n')
+    assert sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "ix").returncode == 0
+
+
+def test_a_query_argument_that_is_not_utf8_is_refused(sleuth, tmp_path, scifact_jsonl):
+    """Before: bytes that are not UTF-8 (kept by Python as lone surrogates) searched for nothing, exit 0, and the
+    JSON output held a lone surrogate."""
+    import os
+    import subprocess
+    import sys
+
+    sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")
+    result = subprocess.run([sys.executable, "-m", "sleuth", "search", os.fsencode("caf\udce9"), "--index",
+                             tmp_path / "ix", "--json"], capture_output=True, text=True)
+    assert_one_line_error(result, "the query is not valid text: character 4 is a lone surrogate")
+
+
+def test_update_names_the_id_keys_it_reads_and_a_folder_given_as_a_file(sleuth, tmp_path, scifact_jsonl):
+    """Before: a record keyed docid was "field 'id': must be a non-empty string" (a field it does not have), and a
+    folder given to --add was "file not found"."""
+    sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")
+    new = tmp_path / "new.jsonl"
+    new.write_text('{"docid": "n3", "text": "new cats"}\n')
+    assert_one_line_error(sleuth("update", tmp_path / "ix", "--add", new),
+                          "new.jsonl:1: field 'id': missing: each record needs 'id' or '_id' (its keys: docid, text")
+    assert_one_line_error(sleuth("update", tmp_path / "ix", "--add", tmp_path), "is a folder; give a file")

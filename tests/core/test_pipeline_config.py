@@ -66,6 +66,15 @@ stages:
     # before: PyYAML kept the last of two equal keys, so k: 3 (or the dense stages) ran without a word
     ("stages:\n  - bm25: {k: 10, k: 3}\n", ":2: invalid YAML .key 'k' given twice, first on line 2"),
     ("stages:\n  - bm25\nname: x\nstages:\n  - dense\n", ":4: invalid YAML .key 'stages' given twice, first on line 1"),
+
+    # session 28: a recursive alias was a RecursionError traceback; a list as name a TypeError in eval's table;
+    # a pipeline starting with cutoff gave every query no hits; normalise with rrf had no effect
+    ("stages: &a\n  - fuse: {branches: [*a, *a]}\n", "a YAML alias refers to a mapping or list that holds it"),
+    ("name: [1, 2]\nstages:\n  - bm25\n", "'name' must be a non-empty string, got [1, 2]"),
+    ("description: {a: 1}\nstages:\n  - bm25\n", "'description' must be a non-empty string"),
+    ("stages:\n  - cutoff: {k: 2}\n", "stage 1 'cutoff': cuts the ranking of an earlier stage, so it cannot come first"),
+    ("stages:\n  - fuse: {branches: [[cutoff: {k: 2}], bm25]}\n", "branch 1, stage 1 'cutoff': cuts the ranking"),
+    ("stages:\n  - fuse: {normalise: zscore, branches: [bm25, dense]}\n", "normalise applies to method weighted"),
 ])
 def test_bad_configs_name_the_problem(tmp_path, text, message):
     path = write(tmp_path, text)
@@ -114,3 +123,31 @@ def test_vector_search_keys_are_declared_once_and_accepted_alike(tmp_path, scifa
     with pytest.raises(ConfigError, match="stage 1: stage 'dense': key 'nprobe': must be at least 1"):
         load_pipeline(config, Workspace())
     assert VectorSearch().factory == "Flat"
+
+
+def test_a_cutoff_after_a_stage_may_open_a_branch(tmp_path, scifact_passages):
+    """A fusion branch after a first stage sees its candidates, so a cutoff may open it (what the checks allow)."""
+    BM25Index.build(scifact_passages[:80], tmp_path / "ix", show_progress=False)
+    path = write(tmp_path, f"""
+stages:
+  - bm25: {{index: {tmp_path / 'ix'}, k: 20}}
+  - fuse: {{method: weighted, branches: [[cutoff: {{k: 2}}], [cutoff: {{k: 5}}]]}}
+""")
+    hits = load_pipeline(path, Workspace()).search(scifact_passages[3].title, k=10)
+    assert len(hits) == 5 and hits[0].id == scifact_passages[3].id
+
+
+def test_fused_components_keep_every_branch_where_names_repeat(tmp_path, scifact_passages):
+    """Before: two branches named bm25 shared one components key, so the second's score (None where it missed
+    the hit) replaced the first's."""
+    BM25Index.build(scifact_passages[:80], tmp_path / "ix", show_progress=False)
+    path = write(tmp_path, f"""
+stages:
+  - fuse:
+      method: weighted
+      branches: [bm25: {{index: {tmp_path / 'ix'}}}, bm25: {{index: {tmp_path / 'ix'}, k: 1}}]
+""")
+    hits = load_pipeline(path, Workspace()).search(scifact_passages[3].title, k=3)
+    assert set(hits[0].extras["components"]) == {"bm25#1", "bm25#2"}
+    second = hits[1].extras["components"]
+    assert second["bm25#1"] is not None and second["bm25#2"] is None  # the k=1 branch has the top hit only

@@ -80,7 +80,8 @@ def test_fuse_stage_orders_and_records_components():
 
 @pytest.mark.parametrize("kwargs,message", [({"method": "max"}, "unknown method"),
                                             ({"weights": [1.0]}, "1 weights for 2 branches"),
-                                            ({"normalise": "rank"}, "unknown normalise"),
+                                            ({"normalise": "rank", "method": "weighted"}, "unknown normalise"),
+                                            ({"normalise": "zscore"}, "normalise 'zscore' applies to method weighted"),
                                             ({"weights": [1.0, float("nan")]}, "weights must be finite numbers"),
                                             ({"weights": [1.0, -1.0]}, "weights must be finite numbers >= 0"),
                                             ({"weights": [0, 0]}, "not all 0"),
@@ -134,6 +135,16 @@ def test_a_pipeline_takes_an_id_to_text_mapping_and_a_pyterrier_frame():
     with pytest.raises(QueryError, match=r"queries must be a string, a Query, a list of them, an \{id: text\} "
                                          r"mapping or a frame with qid and query columns; got int"):
         pipeline(5)
+
+
+def test_a_query_that_is_not_unicode_text_and_a_cutoff_without_a_ranking_are_refused():
+    """Before: a query holding a lone surrogate (a command-line argument that is not UTF-8) searched for nothing;
+    a Cutoff run first answered every query with no hits."""
+    with pytest.raises(QueryError, match="query 'q1' is not valid text: character 4 is a lone surrogate"):
+        Fixed("a", {"d": 1.0}).search("caf\udce9")
+    with pytest.raises(ConfigError, match=r"cutoff\(2\) cuts the ranking of an earlier stage"):
+        Cutoff(2)("vitamin d")
+    assert list((Fixed("a", {"d": 1.0, "e": 0.5}) % 1)("vitamin d")["q1"]) == [Hit("d", 1.0)]
 
 
 def test_a_query_id_given_twice_is_refused():
