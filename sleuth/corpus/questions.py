@@ -13,7 +13,7 @@ from sleuth.errors import InputError
 
 def read_questions(path: str | Path) -> Iterator[Query]:
     """Stream Queries from ``{"id", "question", "answers": [...]}`` lines; answers go to ``metadata["answers"]``;
-    an id that comes twice is an InputError naming both lines."""
+    an id that comes twice, and a question without a non-empty answer, are InputErrors naming the line."""
     first_lines: dict[str, int] = {}
     for number, obj in iter_jsonl(path):
         if number == 1 and "id" not in obj and is_squad(obj):
@@ -24,5 +24,8 @@ def read_questions(path: str | Path) -> Iterator[Query]:
         answers = require(obj, "answers", path, number, list)
         if not all(isinstance(a, str) for a in answers):
             raise InputError("answers must be strings", path=path, line=number, field="answers")
+        if not answers or not all(a.strip() for a in answers):  # before: scored as a miss, every pipeline alike
+            raise InputError("needs at least one answer, none of them empty", path=path, line=number,
+                             field="answers")
         extra = {k: v for k, v in obj.items() if k not in ("id", "question")}
         yield Query(qid, question, extra)
