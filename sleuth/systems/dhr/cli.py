@@ -13,6 +13,7 @@ from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, InputError
 from sleuth.eval.answers import DEFAULT_KS
 from sleuth.overwrite import refuse_overwriting_inputs
+from sleuth.pipelines.workspace import CorpusSource
 from sleuth.stages.run import Run
 
 dhr_app = typer.Typer(help="Dense hierarchical retrieval (DHR): train, tune lambda, compare with flat retrieval.",
@@ -42,12 +43,45 @@ def select_questions(path: Path, split: str, dev_fraction: float, seed: int) -> 
     return chosen
 
 
-class Setup:
-    """The corpus workspace, the hierarchical index and its two encoders, shared by the rows of one command."""
+def check_index_options(index: Path | None, grouping: str | None, document_encoder: str | None,
+                        passage_encoder: str | None, factory: str | None, separator: str | None,
+                        distractors: list[Path] | None = None) -> None:
+    """Refuse, with ``--index``, the options given that only build an index (None: not given); before, they were
+    ignored."""
+    given = {"--grouping": grouping, "--document-encoder": document_encoder, "--passage-encoder": passage_encoder,
+             "--factory": factory, "--separator": separator, "--distractors": distractors or None}
+    named = [option for option, value in given.items() if value is not None]
+    if index is not None and named:
+        raise ConfigError(f"{', '.join(named)}: only used to build the hierarchical index, and --index {index} is "
+                          f"built already; leave {'it' if len(named) == 1 else 'them'} out, or leave out --index")
 
-    def __init__(self, corpus: Path, fmt: str | None, splitter: str, grouping: str, index: Path | None,
-                 document_encoder: str, passage_encoder: str, factory: str, separator: str, device: str,
-                 distractors: list[Path] | None = None):
+
+def check_built_for(index: Path, built: dict, source: CorpusSource, corpus: Path) -> None:
+    """Refuse an index whose manifest records another corpus fingerprint than ``source``'s (one that records none,
+    e.g. built by an older `dhr train`, is not checked): its rows would search other passages than BM25's and flat
+    dense's."""
+    fingerprint = source.fingerprint()
+    if built.get("fingerprint") not in (None, fingerprint):
+        raise ConfigError(f"--index {index} was built for the corpus {built.get('path')} (fingerprint "
+                          f"{built['fingerprint']}), not --corpus {corpus} (fingerprint {fingerprint}: other or "
+                          "changed files, or another --format or --splitter)")
+
+
+def check_file_out(path: Path | None, option: str) -> None:
+    """Refuse now an output file path that is a folder (before: refused after the whole run, naming a temporary
+    file)."""
+    if path is not None and path.is_dir():
+        raise ConfigError(f"{option} {path}: is a folder; give a file")
+
+
+class Setup:
+    """The corpus workspace, the hierarchical index and its two encoders, shared by the rows of one command. Build
+    options left None take :class:`HierarchySource`'s and :class:`VectorSearch`'s defaults; with ``index`` they must
+    be None (:func:`check_index_options`), and the index must have been built for ``corpus``."""
+
+    def __init__(self, corpus: Path, fmt: str | None, splitter: str, grouping: str | None, index: Path | None,
+                 document_encoder: str | None, passage_encoder: str | None, factory: str | None,
+                 separator: str | None, device: str, distractors: list[Path] | None = None):
         from sleuth.index.dense import VectorSearch
         from sleuth.models.registry import encoder_from_spec
         from sleuth.pipelines.mixed_source import with_distractors
@@ -55,9 +89,13 @@ class Setup:
 
         self.source = with_distractors(corpus_source(corpus, fmt, None, splitter), distractors)
         self.ws = workspace(self.source, device)
-        self.index = hierarchical_index(self.ws, HierarchySource(str(index) if index else None, document_encoder,
-                                                                 passage_encoder, separator, grouping),
-                                        VectorSearch(factory))
+        build = {"document_encoder": document_encoder, "passage_encoder": passage_encoder, "separator": separator,
+                 "grouping": grouping}
+        self.index = hierarchical_index(self.ws, HierarchySource(str(index) if index else None,
+                                                                 **{k: v for k, v in build.items() if v is not None}),
+                                        VectorSearch(factory) if factory is not None else VectorSearch())
+        if index is not None:
+            check_built_for(index, self.index.manifest.corpus, self.source, corpus)
         specs = self.index.document_encoder_spec, self.index.passage_encoder_spec
         self.document_encoder = encoder_from_spec(specs[0], device=device)
         self.passage_encoder = (self.document_encoder if specs[0]["name"] == specs[1]["name"]
@@ -95,12 +133,16 @@ def compare_command(
     corpus: Path = CORPUS, questions: Path = QUESTIONS, index: Path | None = INDEX,
     fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
     splitter: str = typer.Option("none", help="none | sections."),
-    grouping: str = typer.Option("auto", help="auto | title | document."),
-    document_encoder: str = typer.Option("minilm", help="Document encoder (name or path) when building the index."),
-    passage_encoder: str = typer.Option("minilm", help="Passage encoder (name or path) when building the index."),
+    grouping: str | None = typer.Option(None, help="auto | title | document (default auto; building only)."),
+    document_encoder: str | None = typer.Option(None, help="Document encoder (name or path) when building the index "
+                                                           "(default minilm)."),
+    passage_encoder: str | None = typer.Option(None, help="Passage encoder (name or path) when building the index "
+                                                          "(default minilm)."),
     flat_encoder: str = typer.Option("minilm", help="Encoder of the flat dense baseline row."),
-    factory: str = typer.Option("Flat", help="FAISS factory string of the document index."),
-    separator: str = typer.Option(", ", help="Separator of hierarchical titles and document representations."),
+    factory: str | None = typer.Option(None, help="FAISS factory string of the document index (default Flat; "
+                                                  "building only)."),
+    separator: str | None = typer.Option(None, help="Separator of hierarchical titles and document representations "
+                                                    "(default ', '; building only)."),
     split: str = typer.Option("dev", help="dev | train | all: which questions (seeded split as in training)."),
     dev_fraction: float = typer.Option(0.2), seed: int = typer.Option(13),
     k1: int = typer.Option(100, min=1, help="Documents passed to the passage stage."),
@@ -113,7 +155,9 @@ def compare_command(
     serial, parallel) on the same questions, each tested against BM25."""
     from sleuth.systems.dhr.comparison import compare
 
+    check_index_options(index, grouping, document_encoder, passage_encoder, factory, separator)
     if json_out is not None:
+        check_file_out(json_out, "--json")
         refuse_overwriting_inputs(json_out, [corpus, questions, index], option="--json")
     ks = sorted(set(top_k or DEFAULT_KS))
     chosen = select_questions(questions, split, dev_fraction, seed)
@@ -138,9 +182,9 @@ def compare_command(
 def tune_command(
     corpus: Path = CORPUS, questions: Path = QUESTIONS, index: Path | None = INDEX,
     fmt: str | None = typer.Option(None, "--format"), splitter: str = typer.Option("none"),
-    grouping: str = typer.Option("auto"), document_encoder: str = typer.Option("minilm"),
-    passage_encoder: str = typer.Option("minilm"), factory: str = typer.Option("Flat"),
-    separator: str = typer.Option(", "),
+    grouping: str | None = typer.Option(None), document_encoder: str | None = typer.Option(None),
+    passage_encoder: str | None = typer.Option(None), factory: str | None = typer.Option(None),
+    separator: str | None = typer.Option(None),
     distractors: list[Path] | None = DISTRACTORS,
     split: str = typer.Option("dev", help="Questions to tune on (dev by default)."),
     dev_fraction: float = typer.Option(0.2), seed: int = typer.Option(13),
@@ -158,6 +202,7 @@ def tune_command(
 
     if search not in SEARCHES:
         raise ConfigError(f"unknown search '{search}' (known: {', '.join(SEARCHES)})")
+    check_index_options(index, grouping, document_encoder, passage_encoder, factory, separator, distractors)
     chosen = select_questions(questions, split, dev_fraction, seed)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
                   device, distractors)
@@ -221,13 +266,26 @@ def prior_candidates(setup: Setup, questions: list[Query], metric_k: int):
 def shard_command(
     index: Path = typer.Argument(..., help="A hierarchical index folder."),
     shards: int = typer.Option(..., "--shards", help="Number of shards (each holds whole documents)."),
-    out_dir: Path = typer.Option(..., "--out", help="Where to write the sharded index folder."),
+    out_dir: Path = typer.Option(..., "--out", help="Where to write the sharded index folder: new, empty or a "
+                                                    "sharded hierarchical index (replaced); anything else is refused."),
+    force: bool = typer.Option(False, "--force", help="Replace --out even when it is not a sharded hierarchical "
+                                                       "index."),
 ) -> None:
     """Cut a hierarchical index into shards of whole documents with near-equal passage counts (same vectors), served
     by `sleuth serve` and pipelines' `index:` keys, on Ray shard actors with --ray-address."""
+    from sleuth.index.manifest import check_build_target, is_index_directory
+    from sleuth.index.sharded import index_kind
+    from sleuth.overwrite import clashing_input
     from sleuth.systems.dhr.index import HierarchicalIndex
-    from sleuth.systems.dhr.sharded import shard_hierarchical
+    from sleuth.systems.dhr.sharded import SHARDED_HIERARCHICAL, shard_hierarchical
 
+    check_build_target(out_dir, force, keep=[index])  # never the input index, a file or other files (unless --force)
+    if clashing_input(index, [out_dir]) is not None:
+        raise ConfigError(f"--out {out_dir}: inside the input index {index}; choose another --out")
+    kind = index_kind(out_dir) if is_index_directory(out_dir.absolute()) else SHARDED_HIERARCHICAL
+    if kind != SHARDED_HIERARCHICAL and not force:
+        raise ConfigError(f"--out {out_dir}: is a '{kind}' index, not a '{SHARDED_HIERARCHICAL}' one; refusing to "
+                          "replace it (pass --force to replace it, or choose another --out)")
     written = shard_hierarchical(HierarchicalIndex.load(index), out_dir, shards)
     out.print(f"{written}: {shards} shards of whole documents")
 

@@ -73,8 +73,8 @@ def train_dhr_command(
     document_negatives: list[str] = typer.Option(["abstract=1"], help="KIND=COUNT, kinds: abstract, all-text."),
     passage_negatives: list[str] = typer.Option(["bm25=1", "in-doc=1"], help="KIND=COUNT, kinds: bm25, in-doc, "
                                                                                 "in-sec."),
-    mined: int = typer.Option(1, min=0, help="Mined negatives per question from round 2 on (from round 1 with "
-                                             "--mine-from-base)."),
+    mined: int | None = typer.Option(None, min=0, help="Mined negatives per question from round 2 on (from round 1 "
+                                                       "with --mine-from-base); default 1."),
     mine_from_base: bool = typer.Option(False, "--mine-from-base", help="Round 1 adds negatives mined by the base "
                                                                        "models' index: base models that are trained "
                                                                        "encoders (an earlier run's round1/*-encoder) "
@@ -100,6 +100,9 @@ def train_dhr_command(
     from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
     from sleuth.train.contrastive import TrainConfig
 
+    if mined and rounds == 1 and not mine_from_base:  # before: accepted, recorded, never used
+        raise ConfigError(f"--mined {mined}: negatives are mined from round 2 on, or in round 1 with "
+                          "--mine-from-base; give --rounds 2 or more, or --mine-from-base, or leave out --mined")
     backbone_dir(document_model, "--document-model")  # neither minilm nor a folder: refused before the data is read
     backbone_dir(passage_model, "--passage-model")
     refuse_overwriting_inputs(out, [corpus, *questions, *(distractors or []),
@@ -111,13 +114,14 @@ def train_dhr_command(
     settings = DHRTrainingSettings(document_model=document_model, passage_model=passage_model, rounds=rounds,
                                    document_negatives=parse_counts(document_negatives, "document-negatives"),
                                    passage_negatives=parse_counts(passage_negatives, "passage-negatives"),
-                                   mined_negatives=mined, dev_fraction=dev_fraction, split_seed=seed,
+                                   mined_negatives=1 if mined is None else mined, dev_fraction=dev_fraction,
+                                   split_seed=seed,
                                    evaluate_base=evaluate_base, mine_base=mine_from_base,
                                    shared_encoder=shared_encoder, index_rounds=index,
                                    articles=articles)
     config = TrainConfig(lr=lr, batch_size=batch_size, epochs=epochs, max_steps=steps, max_length=max_length,
                          seed=seed, device=device, lora_rank=lora_rank, max_minutes=max_minutes)
-    report = train_dhr(groups, query_list, out, settings, config, log=console.print)
+    report = train_dhr(groups, query_list, out, settings, config, log=console.print, corpus_info=source.info())
     console.print(f"wrote {out / 'report.json'}")
     print(json.dumps({r["round"]: r["dev"] for r in report["rounds"]}))
 

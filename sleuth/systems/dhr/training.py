@@ -82,13 +82,14 @@ class DHRTrainingSettings:
 
 
 def build_round_index(corpus: DHRCorpus, document_model: str, passage_model: str, path: Path | None,
-                      device: str, show_progress: bool) -> HierarchicalIndex:
-    """The corpus indexed with the given encoders (one encoder object when both are the same model)."""
+                      device: str, show_progress: bool, corpus_info: dict | None = None) -> HierarchicalIndex:
+    """The corpus indexed with the given encoders (one encoder object when both are the same model); ``corpus_info``
+    (the corpus source's, with its fingerprint) goes into the manifest."""
     document_encoder = load_encoder(document_model, device=device)
     passage_encoder = document_encoder if passage_model == document_model else load_encoder(passage_model,
                                                                                               device=device)
     return HierarchicalIndex.build(corpus.groups, document_encoder, passage_encoder, path, separator=corpus.separator,
-                                   show_progress=show_progress)
+                                   corpus_info=corpus_info, show_progress=show_progress)
 
 
 def evaluate(index: HierarchicalIndex, corpus: DHRCorpus, questions: Sequence[Query], settings: DHRTrainingSettings,
@@ -115,8 +116,9 @@ def mine(index: HierarchicalIndex, corpus: DHRCorpus, items: Sequence[LabelledQu
 
 def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: str | Path,
               settings: DHRTrainingSettings = DHRTrainingSettings(), config: TrainConfig = TrainConfig(),
-              log=print) -> dict[str, Any]:
-    """Run every training round and return (and write to ``out/report.json``) what happened."""
+              log=print, corpus_info: dict | None = None) -> dict[str, Any]:
+    """Run every training round and return (and write to ``out/report.json``) what happened; ``corpus_info`` (the
+    corpus source's) is recorded in the rounds' index manifests, which `dhr compare --index` checks."""
     settings.check()
     out = Path(out)
     corpus = DHRCorpus(groups, settings.separator, config.show_progress)
@@ -158,7 +160,7 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
         dev: dict[str, float] = {}
         if settings.index_rounds:
             index = build_round_index(corpus, document_model, passage_model, folder / "index", config.device,
-                                      config.show_progress)
+                                      config.show_progress, corpus_info)
             dev = evaluate(index, corpus, dev_questions, settings, config.device)
         results = [document_result] + ([passage_result] if passage_result is not document_result else [])
         seen = sum(r.steps * config.batch_size for r in results)  # examples seen (the last batch may be smaller)
