@@ -28,24 +28,28 @@ def clashing_input(out: str | Path, inputs: Iterable[str | Path | None]) -> Path
 
 
 def refuse_overwriting_inputs(out: str | Path, inputs: Iterable[str | Path | None], option: str = "--out",
-                              action: str = "write", folder: bool = False) -> None:
+                              action: str = "write", folder: bool = False, file: bool = False) -> None:
     """Raise a one-line ConfigError when ``out`` is one of ``inputs`` (or holds one) or cannot be written
-    (:func:`check_writable`; ``folder``: ``out`` is a folder to write in); nothing is written yet."""
+    (:func:`check_writable`; ``folder``: ``out`` is a folder to write in, ``file``: a file); nothing is written
+    yet."""
     clash = clashing_input(out, inputs)
     if clash is not None:
         what = "the current folder" if clash.resolve() == Path.cwd().resolve() else f"the input {clash}"
         raise ConfigError(f"{option} {out}: refusing to {action} over {what} (or a folder holding it); "
                           f"choose another {option}")
-    check_writable(out, option, folder)
+    check_writable(out, option, folder, file)
 
 
-def check_writable(out: str | Path, option: str = "--out", folder: bool = False) -> None:
+def check_writable(out: str | Path, option: str = "--out", folder: bool = False, file: bool = False) -> None:
     """Raise a one-line ConfigError now when ``out`` could not be written later: the folder it would be written in
     (``out`` itself when it is a folder, else its nearest existing ancestor) must be a folder in which a file can
-    be made (a probe file is made there and removed at once); with ``folder``, ``out`` must not be a file."""
+    be made (a probe file is made there and removed at once); with ``folder``, ``out`` must not be a file, with
+    ``file`` not a folder (else the write fails after the work, naming its temporary file)."""
     path = Path(out)
     if folder and path.exists() and not path.is_dir():
         raise ConfigError(f"{option} {out}: is a file; give a folder")
+    if file and path.is_dir():
+        raise ConfigError(f"{option} {out}: is a folder; give a file")
     where = path if path.is_dir() else path.parent
     while not where.exists() and where != where.parent:
         where = where.parent

@@ -67,13 +67,6 @@ def check_built_for(index: Path, built: dict, source: CorpusSource, corpus: Path
                           "changed files, or another --format or --splitter)")
 
 
-def check_file_out(path: Path | None, option: str) -> None:
-    """Refuse now an output file path that is a folder (before: refused after the whole run, naming a temporary
-    file)."""
-    if path is not None and path.is_dir():
-        raise ConfigError(f"{option} {path}: is a folder; give a file")
-
-
 class Setup:
     """The corpus workspace, the hierarchical index and its two encoders, shared by the rows of one command. Build
     options left None take :class:`HierarchySource`'s and :class:`VectorSearch`'s defaults; with ``index`` they must
@@ -157,8 +150,7 @@ def compare_command(
 
     check_index_options(index, grouping, document_encoder, passage_encoder, factory, separator)
     if json_out is not None:
-        check_file_out(json_out, "--json")
-        refuse_overwriting_inputs(json_out, [corpus, questions, index], option="--json")
+        refuse_overwriting_inputs(json_out, [corpus, questions, index], option="--json", file=True)
     ks = sorted(set(top_k or DEFAULT_KS))
     chosen = select_questions(questions, split, dev_fraction, seed)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
