@@ -47,9 +47,10 @@ def cos_eval_command(
     k_hop2_link: int | None = typer.Option(None, help="Linked passages per mention at hop 2 (reduced 1, paper 2)."),
     k_hop2_rerank: int | None = typer.Option(None, help="Rerank only the best N hop-2 candidates by their path score "
                                                         "without the hop-2 rerank (default: all, as the paper)."),
-    hop2_selection: str = typer.Option("path", help="Which hop-2 candidates --k-hop2-rerank keeps: path (the best by "
-                                                    "path score) | per-hop1 (round robin over the kept hop-1 "
-                                                    "passages) | mixed (half each)."),
+    hop2_selection: str | None = typer.Option(None, help="Which hop-2 candidates --k-hop2-rerank keeps: path (the "
+                                                           "default: the best by path score) | per-hop1 (round "
+                                                           "robin over the kept hop-1 passages) | mixed (half "
+                                                           "each)."),
     selection_weights: str | None = typer.Option(None, help="A,B: --k-hop2-rerank picks by hop1 + A * hop1_rerank "
                                                             "+ B * hop2 (default: the path score's own, 1.5,1)."),
     hop2_ensemble: list[str] = typer.Option([], help="Another model directory whose reranker the hotpotqa chain's "
@@ -73,7 +74,11 @@ def cos_eval_command(
     from sleuth.io import atomic_write_text
     from sleuth.systems.chain_of_skills.chain import ABLATIONS, ChainLimits
     from sleuth.systems.chain_of_skills.evaluation import EVAL_KS, LIMIT_SETS, evaluate_chains, parse_shard
-    from sleuth.systems.chain_of_skills.hop2_budget import HOP2_SELECTIONS, parse_selection_weights
+    from sleuth.systems.chain_of_skills.hop2_budget import (
+        DEFAULT_HOP2_SELECTION,
+        HOP2_SELECTIONS,
+        parse_selection_weights,
+    )
     from sleuth.systems.chain_of_skills.model import SHIPPED_MODEL, UNTRAINED, model_path
 
     for file in (*questions, *distractors):
@@ -107,13 +112,23 @@ def cos_eval_command(
     for skill in ablate:
         if skill not in ABLATIONS:
             raise ConfigError(f"--ablate must be one of {', '.join(ABLATIONS)}, got '{skill}'")
+    hop2_given, hop2_selection = hop2_selection, hop2_selection or DEFAULT_HOP2_SELECTION
     if hop2_selection not in HOP2_SELECTIONS:
         raise ConfigError(f"--hop2-selection must be one of {', '.join(HOP2_SELECTIONS)}, got '{hop2_selection}'")
     if per_question and json_out is None:
         raise ConfigError("--per-question writes into the --json record: give --json FILE")
-    if json_out is not None:
-        refuse_overwriting_inputs(json_out, [*questions, *distractors], option="--json")
+    check_json_out(json_out, [*questions, *distractors])
     weights = parse_selection_weights(selection_weights) if selection_weights is not None else None
+    if ablate and "hotpotqa" not in chain:
+        raise ConfigError("--ablate removes skills from the hotpotqa chain: add --chain hotpotqa")
+    budget = {"--k-hop2-rerank": k_hop2_rerank, "--hop2-selection": hop2_given,
+              "--selection-weights": selection_weights}
+    given_budget = [option for option, value in budget.items() if value is not None]
+    if given_budget and "hotpotqa" not in chain:
+        raise ConfigError(f"{given_budget[0]} sets the hotpotqa chain's hop-2 budget: add --chain hotpotqa")
+    if k_hop2_rerank is None and given_budget:
+        raise ConfigError(f"{given_budget[0]} chooses which hop-2 candidates --k-hop2-rerank keeps: give "
+                          "--k-hop2-rerank N")
     shard_used = parse_shard(shard) if shard is not None else None
     limits_used = ChainLimits(**values, k=max(EVAL_KS), k_hop2_rerank=k_hop2_rerank, hop2_selection=hop2_selection,
                               selection_weights=weights)
@@ -131,6 +146,7 @@ def cos_eval_command(
                f"passages, model {name}{' int8' if int8 else ''}, hop limits {shown})", rows)
     if json_out is not None:
         recorded = {"model": name, "int8": int8, "questions": " ".join(map(str, questions)), "part": part,
+                    "limit": limit,
                     "corpus": {"setting": corpus, "distractors": list(map(str, distractors)),
                                "passages": stats["passages"]},
                     "limits": {**values, "k_hop2_rerank": k_hop2_rerank, "hop2_selection": hop2_selection,
@@ -149,21 +165,18 @@ def cos_merge_command(
 ) -> None:
     """The rows of one `sleuth cos eval` run from its shards' records (question-weighted means, seconds summed)."""
     from sleuth.io import atomic_write_text
-    from sleuth.systems.chain_of_skills.evaluation import merge_shards
+    from sleuth.systems.chain_of_skills.evaluation import check_record, merge_shards
 
+    check_json_out(json_out, records)
     loaded = []
     for record in records:
         if not record.is_file():
             raise ConfigError(f"shard record not found: {record}")
         try:
-            loaded.append(json.loads(record.read_text(encoding="utf-8")))
+            loaded.append(check_record(json.loads(record.read_text(encoding="utf-8")), record, shard=True))
         except json.JSONDecodeError as error:
             raise ConfigError(f"{record}: not a JSON record ({error.msg}, line {error.lineno})") from None
-        missing = [key for key in ("model", "corpus", "shard", "rows") if key not in loaded[-1]] if isinstance(
-            loaded[-1], dict) else ["rows"]
-        if missing:
-            raise ConfigError(f"{record}: not a `sleuth cos eval --shard i/n --json` record (no '{missing[0]}')")
-    merged = merge_shards(loaded)
+    merged = merge_shards(loaded, records)
     print_rows(f"Chain-of-Skills, {merged['shards']} shards merged ({merged['rows'][0]['questions']} questions, "
                f"part {merged.get('part', 'all')}, corpus {merged['corpus']['passages']} passages, model "
                f"{merged['model']})", merged["rows"])
@@ -187,16 +200,15 @@ def cos_compare_command(
     paired randomisation p-value (a chain against two rounds of retrieval, or one model against another)."""
     from sleuth.corpus.jsonfile import load_json
     from sleuth.io import atomic_write_text
+    from sleuth.systems.chain_of_skills.evaluation import check_record
     from sleuth.systems.chain_of_skills.paired import chain_outcomes, compare_outcomes, record_measures
 
     side_b = against or (chain if other is not None else "retrieval-2hop")
     if other is None and side_b == chain:
         raise ConfigError(f"--against {side_b} is the chain compared: name another chain, or a second record")
-    first = load_json(record)
-    second = load_json(other) if other is not None else first
-    for loaded, where in ((first, record), (second, other or record)):
-        if not isinstance(loaded, dict) or not loaded.get("rows"):
-            raise ConfigError(f"{where}: not a `sleuth cos eval --json` record (no 'rows')")
+    check_json_out(json_out, [record] if other is None else [record, other])
+    first = check_record(load_json(record), record)
+    second = check_record(load_json(other), other) if other is not None else first
     a, b = chain_outcomes(first, chain, record), chain_outcomes(second, side_b, other or record)
     measures = record_measures(first)
     if record_measures(second) != measures:
@@ -211,6 +223,13 @@ def cos_compare_command(
                                                 "questions": len(a), "samples": samples, "rows": rows},
                                                indent=1) + "\n")
         console.print(f"wrote {json_out}")
+
+
+def check_json_out(json_out: Path | None, inputs: list[Path]) -> None:
+    """``--json`` checked before anything runs: a file (not a folder) that can be written and is none of the
+    inputs."""
+    if json_out is not None:
+        refuse_overwriting_inputs(json_out, inputs, option="--json", file=True)
 
 
 def print_rows(title: str, rows: list[dict]) -> None:

@@ -10,15 +10,17 @@ top path for EM is its first two passages.
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sleuth.corpus.hotpotqa import read_hotpotqa_questions
 from sleuth.corpus.model import Query
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.systems.chain_of_skills.chain import PATH_SEPARATOR, ChainLimits
 from sleuth.systems.chain_of_skills.eval_corpus import CORPUS_SETTINGS, eval_passages, eval_skill_indexes
 from sleuth.systems.chain_of_skills.path_metrics import mean, passage_em, path_recall_at_k
@@ -63,14 +65,31 @@ def ranked_paths(chain: str, hits, ks: Sequence[int]) -> tuple[dict[int, list[se
 
 
 def eval_questions(paths: Sequence[str | Path], part: str = "all", limit: int | None = None) -> list[Query]:
-    """The questions with supporting facts of ``paths`` (an id seen before is skipped), those of ``part`` (all, tune,
-    report: ``question_part``), the first ``limit`` of them."""
+    """The questions with supporting facts of ``paths`` (an id seen in an earlier file is skipped), those of ``part``
+    (all, tune, report: ``question_part``), the first ``limit`` of them. An InputError names ``file[record]`` of an
+    id repeated within one file, and of a question whose gold can never be retrieved: no context paragraphs, or a
+    supporting title none of them has (no HotpotQA or 2WikiMultihopQA dev or train question has either)."""
     from sleuth.corpus.question_split import question_part
 
     unique: dict[str, Query] = {}
     for path in paths:
-        for query in read_hotpotqa_questions(path):
-            if query.metadata.get("supporting_titles"):
+        first: dict[str, int] = {}
+        for index, query in enumerate(read_hotpotqa_questions(path)):
+            where = f"{path}[{index}]"
+            if query.id in first:
+                raise InputError(f"question id '{query.id}' appears twice in the file (first at [{first[query.id]}])",
+                                 path=where, field="_id")
+            first[query.id] = index
+            gold = query.metadata.get("supporting_titles")
+            if gold:
+                context = query.metadata.get("context_titles")
+                if not context:
+                    raise InputError("no paragraphs: the question's gold cannot be retrieved", path=where,
+                                     field="context")
+                missing = [title for title in gold if title not in context]
+                if missing:
+                    raise InputError(f"supporting title {missing[0]!r} is not among the context paragraphs' titles",
+                                     path=where, field="supporting_facts")
                 unique.setdefault(query.id, query)
     questions = question_part(list(unique.values()), part)
     questions = questions[:limit] if limit else questions
@@ -157,35 +176,104 @@ def evaluate_chains(model_dir: str | None, questions_path: str | Path | Sequence
     return results
 
 
-def parse_shard(text: str) -> tuple[int, int]:
-    """"i/n" (0 <= i < n) as (i, n)."""
+def parse_shard(text: str, what: str = "--shard") -> tuple[int, int]:
+    """"i/n" (0 <= i < n) as (i, n); ``what`` names the option or field in the error."""
     match = re.fullmatch(r"(\d+)/(\d+)", text.strip())
     if not match or not int(match[1]) < int(match[2]):
-        raise ConfigError(f"--shard must be i/n with 0 <= i < n (e.g. 0/4), got '{text}'")
+        raise ConfigError(f"{what} must be i/n with 0 <= i < n (e.g. 0/4), got '{text}'")
     return int(match[1]), int(match[2])
 
 
-def merge_shards(records: Sequence[dict]) -> dict:
+def row_measures(row: dict[str, Any]) -> list[str]:
+    """The measures of a record's row, in the order of its per-question outcomes."""
+    return [key for key in row if key.startswith("path_recall@")] + ["passage_em"]
+
+
+def check_record(record: Any, where: str | Path, shard: bool = False) -> dict[str, Any]:
+    """A `sleuth cos eval --json` record (``shard``: of one ``--shard i/n``) checked as it is read: a non-empty list
+    of rows, each with its chain, question count, numeric measures and seconds, and (``--per-question``) one outcome
+    0 or 1 per measure for each of its questions; else a one-line error naming the file and the field."""
+    keys = ("model", "corpus", "shard", "rows") if shard else ("rows",)
+    missing = [key for key in keys if key not in record] if isinstance(record, dict) else ["rows"]
+    if missing:
+        raise ConfigError(f"{where}: not a `sleuth cos eval {'--shard i/n ' if shard else ''}--json` record "
+                          f"(no '{missing[0]}')")
+    if shard:
+        parse_shard(str(record["shard"]), f"{where}: field 'shard'")
+        if not (isinstance(record["corpus"], dict) and "passages" in record["corpus"]):
+            raise InputError("expected an object with the corpus's 'passages'", path=where, field="corpus")
+    rows = record["rows"]
+    if not (isinstance(rows, list) and rows and all(isinstance(row, dict) for row in rows)):
+        raise InputError("expected a non-empty list of chain rows (objects)", path=where, field="rows")
+    for index, row in enumerate(rows):
+        for key in ("chain", "questions", "passage_em", "seconds"):
+            if key not in row:
+                raise InputError("missing", path=where, field=f"rows[{index}].{key}")
+        if not isinstance(row["chain"], str):
+            raise InputError(f"expected a chain name, found {row['chain']!r}", path=where, field=f"rows[{index}].chain")
+        for key, value in row.items():
+            if key in ("chain", "per_question"):
+                continue
+            if key == "questions":
+                valid = isinstance(value, int) and not isinstance(value, bool) and value >= 1
+            else:
+                valid = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            if not valid:
+                raise InputError(f"expected a {'count >= 1' if key == 'questions' else 'number'}, found {value!r}",
+                                 path=where, field=f"rows[{index}].{key}")
+        if "per_question" in row:
+            check_outcomes(row, where, f"rows[{index}].per_question")
+    return record
+
+
+def check_outcomes(row: dict[str, Any], where: str | Path, field: str) -> None:
+    """A row's per-question outcomes: one list of 0 / 1 per question of the row, one value per measure."""
+    outcomes, measures = row["per_question"], row_measures(row)
+    if not isinstance(outcomes, dict) or len(outcomes) != row["questions"]:
+        raise InputError(f"expected the outcomes of the row's {row['questions']} questions by id, found "
+                         f"{len(outcomes) if isinstance(outcomes, dict) else type(outcomes).__name__}", path=where,
+                         field=field)
+    for qid, values in outcomes.items():
+        if not (isinstance(values, list) and len(values) == len(measures) and all(v in (0, 1) for v in values)):
+            raise InputError(f"question '{qid}': expected {len(measures)} outcomes 0 or 1 ({', '.join(measures)}), "
+                             f"found {values!r}", path=where, field=field)
+
+
+def merge_shards(records: Sequence[dict], names: Sequence[str | Path] = ()) -> dict:
     """``sleuth cos eval --shard i/n --json`` records of one evaluation merged into the record of the whole: the
-    same settings (all but ``shard`` and the rows), shards 0..n-1 each once; per chain the questions summed, each
-    measure their question-weighted mean (exact up to the records' four decimals), the seconds summed, the
-    per-question outcomes (``--per-question``) joined when every shard has them."""
+    same settings (all but ``shard`` and the rows; ``limit`` too, in records that have it) and chains, shards
+    0..n-1 each once holding the question counts of one run's shards; per chain the questions summed, each measure
+    their question-weighted mean (exact up to the records' four decimals), the seconds summed, the per-question
+    outcomes (``--per-question``) joined when every shard has them. ``names``: the records' files, for errors
+    (:func:`check_record` has checked each)."""
     if not records:
         raise ConfigError("no shard records to merge")
+    names = list(names) or [f"shard record {index + 1}" for index in range(len(records))]
     settings = [{k: v for k, v in r.items() if k not in ("shard", "rows")} for r in records]
     for index, other in enumerate(settings[1:], 1):
         differing = sorted(k for k in {*settings[0], *other} if settings[0].get(k) != other.get(k))
         if differing:
-            raise ConfigError(f"shard record {index + 1} differs from the first in '{differing[0]}'")
-    shards = sorted(parse_shard(str(r.get("shard", ""))) for r in records)
+            raise ConfigError(f"shard record {index + 1} differs from the first in '{differing[0]}' ({names[index]}: "
+                              f"{other.get(differing[0])!r}, {names[0]}: {settings[0].get(differing[0])!r})")
+    chains = [[(row["chain"], *row_measures(row)) for row in r["rows"]] for r in records]
+    for index, other_chains in enumerate(chains[1:], 1):
+        if other_chains != chains[0]:
+            raise ConfigError(f"{names[index]} and {names[0]} list different chains or measures "
+                              f"({', '.join(c[0] for c in other_chains)}; {', '.join(c[0] for c in chains[0])}): "
+                              "not shards of one run")
+    ordered = sorted(zip(records, names), key=lambda pair: parse_shard(pair[0]["shard"]))
+    shards = [parse_shard(record["shard"]) for record, _ in ordered]
     count = shards[0][1]
     if shards != [(i, count) for i in range(count)]:
         raise ConfigError(f"shards {', '.join(f'{i}/{n}' for i, n in shards)} are not 0/{count}..{count - 1}/{count} "
                           "each once")
+    held = [record["rows"][0]["questions"] for record, _ in ordered]  # shard i of N questions holds range(i, N, n)
+    if any(row["questions"] != len(range(i, sum(held), count)) for i, (record, _) in enumerate(ordered)
+           for row in record["rows"]):
+        raise ConfigError(f"{', '.join(str(name) for _, name in ordered)} hold {', '.join(map(str, held))} questions: "
+                          "not the shards of one run (of another --limit, --part or --questions?)")
     rows = []
     for chain_rows in zip(*(r["rows"] for r in records)):
-        if len({row["chain"] for row in chain_rows}) != 1:
-            raise ConfigError("shard records list different chains")
         total = sum(row["questions"] for row in chain_rows)
         merged = {"chain": chain_rows[0]["chain"], "questions": total}
         for key in chain_rows[0]:

@@ -15,7 +15,7 @@ import typer
 
 from sleuth.cli.common import DEVICE, console, non_negative_number, positive_number
 from sleuth.cli.option_groups import with_option_groups
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.overwrite import refuse_overwriting_inputs
 
 
@@ -117,7 +117,8 @@ class TrainingData:
                                                               "paragraphs).")
     nq_questions: Path | None = typer.Option(None, help="NQ questions JSONL with gold_passage (optional).")
     nq_corpus: Path | None = typer.Option(None, help="NQ corpus JSONL (with --nq-questions).")
-    nq_split: str = typer.Option("train", help="NQ questions used: train (the seeded 80 % of `sleuth dhr`), dev, all.")
+    nq_split: str | None = typer.Option(None, help="NQ questions used: train (the default: the seeded 80 % of "
+                                                    "`sleuth dhr`), dev, all.")
     squad: Path | None = typer.Option(None, help="SQuAD v1.1/v2.0 JSON: single retrieval and reranking examples.")
     ottqa: Path | None = typer.Option(None, help="OTT-QA folder with tables/ and passages/: table-to-passage links "
                                                  "(linking, span proposal).")
@@ -223,6 +224,9 @@ def train_cos_command(
 
 def check_options(data: TrainingData, architecture: ModelOptions, training: TrainingOptions) -> None:
     """Every option checked together before any data or model loads."""
+    from sleuth.systems.chain_of_skills.model import UNTRAINED
+    from sleuth.systems.chain_of_skills.training_data import NQ_SPLITS
+
     if (data.nq_questions is None) != (data.nq_corpus is None):
         raise ConfigError("give both --nq-questions and --nq-corpus, or neither")
     if not any((data.hotpotqa, data.twowiki, data.musique, data.nq_questions, data.wikipedia, data.squad,
@@ -231,6 +235,10 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
                           "and/or --nq-questions with --nq-corpus")
     if data.wikipedia_max_articles is not None and not data.wikipedia:  # the number: the option's min=1
         raise ConfigError("--wikipedia-max-articles needs --wikipedia")
+    if data.nq_split is not None and data.nq_questions is None:
+        raise ConfigError("--nq-split chooses the --nq-questions used: give --nq-questions and --nq-corpus")
+    if data.nq_split is not None and data.nq_split not in NQ_SPLITS:
+        raise ConfigError(f"--nq-split must be one of {', '.join(NQ_SPLITS)}, got '{data.nq_split}'")
     for option, given in (("--hotpotqa-corpus", data.hotpotqa_corpus and not data.hotpotqa),
                           ("--musique-corpus", data.musique_corpus and not data.musique),
                           ("--ottqa-questions", data.ottqa_questions and not data.ottqa)):
@@ -248,6 +256,8 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
     parse_routes(architecture.route)
     if architecture.variant != "lora" and (architecture.lora_target or architecture.frozen_expert):
         raise ConfigError("--lora-target and --frozen-expert need --variant lora")
+    if architecture.model == UNTRAINED:  # variant, pooling, expert layers, LoRA spec against MiniLM's layers
+        fresh_config(architecture).resolved(backbone_layers(UNTRAINED))
 
 
 def training_examples(data: TrainingData, negatives: int, seed: int) -> dict:
@@ -264,6 +274,8 @@ def training_examples(data: TrainingData, negatives: int, seed: int) -> dict:
         twowiki_examples,
     )
 
+    for path in data.twowiki:  # before any data is read: a HotpotQA file would train as 2Wiki without evidences
+        check_twowiki(path)
     parts = []
     if data.hotpotqa:
         questions, corpus = load_hotpotqa(data.hotpotqa, data.hotpotqa_corpus)
@@ -275,7 +287,8 @@ def training_examples(data: TrainingData, negatives: int, seed: int) -> dict:
         questions, paragraphs = load_musique(data.musique, data.musique_corpus)
         parts.append(musique_examples(questions, paragraphs, negatives, seed))
     if data.nq_questions is not None and data.nq_corpus is not None:
-        parts.append(nq_examples(data.nq_questions, data.nq_corpus, negatives, seed=seed, split=data.nq_split))
+        parts.append(nq_examples(data.nq_questions, data.nq_corpus, negatives, seed=seed,
+                                 split=data.nq_split or "train"))
     if data.squad is not None:
         parts.append(squad_examples(data.squad, negatives, seed=seed))
     if data.ottqa is not None:
@@ -290,21 +303,23 @@ def training_examples(data: TrainingData, negatives: int, seed: int) -> dict:
 
 def initial_model(architecture: ModelOptions, device: str, seed: int) -> tuple[Any, Any]:
     """The encoder and span head training starts from: fresh experts over MiniLM, or a saved model's."""
-    from sleuth.systems.chain_of_skills.experts import LoraSpec
-    from sleuth.systems.chain_of_skills.model import (
-        UNTRAINED,
-        MultiExpertConfig,
-        MultiExpertEncoder,
-        load_model,
-        model_path,
-    )
-    from sleuth.systems.chain_of_skills.skills import SkillRouting
+    from sleuth.systems.chain_of_skills.model import UNTRAINED, MultiExpertEncoder, load_model, model_path
     from sleuth.systems.chain_of_skills.span_head import SpanProposalHead, load_span_head
 
     if architecture.model != UNTRAINED:
         encoder = load_model(architecture.model, device=device)
         head = load_span_head(model_path(architecture.model), encoder.dim, device)
         return encoder, head or SpanProposalHead(encoder.dim, seed=seed)
+    encoder = MultiExpertEncoder.from_backbone("minilm", fresh_config(architecture), device=device)
+    return encoder, SpanProposalHead(encoder.dim, seed=seed)
+
+
+def fresh_config(architecture: ModelOptions) -> Any:
+    """The ``MultiExpertConfig`` of a fresh model from the options (unchecked: ``resolved`` checks it)."""
+    from sleuth.systems.chain_of_skills.experts import LoraSpec
+    from sleuth.systems.chain_of_skills.model import MultiExpertConfig
+    from sleuth.systems.chain_of_skills.skills import SkillRouting
+
     options: dict[str, Any] = {"pooling": architecture.pooling} if architecture.pooling else {}
     if architecture.route:
         routing = SkillRouting(parse_routes(architecture.route))
@@ -312,16 +327,32 @@ def initial_model(architecture: ModelOptions, device: str, seed: int) -> tuple[A
     if architecture.expert_layer:
         options["expert_layers"] = tuple(architecture.expert_layer)
     if architecture.variant == "none":
-        config = MultiExpertConfig.no_expert(**options)
-    elif architecture.variant == "lora":
+        return MultiExpertConfig.no_expert(**options)
+    if architecture.variant == "lora":
         spec = LoraSpec(rank=architecture.lora_rank, alpha=architecture.lora_alpha,
                         frozen_experts=tuple(architecture.frozen_expert),
                         **({"targets": tuple(architecture.lora_target)} if architecture.lora_target else {}))
-        config = MultiExpertConfig(variant="lora", lora=spec, **options)
-    else:
-        config = MultiExpertConfig(variant=architecture.variant, **options)
-    encoder = MultiExpertEncoder.from_backbone("minilm", config, device=device)
-    return encoder, SpanProposalHead(encoder.dim, seed=seed)
+        return MultiExpertConfig(variant="lora", lora=spec, **options)
+    return MultiExpertConfig(variant=architecture.variant, **options)
+
+
+def backbone_layers(backbone: str) -> int:
+    """The number of layers of a backbone, from its config.json (no weights load)."""
+    from sleuth.models.registry import backbone_dir
+
+    return int(json.loads((Path(backbone_dir(backbone)) / "config.json").read_text(encoding="utf-8"))
+               ["num_hidden_layers"])
+
+
+def check_twowiki(path: Path) -> None:
+    """An InputError naming ``file[record]`` unless every question of ``path`` has 2WikiMultihopQA's ``evidences``
+    (a HotpotQA file has none, and would train as 2Wiki with HotpotQA's hop orders)."""
+    from sleuth.corpus.jsonfile import iter_json_records
+
+    for where, record in iter_json_records(path):
+        if "evidences" not in record:
+            raise InputError("missing (a 2WikiMultihopQA file has evidences: is this a HotpotQA file? use "
+                             "--hotpotqa)", path=where, field="evidences")
 
 
 def train_config(training: TrainingOptions, device: str) -> Any:
