@@ -35,9 +35,24 @@ def non_negative_number(param: typer.CallbackParam, value: float | None) -> floa
 
 def _checked_number(param: typer.CallbackParam, value: float | None, accepts, what: str) -> float | None:
     if value is not None and not (math.isfinite(value) and accepts(value)):
-        flag = max(param.opts, key=len) if param.opts else f"--{(param.name or '').replace('_', '-')}"
-        raise ConfigError(f"{flag} must be {what}, got {value}")
+        raise ConfigError(f"{option_flag(param.opts, param.name)} must be {what}, got {value}")
     return value
+
+
+def option_flag(opts: list[str], name: str | None) -> str:
+    """How the command line names an option: its longest flag (``--window-words``)."""
+    return max(opts, key=len) if opts else f"--{(name or '').replace('_', '-')}"
+
+
+def refuse_given(ctx: typer.Context, names: tuple[str, ...], why: str) -> None:
+    """A ConfigError naming those of the command's parameters ``names`` that its command line gave (a value equal to
+    the default too; an option left out is never taken for a choice), which ``why`` makes useless:
+    ``--kind bm25 builds no dense index: --encoder and --factory do not apply``."""
+    given = [option_flag(param.opts, param.name) for param in ctx.command.params if param.name in names
+             and getattr(ctx.get_parameter_source(param.name), "name", "DEFAULT") not in ("DEFAULT", "DEFAULT_MAP")]
+    if given:
+        listed = given[0] if len(given) == 1 else f"{', '.join(given[:-1])} and {given[-1]}"
+        raise ConfigError(f"{why}: {listed} {'does' if len(given) == 1 else 'do'} not apply")
 
 
 def show_progress() -> bool:

@@ -10,7 +10,8 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, corpus_source, positive_number, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, positive_number, refuse_given, workspace
+from sleuth.corpus.splitters import MIN_WORDS
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params
@@ -21,13 +22,20 @@ from sleuth.index.tokenize import Analyzer
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 
 KINDS = ("bm25", "dense", "all")
+#: the options of one index kind (parameter names), refused when --kind builds none of that kind
+BM25_OPTIONS = ("method", "k1", "b", "stemmer", "stopwords", "token_pattern")
+DENSE_OPTIONS = ("encoder", "factory", "device")
+RAY_OPTIONS = ("ray_workers", "actor_cpus")
+KEEP_SHORT = "--splitter none or window keeps every document"
 
 
 def index(
+    ctx: typer.Context,
     corpus: Path | None = typer.Argument(None, help="Corpus file or folder (default: the bundled SciFact)."),
     fmt: corpus_options.Format = None,
     field: corpus_options.Fields = None,
-    splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR), window."),
+    splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR; a lead or section "
+                                              f"of {MIN_WORDS} words or fewer is dropped), window."),
     window_words: int = typer.Option(100, min=1, help="Words per passage for --splitter window."),
     kind: str = typer.Option("all", help="bm25, dense or all."),
     out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval; an "
@@ -58,6 +66,7 @@ def index(
     --out must be new, empty or a sleuth index (else --force); an index changed by `sleuth update` needs --force."""
     if kind not in KINDS:
         raise ConfigError(f"--kind must be one of {', '.join(KINDS)}, got '{kind}'")
+    refuse_misplaced(ctx, kind, splitter, ray_address)
     source = corpus_source(corpus, fmt, field, splitter, window_words)
     with contextlib.ExitStack() as locks:  # held from the check to the commit: no update lands in between
         for _, target in selected_kinds(kind, out):
@@ -68,6 +77,30 @@ def index(
                     check_build_target(target, force, keep=[source.path])  # again: an update may have just landed
         build(source, kind, out, device, method, k1, b, stemmer, stopwords, token_pattern, encoder, factory, shards,
               ray_address, ray_workers, actor_cpus)
+
+
+def refuse_misplaced(ctx: typer.Context, kind: str, splitter: str, ray_address: str | None) -> None:
+    """A ConfigError naming the options given for what this build does not do (rather than ignoring them)."""
+    if splitter != "window":
+        refuse_given(ctx, ("window_words",), "only --splitter window cuts word windows "
+                                             f"(this is --splitter {splitter})")
+    if kind == "bm25":
+        refuse_given(ctx, DENSE_OPTIONS, "--kind bm25 builds no dense index")
+    if kind == "dense":
+        refuse_given(ctx, BM25_OPTIONS, "--kind dense builds no BM25 index")
+    if ray_address is None:
+        refuse_given(ctx, RAY_OPTIONS, "without --ray-address nothing is built on Ray")
+
+
+def note_left_out(source: CorpusSource) -> None:
+    """Say on stderr how many documents the build just done left out, its splitter giving them no passage (counted
+    by the source as it reads; not where Ray Data workers read the corpus, or an index is copied from the cache)."""
+    if source.documents_left_out:
+        left, read = source.documents_left_out, source.documents_read
+        console.print(f"note: {left:,} of {read:,} documents {'gives' if left == 1 else 'give'} no passage with "
+                      f"--splitter {source.splitter_name} ({source.splitter_drops()}) and "
+                      f"{'is' if left == 1 else 'are'} left out ({KEEP_SHORT})", highlight=False, soft_wrap=True)
+        source.documents_left_out = 0
 
 
 def build(source: CorpusSource, kind: str, out: Path | None, device: str, method: str, k1: float, b: float,
@@ -105,6 +138,7 @@ def build(source: CorpusSource, kind: str, out: Path | None, device: str, method
                 built, target = ws.dense(encoder, factory), ws.index_dir(ws.dense_key(encoder, factory))
         console.print(f"[green]{what}[/green] index of {len(built):,} passages at {target} "
                       f"({time.perf_counter() - start:.1f} s)")
+        note_left_out(source)
 
 
 def copy_cached(cached: Path, target: Path) -> bool:
@@ -174,6 +208,7 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
             console.print(f"[green]{what}[/green] index of {manifest.count:,} passages in "
                           f"{len(manifest.params['shards'])} shards at {target} "
                           f"({time.perf_counter() - start:.1f} s, built on {where})")
+            note_left_out(source)
 
 
 def reads_on_ray_data(source: CorpusSource) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, out, workspace
+from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, out, refuse_given, workspace
 from sleuth.cli.render import hits_json, hits_table
 from sleuth.corpus.model import Query
 from sleuth.pipelines.config import load_pipeline
@@ -16,12 +16,14 @@ from sleuth.stages.base import check_query
 
 
 def search(
+    ctx: typer.Context,
     query: str = typer.Argument(..., help="The query text."),
     corpus: Path | None = typer.Option(None, help="Corpus to search (default: the bundled SciFact)."),
     fmt: corpus_options.Format = None,
     field: corpus_options.Fields = None,
     pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
-    index: Path | None = typer.Option(None, help="Search this index folder directly (overrides --pipeline)."),
+    index: Path | None = typer.Option(None, help="Search this index folder directly (instead of a corpus and "
+                                                 "--pipeline)."),
     k: int = typer.Option(10, "-k", min=1, help="How many results to show."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = DEVICE,
@@ -29,6 +31,7 @@ def search(
     """Search a corpus or an index and print the top k results."""
     check_query(Query("", query))  # before any index is read or built: an empty query costs nothing
     if index is not None:
+        refuse_given(ctx, ("corpus", "fmt", "field", "pipeline"), "--index searches an index folder")
         stage = stage_for_index(index, k, device)
     else:
         source = corpus_source(corpus, fmt, field)

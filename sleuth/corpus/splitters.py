@@ -9,6 +9,7 @@ from sleuth.corpus.model import Document, Passage
 from sleuth.errors import ConfigError
 
 DEFAULT_SKIP_HEADINGS = ("See also", "Notes", "Footnotes", "References", "External links", "Further reading")
+MIN_WORDS = 10  # DHR's: a lead or section of 10 words or fewer makes no passage
 
 
 class Splitter(ABC):
@@ -34,11 +35,13 @@ class SectionSplitter(Splitter):
     ``Passage.title_path`` = (document title,) + heading path; ``metadata["headings"]`` = the heading path.
     """
 
-    def __init__(self, chunk_words: int = 100, min_words: int = 10,
+    def __init__(self, chunk_words: int = 100, min_words: int = MIN_WORDS,
                  skip_headings: Iterable[str] = DEFAULT_SKIP_HEADINGS):
         if chunk_words < 1 or min_words < 0:
             raise ConfigError("chunk_words must be >= 1 and min_words >= 0")
         self.chunk_words, self.min_words = chunk_words, min_words
+        #: what gives no passage, in words (``sleuth index`` says how many documents that left out)
+        self.drops = f"a lead or section of {min_words} words or fewer gives no passage"
         self.skip_headings = frozenset(h.strip().casefold() for h in skip_headings)
 
     def split(self, doc: Document) -> list[Passage]:

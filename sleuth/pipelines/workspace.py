@@ -36,6 +36,9 @@ class CorpusSource:
     fields: dict[str, str] | None = None
     splitter: Callable[[Document], list[Passage]] | None = None
     splitter_name: str = "none"
+    #: of the last pass over the corpus: documents read, and those the splitter gave no passage
+    documents_read: int = field(default=0, compare=False, repr=False)
+    documents_left_out: int = field(default=0, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -61,13 +64,25 @@ class CorpusSource:
                                  path=self.path)
             seen.add(passage.id)
             yield passage
+        if not seen and self.documents_left_out:  # before: "has no passages", of a corpus of documents with text
+            raise InputError(f"none of the {self.documents_read:,} documents gives a passage with --splitter "
+                             f"{self.splitter_name} ({self.splitter_drops()}), so there is nothing to index",
+                             path=self.path)
         if not seen:
             raise InputError("the corpus has no passages; nothing to index", path=self.path)
 
+    def splitter_drops(self) -> str:
+        """What the splitter gives no passage for, in words (a splitter's ``drops``), else ``""``."""
+        return str(getattr(getattr(self.splitter, "__self__", self.splitter), "drops", ""))
+
     def numbered_passages(self) -> Iterator[tuple[int, Passage]]:
-        """``(document number from 1, passage)`` for each passage, in order."""
+        """``(document number from 1, passage)`` for each passage, in order; counts the documents read and those
+        without a passage (``documents_read``, ``documents_left_out``)."""
+        self.documents_read = self.documents_left_out = 0
         for number, doc in enumerate(self.documents(), start=1):
-            for passage in [Passage.from_document(doc)] if self.splitter is None else self.splitter(doc):
+            passages = [Passage.from_document(doc)] if self.splitter is None else self.splitter(doc)
+            self.documents_read, self.documents_left_out = number, self.documents_left_out + (not passages)
+            for passage in passages:
                 yield number, passage
 
     def checked_passages(self) -> list[Passage]:
