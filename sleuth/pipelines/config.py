@@ -148,7 +148,8 @@ def load_pipeline(source: str | Path, workspace: Workspace | None = None,
         raise ConfigError(f"a pipeline is named by a built-in name, a YAML file or a stage name, got "
                           f"{type(source).__name__}")
     load_stage_modules()
-    if str(source) in STAGES and str(source) not in builtin_pipelines():
+    one_stage = str(source) in STAGES and str(source) not in builtin_pipelines()
+    if one_stage:  # a stage to compose (``bm25 >> ws.pipeline("cutoff", k=2)``): a cutoff gets its ranking then
         config: dict[str, Any] = {"name": str(source), "stages": [{str(source): keys}]}
         where = f"pipeline '{source}'"
     else:
@@ -158,7 +159,7 @@ def load_pipeline(source: str | Path, workspace: Workspace | None = None,
             config["stages"], where = [with_keys(config, keys)], f"pipeline '{config['name']}'"
     if stage_keys:
         config["stages"] = with_stage_keys(config["stages"], stage_keys, where)
-    check_entries(config["stages"], where)  # all of it, before any index is built
+    check_entries(config["stages"], where, has_input=one_stage)  # all of it, before any index is built
     pipeline = Sequential([build_stages(config["stages"], workspace or Workspace(), where=where)],
                           name=config["name"])
     pipeline.description = config.get("description")

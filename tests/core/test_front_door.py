@@ -112,6 +112,8 @@ def test_keys_and_stage_names_build_pipelines_that_keep_their_stages_names(scifa
     assert len(hits) == 5 and hits[0].score >= hits[-1].score
     cut = ws.pipeline("cutoff", k=2)  # a stage that is not a built-in pipeline
     assert cut.name == "cutoff" and len((bm25 >> cut)("vitamin d deficiency")["q1"]) == 2
+    with pytest.raises(ConfigError, match="cuts the ranking of an earlier stage"):  # alone it has nothing to cut
+        cut("vitamin d deficiency")
 
 
 def test_an_experiment_prints_as_a_compact_table_and_converts_to_pandas(scifact_slice):
