@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
@@ -15,30 +16,38 @@ from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
-from sleuth.eval.experiment import Experiment, JudgedQueries
+from sleuth.eval.experiment import Experiment, JudgedQueries, run_file_names, trec_id_problem
+from sleuth.eval.self_hits import exclusion_note
 from sleuth.overwrite import check_writable
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.progress import format_duration
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
+DEFAULT_DEPTH = 1000
 
 
 @dataclass
 class Targets:
-    """What is evaluated: pipelines (built-in names or YAML files) and index folders (``depth`` results each)."""
+    """What is evaluated: pipelines (built-in names or YAML files) and index folders (``depth`` results each),
+    and the names the table shows for them, pipelines first (see :func:`table_names`)."""
 
     names: list[str]
     indexes: list[Path] = field(default_factory=list)
-    depth: int = 1000
+    depth: int = DEFAULT_DEPTH
+    titles: list[str] = field(default_factory=list)
 
 
 @dataclass
 class Task:
-    """The queries, their judgements (None: answers only) and whether answer accuracy is measured."""
+    """The queries, their judgements (None: answers only) and whether answer accuracy is measured; from one pass
+    over the corpus (None: not read), the texts of the documents with the queries' ids and the judged document ids
+    the corpus has."""
 
     queries: list[Query]
     qrels: Qrels | None
     with_answers: bool = False
+    corpus_texts: dict[str, str] | None = None
+    corpus_ids: set[str] | None = None
 
 
 @dataclass
@@ -49,7 +58,7 @@ class ReportOptions:
     top_k: list[int] | None = None
     runs_dir: Path | None = None
     as_json: bool = False
-    exclude_self: bool = False
+    exclude_self: bool | None = None  # None: on where the queries are corpus documents (see Experiment)
 
 
 def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None,
@@ -63,7 +72,7 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
         if corpus is None and need_corpus:
             raise ConfigError("--questions needs --corpus (the passages to search) or --index folders")
         return corpus, list(read_questions(questions)), None
-    if dataset is None and corpus is None and queries is None:
+    if dataset is None and corpus is None and queries is None and qrels is None:
         dataset = bundled_dataset_dir()
     if dataset is None and corpus is not None and corpus.is_dir() and (corpus / "qrels").is_dir() \
             and queries is None and qrels is None:
@@ -82,7 +91,7 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
     judged = read_qrels(qrels)
     topics, note = align_query_ids(read_queries(queries), judged)
     if note:
-        console.print(f"note: {note}")
+        console.print(Text(f"note: {note}"))
     return corpus, topics, judged  # the experiment counts and leaves out the topics without judgements
 
 
@@ -123,21 +132,25 @@ def eval_command(
     device: str = DEVICE,
     index: list[Path] | None = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
                                                           "or not), as well as any --pipeline."),
-    depth: int = typer.Option(1000, min=1, help="Results per query retrieved from an --index folder."),
+    depth: int | None = typer.Option(None, min=1, help=f"Results per query retrieved from an --index folder "
+                                                       f"(default {DEFAULT_DEPTH:,})."),
     ray_address: str | None = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
                                                          "local Ray), auto or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
     ray_workers: int = typer.Option(2, min=1, help="Workers per pipeline with --ray-address (each loads it once)."),
     exclude_self: bool | None = typer.Option(
         None, "--exclude-self/--no-exclude-self",
-        help="Ignore a hit whose id is the query's id (BEIR's convention). Default: on when most query ids are "
-             "corpus document ids (ArguAna, Quora), said in the table's caption."),
+        help="Ignore a hit whose id is the query's id (BEIR's convention). Default: on when most queries are "
+             "corpus documents (ArguAna, Quora) and the qrels judge no query's own document relevant; said on "
+             "stderr and in the table's caption."),
 ) -> None:
     """Evaluate pipelines on the same queries: one table, paired t-tests against the first pipeline."""
+    check_options(dataset, corpus, queries, qrels, questions, pipeline or [], index or [], depth)
     names = pipeline or ([] if index else ["bm25"])
-    for name in names:
-        validate_pipeline(name)  # fail on a bad config before any index is built
+    # fail on a bad config before any index is built
+    titles = table_names([str(validate_pipeline(name)["name"]) for name in names], names, index or [])
     if runs_dir is not None:
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
+        run_file_names(titles)
     squad = squad_task(corpus, fmt) if queries is None and qrels is None and questions is None else None
     judged: Qrels | None
     if squad is not None:  # a SQuAD file holds its questions: gold paragraphs as qrels, answers where present
@@ -146,8 +159,6 @@ def eval_command(
         corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
                                                     need_corpus=bool(names))
     with_answers = questions is not None or squad is not None
-    if exclude_self is None and corpus_path is not None and names:
-        exclude_self = query_ids_in_corpus(query_list, corpus_source(corpus_path, fmt, field))
     if max_queries is not None:
         query_list = query_list[:max_queries]
         if judged is not None:  # the judgements of the queries left out are not judgements without a topic
@@ -160,36 +171,75 @@ def eval_command(
         from sleuth.pipelines.mixed_source import with_distractors
 
         source = with_distractors(source, distractors)
-    ws = workspace(source, device, progress=not as_json)
-    targets, task = Targets(names, index or [], depth), Task(query_list, judged, with_answers)
-    options = ReportOptions(metric, top_k, runs_dir, as_json, bool(exclude_self))
+    task = Task(query_list, judged, with_answers)
+    options = ReportOptions(metric, top_k, runs_dir, as_json, exclude_self)
     check_task(task, options)  # a wrong qrels file or measure fails here, not after the indexes are built
+    if source is not None and (exclude_self is None or judged is not None):
+        task.corpus_texts, task.corpus_ids = corpus_facts(query_list, judged, source)
+    ws = workspace(source, device, progress=not as_json)
+    targets = Targets(names, index or [], depth or DEFAULT_DEPTH, titles)
     if ray_address is not None:
         run_on_ray(ray_address, ray_workers, targets, ws, task, options)
         return
-    stages = {}
-    for name in targets.names:
-        stage = load_pipeline(name, ws)
-        stages[stage.name if stage.name not in stages else name] = stage
-    for path in targets.indexes:
-        from sleuth.pipelines.index_stage import stage_for_index
+    from sleuth.pipelines.index_stage import stage_for_index
 
-        stages[index_stage_name(path, stages)] = stage_for_index(path, targets.depth, device)
+    stages = {title: load_pipeline(name, ws) for title, name in zip(targets.titles, targets.names)}
+    for title, path in zip(targets.titles[len(targets.names):], targets.indexes):
+        stages[title] = stage_for_index(path, targets.depth, device)
     report(stages, task, options, ws.build_seconds)
 
 
-def query_ids_in_corpus(query_list: list[Query], source) -> bool:
-    """Whether most queries are documents of the corpus (one pass over its documents)."""
-    from sleuth.eval.self_hits import queries_are_documents
+def check_options(dataset: Path | None, corpus: Path | None, queries: Path | None, qrels: Path | None,
+                  questions: Path | None, pipelines: list[str], indexes: list[Path], depth: int | None) -> None:
+    """Options that would be ignored, or evaluate one pipeline where two are asked for, are a ConfigError."""
+    if dataset is not None:
+        given = [option for option, value in (("--corpus", corpus), ("--queries", queries), ("--qrels", qrels),
+                                              ("--questions", questions)) if value is not None]
+        if given:
+            raise ConfigError(f"DATASET {dataset} brings its own corpus, queries and qrels: leave out "
+                              f"{' and '.join(given)}, or give --corpus, --queries and --qrels without DATASET")
+    if questions is not None and (queries is not None or qrels is not None):
+        raise ConfigError("--questions are measured by their answers (--top-k), --queries by their judged documents "
+                          "(--qrels): give --questions, or --queries and --qrels")
+    if depth is not None and not indexes:
+        raise ConfigError("--depth is the number of results per query of an --index folder: it needs --index (a "
+                          "pipeline's depth is set in its config)")
+    for option, values in (("--pipeline", pipelines), ("--index", [str(path.resolve()) for path in indexes])):
+        twice = next((value for number, value in enumerate(values) if value in values[:number]), None)
+        if twice is not None:
+            raise ConfigError(f"{option} {twice} is given twice: each is evaluated once")
 
+
+def corpus_facts(query_list: list[Query], qrels: Qrels | None, source) -> tuple[dict[str, str], set[str] | None]:
+    """One pass over the corpus's documents: the texts (title and text) of those with the queries' ids, and the
+    document ids of ``qrels`` that the corpus has (None without qrels)."""
     wanted = {query.id for query in query_list}
-    texts = {doc.id: f"{doc.title} {doc.full_text()}" for doc in source.documents() if doc.id in wanted}
-    return queries_are_documents(query_list, texts)
+    judged = {doc for docs in (qrels or {}).values() for doc in docs}
+    texts: dict[str, str] = {}
+    found: set[str] = set()
+    for doc in source.documents():
+        if doc.id in wanted:
+            texts[doc.id] = f"{doc.title} {doc.full_text()}"
+        if doc.id in judged:
+            found.add(doc.id)
+    return texts, None if qrels is None else found
 
 
-def index_stage_name(path: Path, taken: dict) -> str:
-    """An --index folder's name in the table (its folder name, or the full path when that is taken)."""
-    return path.name if path.name not in taken else str(path)
+def table_names(config_names: list[str], names: list[str], indexes: list[Path]) -> list[str]:
+    """The names the table shows: each pipeline's config name (``names[i]`` as given when an earlier pipeline has
+    it), then each --index folder's name (its folder name, else its path as given or in full). Two pipelines left
+    with the same name are a ConfigError (one would replace the other)."""
+    titles: list[str] = []
+    for own, given in zip(config_names, names):
+        titles.append(next((title for title in (own, given) if title not in titles), ""))
+        if not titles[-1]:
+            raise ConfigError(f"two pipelines are named '{own}'; give them distinct names")
+    for path in indexes:
+        titles.append(next((title for title in (path.name, str(path), str(path.resolve())) if title not in titles),
+                           ""))
+        if not titles[-1]:
+            raise ConfigError(f"--index {path} has the name of another pipeline evaluated")
+    return titles
 
 
 def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict[str, float] | None = None,
@@ -203,21 +253,35 @@ def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict
     as_json = options.as_json
     experiment = Experiment(stages, task.queries, qrels=task.qrels, answers=answers,
                             measures=options.metrics or DEFAULT_METRICS, ks=options.top_k or DEFAULT_KS,
-                            exclude_self=options.exclude_self, show_progress=progress and not as_json)
+                            exclude_self=options.exclude_self, corpus_texts=task.corpus_texts,
+                            corpus_ids=task.corpus_ids, show_progress=progress and not as_json)
+    if options.runs_dir is not None:
+        check_run_files(list(stages), experiment.queries)
     style = "bold red" if experiment.coverage.poor else "yellow"
-    for line in experiment.coverage.warnings():
-        console.print(f"[{style}]warning: {line}[/{style}]")
+    for line in experiment.notes:
+        console.print(Text(f"warning: {line}", style=style), soft_wrap=True)
     if not as_json:
         console.print(f"evaluating {len(stages)} pipeline(s) on {len(experiment.queries)} queries ...")
     result = experiment.run()
-    if options.runs_dir is not None:
-        result.save_runs(options.runs_dir)
+    if result.excluded_self is not None:
+        console.print(Text(f"note: {exclusion_note(result.excluded_self)}", style="yellow"), soft_wrap=True)
     built = build_seconds or {}
     if as_json:
         print(json.dumps({**result.to_dict(include_per_query=False), "index_build_seconds": built}))
     else:
         out.print(result.to_table())
-        out.print(build_note(built))
+        out.print(Text(build_note(built)))
+    if options.runs_dir is not None:  # after the table: a document id no run file can hold loses no result
+        result.save_runs(options.runs_dir)
+
+
+def check_run_files(names: list[str], queries: list[Query]) -> None:
+    """What --runs-dir can be refused for before any pipeline runs: two pipelines that would share a file, or a
+    query id a TREC run file cannot hold (its columns are split on whitespace)."""
+    run_file_names(names)
+    for query in queries:
+        if why := trec_id_problem(query.id):
+            raise ConfigError(f"--runs-dir: query id {query.id!r} {why}, which a TREC run file cannot hold")
 
 
 def task_answers(task: Task) -> dict[str, list[str]] | None:
@@ -258,23 +322,13 @@ def run_on_ray(address: str, workers: int, targets: Targets, ws, task: Task, opt
     from sleuth.scale.ray_eval import pipeline_builder, ray_pipelines
     from sleuth.scale.session import ray_session
 
-    builders: dict = {}
-    for name in targets.names:
-        stage_name = load_pipeline_name(name)
-        builders[stage_name if stage_name not in builders else name] = pipeline_builder(name, ws.corpus, ws.home,
-                                                                                        ws.device)
-    for path in targets.indexes:
-        builders[index_stage_name(path, builders)] = partial(stage_for_index, path.resolve(), targets.depth, ws.device)
+    builders: dict = {title: pipeline_builder(name, ws.corpus, ws.home, ws.device)
+                      for title, name in zip(targets.titles, targets.names)}
+    for title, path in zip(targets.titles[len(targets.names):], targets.indexes):
+        builders[title] = partial(stage_for_index, path.resolve(), targets.depth, ws.device)
     with ray_session(address):
         stages = ray_pipelines(builders, workers)
         report(stages, task, options, progress=False)
-
-
-def load_pipeline_name(name: str) -> str:
-    """The name a pipeline config gives itself (what the table shows)."""
-    from sleuth.pipelines.config import read_config
-
-    return str(read_config(name)["name"])
 
 
 def register(app: typer.Typer) -> None:

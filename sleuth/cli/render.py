@@ -1,12 +1,13 @@
-"""Printing ranked results and evidence for people (rich) and programs (JSON)."""
+"""Printing ranked results and evidence for people (rich) and programs (JSON). Ids, titles and texts are rich
+``Text``, never read as markup (rich's ``escape`` doubles a trailing backslash that no tag follows)."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
 
-from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from sleuth.pipelines.extras import keys_shown_as
 from sleuth.stages.run import Hit
@@ -36,20 +37,20 @@ def hop_scores(hop: Hit) -> str:
     return ", ".join(parts) or f"score {hop.score:.4f}"
 
 
-def path_cell(path: Sequence[Hit]) -> str:
-    """Rich markup of an evidence path: "title1 -> title2", then one line per hop with its scores."""
-    titles = " -> ".join(escape(snippet(hop.title or hop.id, 60)) for hop in path)
-    lines = [f"[bold]{titles}[/bold]"]
+def path_cell(path: Sequence[Hit]) -> Text:
+    """An evidence path: "title1 -> title2" (bold), then one line per hop with its scores."""
+    cell = Text(" -> ".join(snippet(hop.title or hop.id, 60) for hop in path), style="bold")
     for number, hop in enumerate(path, start=1):
-        lines.append(f"[dim]hop {number}:[/dim] {escape(snippet(hop.title or hop.id, 60))} ({escape(hop_scores(hop))})")
-    return "\n".join(lines)
+        cell.append(f"\nhop {number}:", style="dim")
+        cell.append(f" {snippet(hop.title or hop.id, 60)} ({hop_scores(hop)})")
+    return cell
 
 
 def hits_table(query: str, hits: Sequence[Hit]) -> Table:
     """A table of ranked hits: rank, id, score, title and the start of the text; an evidence-path hit shows its
     path "title1 -> title2" with each hop's scores instead."""
     paths = [evidence_path(hit) for hit in hits]
-    table = Table(title=f"[bold]{escape(query)}[/bold]", title_justify="left", show_lines=False)
+    table = Table(title=Text(query, style="bold"), title_justify="left", show_lines=False)
     heading = "evidence path / per-hop scores" if any(paths) else "title / text"
     for column, style in (("#", "dim"), ("id", "cyan"), ("score", "magenta"), (heading, "")):
         table.add_column(column, style=style, overflow="fold")
@@ -57,10 +58,10 @@ def hits_table(query: str, hits: Sequence[Hit]) -> Table:
         if path is not None:
             body = path_cell(path)
         elif hit.title:
-            body = f"[bold]{escape(snippet(hit.title, 80))}[/bold]\n{escape(snippet(hit.text))}"
+            body = Text.assemble((snippet(hit.title, 80), "bold"), "\n", snippet(hit.text))
         else:
-            body = escape(snippet(hit.text))
-        table.add_row(str(rank), escape(hit.id), f"{hit.score:.4f}", body)
+            body = Text(snippet(hit.text))
+        table.add_row(str(rank), Text(hit.id), f"{hit.score:.4f}", body)
     return table
 
 

@@ -35,9 +35,10 @@ SMART = _Flavour("4 columns 'qid docid 0 score' (CISI.REL, CACM qrels.text)", No
 def read_qrels(path: str | Path) -> Qrels:
     """Read a qrels file, detecting its flavour from the first non-blank line.
 
-    BEIR: tab-separated ``query-id, corpus-id, score`` (the header line is skipped). TREC: whitespace-separated
-    ``qid iteration docid relevance``. A pair judged twice with the same relevance is read once; with two
-    relevances it is an InputError naming both lines (two qrels files joined by mistake, for example).
+    BEIR: tab-separated ``query-id, corpus-id, score`` (a first line whose score is not a number is the header,
+    skipped). TREC: whitespace-separated ``qid iteration docid relevance``. A pair judged twice with the same
+    relevance is read once; with two relevances it is an InputError naming both lines (two qrels files joined by
+    mistake, for example).
     """
     qrels: Qrels = {}
     lines: dict[tuple[str, str], int] = {}
@@ -49,8 +50,8 @@ def read_qrels(path: str | Path) -> Qrels:
         judged[docid] = relevance
         lines.setdefault((qid, docid), number)
     if not qrels:
-        raise InputError("no judgements (a tab-separated line of three fields whose third is not a number is read "
-                         "as BEIR's header: query-id, corpus-id, score)", path=path)
+        raise InputError("no judgements (a first tab-separated line of three fields whose third is not a number is "
+                         "read as BEIR's header: query-id, corpus-id, score)", path=path)
     return qrels
 
 
@@ -87,8 +88,8 @@ def iter_judgements(path: str | Path) -> Iterator[tuple[int, tuple[str, str, int
     for number, line in text_lines(path):
         if flavour is None:
             flavour = _detect(line)
-            if flavour is BEIR and not _is_int(line.split("\t")[2]):
-                continue  # the BEIR header line
+            if flavour is BEIR and not _is_number(line.split("\t")[2]):
+                continue  # the BEIR header line ('score'); a relevance such as 1.5 is read, and refused, below
         fields = [f.strip() for f in line.split(flavour.separator)]
         if len(fields) != flavour.width:
             raise InputError(f"expected {flavour.description}, found {len(fields)} columns", path=path, line=number)
@@ -112,6 +113,15 @@ def _detect(line: str) -> _Flavour:
     if len(fields) == 4 and fields[1] not in ("0", "Q0") and fields[2] == "0":
         return SMART
     return TREC
+
+
+def _is_number(text: str) -> bool:
+    """True when ``text`` reads as any number (``1.5``, ``-1``, ``1e3``), as a relevance (never a header) does."""
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_int(text: str) -> bool:

@@ -5,9 +5,10 @@ measures (when qrels are given) and/or top-k answer accuracy (when answers are g
 and compared with a baseline by a paired test over the same queries, corrected for multiple comparisons per measure.
 
 Nothing that changes the figures passes silently; each is a note of the result (the table's caption):
-topics without judgements and judgements without a topic are counted (:mod:`sleuth.eval.coverage`); a query's own
-document is dropped from its hits where the queries are corpus documents (:mod:`sleuth.eval.self_hits`); runs of
-different depths are cut to their common depth before measuring and testing (:mod:`sleuth.eval.depth`).
+topics without judgements, judgements without a topic and (given the corpus's ids) judged documents missing from the
+corpus are counted (:mod:`sleuth.eval.coverage`); a query's own document is dropped from its hits where the queries
+are corpus documents (:mod:`sleuth.eval.self_hits`); runs of different depths are cut to their common depth before
+measuring and testing (:mod:`sleuth.eval.depth`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
 from sleuth.corpus.frames import frame_qrels, is_frame, require_columns
 from sleuth.corpus.model import Qrels, Query
@@ -29,8 +31,8 @@ from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS, Texts, answer_hits, check_ks, check_mode, top_k_per_query
 from sleuth.eval.coverage import Coverage
 from sleuth.eval.depth import common_depth, differing_depths
-from sleuth.eval.measures import MeasureLike, mean, parse_measures, per_query
-from sleuth.eval.self_hits import drop_self_hits, queries_are_documents
+from sleuth.eval.measures import MeasureLike, check_measures, mean, parse_measures, per_query
+from sleuth.eval.self_hits import default_exclusion, drop_self_hits, exclusion_note
 from sleuth.eval.significance import CORRECTIONS, TESTS
 from sleuth.stages.base import Stage, as_queries, transform_counted
 from sleuth.stages.run import Run
@@ -44,7 +46,8 @@ class ExperimentResult:
 
     ``per_query[name][metric][qid]`` holds per-query values, ``aggregate[name][metric]`` their means and
     ``pvalues[name][metric]`` the (corrected) p-value of each non-baseline pipeline. ``runs`` are as measured
-    (own documents dropped, cut to the common depth). ``notes`` say what was done to the runs or left out;
+    (own documents dropped, cut to the common depth), ``retrieved`` as the pipelines returned them (empty: the
+    same as ``runs``). ``notes`` say what was done to the runs or left out;
     ``coverage`` counts the topics evaluated and left out; ``excluded_self`` is how many hits were dropped as
     the query's own document (None: self-exclusion off). Printed, it is the table of :meth:`to_table` (never the
     runs); :meth:`to_pandas` (or ``.frame``) gives the same figures as a DataFrame.
@@ -64,6 +67,7 @@ class ExperimentResult:
     notes: list[str] = field(default_factory=list)
     coverage: Coverage | None = None
     excluded_self: int | None = None
+    retrieved: dict[str, Run] = field(default_factory=dict)
 
     @cached_property
     def aggregate(self) -> dict[str, dict[str, float]]:
@@ -98,21 +102,22 @@ class ExperimentResult:
         return f"{arrow} {comparison['p_value']:.4f}{'*' if comparison['significant'] else ''}"
 
     def to_table(self, title: str | None = None) -> Table:
-        """A rich Table: one row per pipeline, a column per metric (4 decimals) and, with a baseline, its p-values."""
+        """A rich Table: one row per pipeline, a column per metric (4 decimals) and, with a baseline, its p-values.
+        Names and notes are shown as written (never read as rich markup); ``title`` is markup."""
         how = f"{self.test}, {self.correction}-corrected" if self.correction else self.test
         lines = [f"p: paired {how} vs '{self.baseline}'; * p < {self.alpha}"] if self.baseline is not None else []
-        caption = "\n".join(lines + self.notes) or None
+        caption = Text("\n".join(lines + self.notes)) if lines or self.notes else None
         table = Table(title=title or f"Experiment ({self.num_queries} queries)", caption=caption)
         table.add_column("pipeline")
         for metric in self.metrics:
-            table.add_column(metric, justify="right")
+            table.add_column(metric, justify="right")  # a measure's canonical name holds no '['
             if self.baseline is not None:
                 table.add_column(f"{metric} p", justify="right")
         table.add_column("s", justify="right")
         table.add_column("q/s", justify="right")
         aggregate = self.aggregate
         for name in self.names:
-            cells = [name]
+            cells: list[str | Text] = [Text(name)]
             for metric in self.metrics:
                 cells.append(f"{aggregate[name][metric]:.4f}")
                 if self.baseline is not None:
@@ -155,7 +160,8 @@ class ExperimentResult:
     def to_dict(self, include_per_query: bool = True) -> dict[str, Any]:
         """A JSON-serialisable summary (runs are left out: see :meth:`save_runs`). Each pipeline has ``pvalues``
         (``{metric: p}``) and ``comparisons`` (``{metric: {p_value, difference, direction, significant}}``; empty
-        for the baseline)."""
+        for the baseline). Where the corpus's ids were given, ``judged_documents`` counts the documents judged
+        (``total``) and those not in the corpus (``not_in_corpus``)."""
         aggregate = self.aggregate
         pipelines = [{"name": name, "measures": aggregate[name], "pvalues": dict(self.pvalues.get(name, {})),
                       "comparisons": {m: c for m in self.metrics if (c := self.comparison(name, m)) is not None},
@@ -168,29 +174,65 @@ class ExperimentResult:
         if self.coverage is not None:
             result["coverage"] = {"topics": self.coverage.topics, "evaluated": self.coverage.evaluated,
                                   "unjudged": self.coverage.unjudged, "judged_without_topic": self.coverage.orphans}
+            if self.coverage.missing_docs is not None:
+                result["judged_documents"] = {"total": self.coverage.judged_docs,
+                                              "not_in_corpus": self.coverage.missing_docs}
         if include_per_query:
             result["per_query"] = self.per_query
         return result
 
     def save_runs(self, directory: str | Path) -> dict[str, Path]:
-        """Write each pipeline's run as ``<directory>/<pipeline-name>.run`` (TREC format); return the paths."""
+        """Write each pipeline's run as retrieved (not cut to the common depth, own documents kept) as
+        ``<directory>/<pipeline-name>.run`` in TREC format, tagged with that name; return the paths. Names that
+        give the same file, or an id with whitespace (a TREC run's columns are split on it), are a ConfigError,
+        raised before any file is written."""
         directory = Path(directory)
+        runs = {name: self.retrieved.get(name, self.runs[name]) for name in self.names}
+        for name, run in runs.items():
+            check_trec_ids(run, name)
         paths: dict[str, Path] = {}
-        for index, name in enumerate(self.names):
-            slug = re.sub(r"[^\w.-]+", "_", name).strip("._") or "pipeline"
-            if any(path.stem == slug for path in paths.values()):
-                slug = f"{slug}_{index}"
+        for name, slug in run_file_names(self.names).items():
             paths[name] = directory / f"{slug}.run"
-            self.runs[name].write_trec(paths[name], tag=slug)
+            runs[name].write_trec(paths[name], tag=slug)
         return paths
+
+
+def run_file_names(names: Iterable[str]) -> dict[str, str]:
+    """``{pipeline: file stem}`` of :meth:`ExperimentResult.save_runs` (the name with anything but letters, digits,
+    '.', '-' and '_' made '_'); two names with the same stem (ignoring case) are a ConfigError."""
+    stems: dict[str, str] = {}
+    for name in names:
+        stem = re.sub(r"[^\w.-]+", "_", name).strip("._") or "pipeline"
+        clash = next((other for other, taken in stems.items() if taken.casefold() == stem.casefold()), None)
+        if clash is not None:
+            raise ConfigError(f"pipelines '{clash}' and '{name}' would both be written to {stem}.run: rename one")
+        stems[name] = stem
+    return stems
+
+
+def trec_id_problem(value: str) -> str | None:
+    """Why a TREC run file (columns split on whitespace) cannot hold an id: "is empty", "has whitespace" or None."""
+    if not value:
+        return "is empty"
+    return "has whitespace" if len(value.split()) != 1 or value.strip() != value else None
+
+
+def check_trec_ids(run: Run, name: str) -> None:
+    """A ConfigError naming the first query or document id of ``run`` that a TREC run file cannot hold."""
+    for qid, hits in run.items():
+        ids = [("query", qid)] + [("document", hit.id) for hit in hits]
+        bad = next(((what, value, why) for what, value in ids if (why := trec_id_problem(value))), None)
+        if bad is not None:
+            raise ConfigError(f"cannot write pipeline '{name}' as a TREC run file: {bad[0]} id {bad[1]!r} {bad[2]}")
 
 
 @dataclass
 class JudgedQueries:
     """What an experiment evaluates, checked before any pipeline runs: the topics with judgements (or answers),
-    their qrels and answers, the coverage (topics left out, judgements without a topic), the parsed measures and
-    answer cut-offs. :meth:`of` raises a ConfigError where nothing could be measured (no judged topic, an unknown
-    measure, a bad cut-off), so a caller can check inputs before building any index."""
+    their qrels and answers, the coverage (topics left out, judgements without a topic and, given ``corpus_ids``,
+    judged documents not in the corpus), the parsed measures and answer cut-offs. :meth:`of` raises a ConfigError
+    where nothing could be measured (no judged topic, an unknown measure or one that cannot be computed on these
+    qrels, a bad cut-off), so a caller can check inputs before building any index."""
 
     queries: list[Query]
     qrels: Qrels | None
@@ -201,7 +243,8 @@ class JudgedQueries:
 
     @classmethod
     def of(cls, queries: Iterable[Query | str], qrels: Qrels | None, answers: Mapping[str, Sequence[str]] | None,
-           measures: Iterable[MeasureLike], ks: Iterable[int]) -> JudgedQueries:
+           measures: Iterable[MeasureLike], ks: Iterable[int],
+           corpus_ids: Collection[str] | None = None) -> JudgedQueries:
         topics = as_queries(queries)
         qrels = None if qrels is None else as_qrels(qrels)
         if qrels is None and answers is None:
@@ -217,8 +260,12 @@ class JudgedQueries:
                 raise ConfigError(f"no query of the experiment has {what} ({len(topics)} topics, "
                                   f"{coverage.orphans} judged query ids without a topic): do the topic ids "
                                   f"match the {what}?")
-        return cls(kept, kept_qrels, kept_answers, coverage, parse_measures(measures) if qrels is not None else [],
-                   check_ks(ks) if answers is not None else [])
+        if kept_qrels is not None and corpus_ids is not None:
+            coverage = coverage.with_documents(kept_qrels, corpus_ids)
+        parsed = parse_measures(measures) if kept_qrels is not None else []
+        if kept_qrels is not None:
+            check_measures(parsed, kept_qrels)
+        return cls(kept, kept_qrels, kept_answers, coverage, parsed, check_ks(ks) if answers is not None else [])
 
 
 class Experiment:
@@ -235,9 +282,11 @@ class Experiment:
     ``correction`` is "holm" or None.
     ``exclude_self``: drop a hit whose id is its query's id (BEIR's convention); None (default) turns it on when
     ``corpus_texts`` (document id -> text) are given and most queries are documents of the corpus (the document
-    with the query's id holds the query's text, as in ArguAna and Quora). ``same_depth``: cut every run to the depth all
-    share before measuring and testing (default); False leaves the runs whole and withholds the test of any
-    pipeline whose depth differs from the baseline's.
+    with the query's id holds the query's text, as in ArguAna and Quora), unless the qrels judge a query's own
+    document relevant (a note then says it is left off). ``corpus_ids``: the corpus's document ids (those the
+    qrels judge suffice); judged documents not among them are counted in ``coverage``. ``same_depth``: cut every
+    run to the depth all share before measuring and testing (default); False leaves the runs whole and withholds
+    the test of any pipeline whose depth differs from the baseline's.
     ``show_progress``: each pipeline's queries done, queries/s and time left (:mod:`sleuth.progress`; the
     queries then run in chunks).
     """
@@ -248,13 +297,17 @@ class Experiment:
                  ks: Iterable[int] = DEFAULT_KS, mode: str = "string", baseline: int | str | None = 0,
                  correction: str | None = "holm", test: str = "ttest", alpha: float = 0.05,
                  exclude_self: bool | None = None, corpus_texts: Mapping[str, str] | None = None,
-                 same_depth: bool = True, show_progress: bool = False):
+                 same_depth: bool = True, show_progress: bool = False, corpus_ids: Collection[str] | None = None):
         self.pipelines = named_pipelines(pipelines)
-        judged = JudgedQueries.of(queries, qrels, answers, measures, ks)
+        judged = JudgedQueries.of(queries, qrels, answers, measures, ks, corpus_ids)
         self.coverage, self.queries, self.qrels, self.answers = judged.coverage, judged.queries, judged.qrels, judged.answers
         self.measures, self.ks = judged.measures, judged.ks
+        #: what is known before running: the coverage's warnings, and why own documents are kept where they are
+        self.notes = self.coverage.warnings()
         if exclude_self is None:
-            exclude_self = corpus_texts is not None and queries_are_documents(self.queries, corpus_texts)
+            exclude_self, note = (False, None) if corpus_texts is None else \
+                default_exclusion(self.queries, corpus_texts, self.qrels)
+            self.notes += [note] if note else []
         self.exclude_self, self.same_depth = exclude_self, same_depth
         self.texts, self.mode = texts, check_mode(mode)
         self.baseline = resolve_baseline(baseline, list(self.pipelines))
@@ -287,15 +340,14 @@ class Experiment:
             if not isinstance(run, Run):
                 raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a Run")
             runs[name] = run
-        notes = self.coverage.warnings()
+        retrieved, notes = dict(runs), list(self.notes)
         excluded = None
         if self.exclude_self:
             excluded = 0
             for name, run in runs.items():
                 runs[name], removed = drop_self_hits(run)
                 excluded += removed
-            notes.append(f"a query's own document is excluded from its hits (BEIR convention, the queries are "
-                         f"corpus documents): {excluded:,} hit(s) removed; --no-exclude-self (exclude_self=False) keeps them")
+            notes.append(exclusion_note(excluded))
         untested: list[str] = []
         if self.same_depth:
             runs, note = common_depth(runs)
@@ -310,7 +362,7 @@ class Experiment:
                                 seconds=seconds, num_queries=len(self.queries),
                                 pvalues=self.compare(scores, metrics, untested), baseline=self.baseline,
                                 test=self.test, correction=self.correction, alpha=self.alpha, notes=notes,
-                                coverage=self.coverage, excluded_self=excluded)
+                                coverage=self.coverage, excluded_self=excluded, retrieved=retrieved)
 
     def compare(self, scores: dict[str, dict[str, dict[str, float]]], metrics: list[str],
                 untested: Collection[str] = ()) -> dict[str, dict[str, float]]:

@@ -7,7 +7,12 @@ are never re-broken by the evaluator.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import ir_measures
 from ir_measures import Measure
@@ -18,13 +23,16 @@ from sleuth.errors import ConfigError
 from sleuth.stages.run import Run
 
 MeasureLike = str | Measure
+#: the deepest cutoff taken (nDCG@1000000): deeper ones only overflow the evaluator (pytrec_eval's C longs)
+MAX_CUTOFF = 1_000_000
 
 
 def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
     """Parse ir_measures names ("nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10") in order, without repeats.
 
-    A name that is not a known measure, or whose cutoff is not a whole number >= 1, raises a ConfigError naming
-    it. ``str(measure)`` is the canonical name.
+    A name that is not a known measure, or whose cutoff is not a whole number from 1 to ``MAX_CUTOFF``, raises a
+    ConfigError naming it (whether it can be computed is :func:`check_measures`). ``str(measure)`` is the canonical
+    name.
     """
     if isinstance(names, (str, Measure)):
         names = [names]
@@ -39,9 +47,54 @@ def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
         if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1):
             # pytrec_eval aborts the whole process (a C assertion) on a cutoff of 0
             raise ConfigError(f"measure '{name}': the cutoff must be a whole number of at least 1, got {cutoff}")
+        if cutoff is not None and cutoff > MAX_CUTOFF:
+            raise ConfigError(f"measure '{name}': the cutoff must be at most {MAX_CUTOFF:,}, got {cutoff:,}")
         if measure not in measures:
             measures.append(measure)
     return measures
+
+
+def check_measures(measures: Iterable[Measure], qrels: Qrels) -> None:
+    """Compute each measure once on ``qrels`` (checked, as :func:`per_query` takes them) and a made-up run of their
+    judged documents, so that one the evaluator cannot compute (a bad parameter, ``AP(rel=0)``; no installed
+    provider; gdeval's ERR@10 on query ids that are not numbers) is a ConfigError naming it before anything runs."""
+    run = {qid: {doc: float(len(docs) - rank) for rank, doc in enumerate(sorted(docs))} for qid, docs in qrels.items()}
+    for measure in measures:
+        try:
+            with _stderr_silenced():  # gdeval's perl prints its own complaint
+                reported = {metric.query_id for metric in ir_measures.iter_calc([measure], qrels, run)}
+        except Exception as error:  # the evaluators raise anything from KeyError to AssertionError
+            raise ConfigError(f"measure '{measure}' cannot be computed: {_reason(error)}") from None
+        if not reported <= set(qrels):  # gdeval reads query 'a-1' as '1'
+            raise ConfigError(f"measure '{measure}' cannot be computed: its evaluator reads the query ids "
+                              f"differently (it reports {sorted(reported - set(qrels))[:3]})")
+
+
+def _reason(error: Exception) -> str:
+    """Why an evaluator failed, in words."""
+    if isinstance(error, subprocess.CalledProcessError):
+        return "its evaluator (gdeval, run by perl) refused the judgements: it takes only query ids that are " \
+               "numbers and relevances of at most 4"
+    message = " ".join(str(error).split()) or type(error).__name__
+    return re.sub(r"invalid param (\w+)=<object object at 0x[0-9a-f]+>", r"parameter \1 is required", message)
+
+
+@contextmanager
+def _stderr_silenced() -> Iterator[None]:
+    """Drop what is written to file descriptor 2 (by a subprocess too) inside the block."""
+    sys.stderr.flush()
+    try:
+        saved = os.dup(2)
+    except OSError:  # no stderr to silence
+        yield
+        return
+    try:
+        with open(os.devnull, "w") as sink:
+            os.dup2(sink.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def rank_scores(run: Run) -> dict[str, dict[str, float]]:
@@ -70,8 +123,8 @@ def per_query(run: Run, qrels: Qrels, measures: MeasureLike | Iterable[MeasureLi
         for metric in ir_measures.iter_calc(parsed, judged, ranked):
             if metric.query_id in judged:
                 values[str(metric.measure)][metric.query_id] = float(metric.value)
-    except ValueError as error:  # e.g. a measure whose provider is not installed
-        raise ConfigError(f"cannot compute {', '.join(map(str, parsed))}: {error}") from None
+    except Exception as error:  # e.g. a measure whose provider is not installed
+        raise ConfigError(f"cannot compute {', '.join(map(str, parsed))}: {_reason(error)}") from None
     return values
 
 
