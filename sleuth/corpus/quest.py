@@ -13,7 +13,14 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from sleuth.corpus.jsonl import iter_jsonl, read_jsonl_documents, require, require_id, require_query_text
+from sleuth.corpus.jsonl import (
+    iter_jsonl,
+    read_jsonl_documents,
+    require,
+    require_id,
+    require_new_id,
+    require_query_text,
+)
 from sleuth.corpus.model import Document, Query
 from sleuth.errors import InputError
 from sleuth.io import atomic_write_text
@@ -21,12 +28,20 @@ from sleuth.io import atomic_write_text
 TOP_LEVEL_FIELDS = ("docs", "original_query", "scores")  # the example format's fields besides query and metadata
 
 
+def check_titles(titles: Any, path: str | Path, line: int, field: str) -> None:
+    """``titles`` is a list of document titles (strings)."""
+    if not isinstance(titles, list):
+        raise InputError(f"expected a list of titles, found {type(titles).__name__}", path=path, line=line,
+                         field=field)
+    for position, title in enumerate(titles, start=1):
+        if not isinstance(title, str):
+            raise InputError(f"doc {position} is {title!r}, not a document title (a string)", path=path, line=line,
+                             field=field)
+
+
 def check_docs_and_scores(docs: list, scores: Any, path: str | Path, line: int) -> None:
     """``docs`` is a list of titles (strings); ``scores``, when given, one number per doc."""
-    for position, doc in enumerate(docs, start=1):
-        if not isinstance(doc, str):
-            raise InputError(f"doc {position} is {doc!r}, not a document title (a string)", path=path, line=line,
-                             field="docs")
+    check_titles(docs, path, line, "docs")
     if scores is None:
         return
     if not isinstance(scores, list):
@@ -43,18 +58,33 @@ def check_docs_and_scores(docs: list, scores: Any, path: str | Path, line: int) 
 def read_quest_examples(path: str | Path, id_prefix: str | None = None) -> Iterator[Query]:
     """Stream QUEST examples as Queries; ``metadata`` holds docs, original_query, scores and the example's own
     metadata keys (template, domain, attributions, relevance_ratings, ...) flattened."""
+    return (query for _, query in numbered_quest_examples(path, id_prefix))
+
+
+def numbered_quest_examples(path: str | Path, id_prefix: str | None = None) -> Iterator[tuple[int, Query]]:
+    """:func:`read_quest_examples` with each example's line number. A query id given twice is an InputError naming
+    both lines (before, the later example silently took the earlier one's place wherever examples are keyed by id:
+    the gold sets scored, the predictions written)."""
     prefix = Path(path).name.split(".")[0] if id_prefix is None else id_prefix
+    first_lines: dict[str, int] = {}
     for number, obj in iter_jsonl(path):
         query = require_query_text(obj, "query", path, number)
         docs = require(obj, "docs", path, number, list)
         check_docs_and_scores(docs, obj.get("scores"), path, number)
+        original = obj.get("original_query")
+        if original is not None and not isinstance(original, str):
+            raise InputError(f"expected the query with its constraints in <mark> spans, found "
+                             f"{type(original).__name__}", path=path, line=number, field="original_query")
         nested = obj.get("metadata") or {}
         if not isinstance(nested, dict):
             raise InputError(f"expected object, found {type(nested).__name__}", path=path, line=number,
                              field="metadata")
+        if nested.get("ranking") is not None:  # the ranking `quest predict` writes, which `quest eval` scores
+            check_titles(nested["ranking"], path, number, "metadata.ranking")
         query_id = require_id(obj, "id", path, number) if "id" in obj else f"{prefix}-{number:04d}"
-        metadata = {"docs": docs, "original_query": obj.get("original_query"), "scores": obj.get("scores"), **nested}
-        yield Query(id=query_id, text=query, metadata=metadata)
+        require_new_id(first_lines, query_id, path, number)
+        metadata = {"docs": docs, "original_query": original, "scores": obj.get("scores"), **nested}
+        yield number, Query(id=query_id, text=query, metadata=metadata)
 
 
 def read_quest_documents(path: str | Path) -> Iterator[Document]:
@@ -67,8 +97,8 @@ def quest_attribution_documents(paths: str | Path | Iterable[str | Path]) -> Ite
     sentences (in first-seen order, across all examples and files) joined by spaces; ``metadata["sentences"]``."""
     sentences: dict[str, dict[str, None]] = {}  # title -> ordered set of sentences
     for path in [paths] if isinstance(paths, (str, Path)) else paths:
-        for query in read_quest_examples(path):
-            for title, sentence in _attribution_sentences(query.metadata.get("attributions")):
+        for line, query in numbered_quest_examples(path):
+            for title, sentence in _attribution_sentences(query.metadata.get("attributions"), path, line):
                 sentences.setdefault(title, {})[sentence] = None
     for title, unique in sentences.items():
         yield Document(id=title, title=title, text=" ".join(unique), metadata={"sentences": list(unique)})
@@ -103,22 +133,28 @@ def write_quest_documents(path: str | Path, documents: Iterable[Document]) -> in
 
 
 def read_quest_predictions(path: str | Path, id_prefix: str | None = None) -> dict[str, Query]:
-    """Prediction examples by query id (ids as in :func:`read_quest_examples`); a repeated id is an InputError.
+    """Prediction examples by query id (ids as in :func:`read_quest_examples`); a repeated id, or a file without
+    a prediction (which scored every measure 0 before), is an InputError.
 
     Join them to gold by id: a file without ``id`` fields gets line-based ids, which match the gold file's only
     when both list the same queries in the same order (pass ``id_prefix`` = the gold file's prefix, e.g. "val").
     """
-    predictions: dict[str, Query] = {}
-    for query in read_quest_examples(path, id_prefix=id_prefix):
-        if query.id in predictions:
-            raise InputError(f"query id '{query.id}' appears twice", path=path, field="id")
-        predictions[query.id] = query
+    predictions = {query.id: query for query in read_quest_examples(path, id_prefix=id_prefix)}
+    if not predictions:
+        raise InputError("no predictions (a JSON object per line with query and docs)", path=path)
     return predictions
 
 
-def _attribution_sentences(attributions: Any) -> Iterator[tuple[str, str]]:
-    """``(title, sentence)`` pairs of an example's attributions: title -> list of {query span: sentence} or null."""
+def _attribution_sentences(attributions: Any, path: str | Path, line: int) -> Iterator[tuple[str, str]]:
+    """``(title, sentence)`` pairs of an example's attributions: title -> list of {query span: sentence} or null;
+    another shape is an InputError naming the example (before: an AttributeError traceback)."""
+    where: dict[str, Any] = {"path": path, "line": line, "field": "metadata.attributions"}
+    if not isinstance(attributions, dict | None):
+        raise InputError(f"expected {{title: [{{query span: sentence}}, ...]}}, found {type(attributions).__name__}",
+                         **where)
     for title, notes in (attributions or {}).items():
+        if not isinstance(notes, list | None) or not all(isinstance(a, dict | None) for a in notes or ()):
+            raise InputError(f"'{title}' holds {notes!r:.80}, not a list of {{query span: sentence}} objects", **where)
         for annotation in notes or ():
             for sentence in (annotation or {}).values():
                 if isinstance(sentence, str) and sentence.strip():

@@ -29,11 +29,12 @@ register_extra("found_by", int, "count_of_per_query", "how many of the obfuscate
 def private_stage(ws: Workspace, *, engine: str, mechanism: str = DEFAULT_MECHANISM,
                   epsilon: Annotated[float, AtLeast(MIN_EPSILON)] = DEFAULT_EPSILON,
                   n: Count = 20, depth: Count = 100, pipeline: str | None = None, encoder: str = "minilm-onnx-128",
-                  rerank_depth: Count | None = 50, embeddings: str = "glove-6b-50d", oov: str = "drop",
+                  rerank_depth: Count | None = 50, embeddings: str = "glove-6b-50d", oov: str | None = None,
                   seed: Annotated[int, AtLeast(0)] | None = None, withhold_original: bool = True,
                   name: str = "private"):
     """Private search against the sleuth service at ``engine`` (its ``pipeline``), reranked locally by ``encoder``
-    (the top ``rerank_depth`` of the pool by local BM25; null: the whole pool)."""
+    (the top ``rerank_depth`` of the pool by local BM25; null: the whole pool). ``oov``: the out-of-vocabulary
+    policy (default: drop for a DP mechanism, keep for aed, which takes keep or error)."""
     from sleuth.systems.private_search.client import PrivateSearch
     from sleuth.systems.private_search.registry import load_vocabulary_table, make_obfuscator
     from sleuth.systems.private_search.remote import RemoteEngine

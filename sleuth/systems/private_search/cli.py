@@ -12,6 +12,7 @@ from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
 from sleuth.errors import ConfigError, QueryError
 from sleuth.overwrite import refuse_overwriting_inputs
 from sleuth.service.limits import MAX_OBFUSCATIONS
+from sleuth.systems.private_search.embedding_readers import DEFAULT_EMBEDDINGS
 from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM, check_epsilon
 from sleuth.systems.private_search.obfuscator import OOV_POLICIES
 from sleuth.systems.private_search.registry import (
@@ -21,6 +22,7 @@ from sleuth.systems.private_search.registry import (
     build_obfuscators,
     corpus_words,
     local_bm25,
+    sample_fraction,
 )
 
 PAPER_SYSTEMS = ("vickrey-mahalanobis@10", "vickrey-mahalanobis@12.5", "vickrey-mahalanobis@15", "cmp@12.5",
@@ -46,14 +48,34 @@ def chosen_epsilon(mechanism: str, epsilon: float | None) -> float | None:
     return None
 
 
+#: obfuscate's options that serve only some mechanisms: what each is, and the mechanisms it serves
+MECHANISM_OPTIONS = {"--corpus": ("FSH's local corpus", ("fsh",)),
+                     "--embeddings": ("the DP mechanisms' word vectors", MECHANISMS),
+                     "--vocabulary-from": ("the DP mechanisms' vocabulary", MECHANISMS),
+                     "--oov": ("the out-of-vocabulary policy", (*MECHANISMS, "aed"))}
+
+
+def check_mechanism_options(mechanism: str, given: dict[str, object]) -> None:
+    """An option given (not None) that ``mechanism`` does not use is refused, not ignored (before: a missing
+    --corpus file passed with cmp, and --embeddings /nonexistent.txt with aed)."""
+    for option, value in given.items():
+        what, users = MECHANISM_OPTIONS[option]
+        if value is not None and mechanism not in users:
+            raise ConfigError(f"{option} ({what}) does not apply to --mechanism {mechanism}; it serves "
+                              f"{', '.join(users)}")
+
+
 def obfuscate(
     query: str = typer.Argument(..., help="The query to obfuscate."),
     mechanism: str = typer.Option(DEFAULT_MECHANISM, help=f"One of {', '.join(OBFUSCATORS)}."),
     epsilon: float | None = typer.Option(None, help=EPSILON_HELP, show_default=False),
     n: int = typer.Option(20, "-n", help="How many obfuscated queries."),
     seed: int | None = typer.Option(None, help="Seed for reproducible output (default: OS randomness)."),
-    oov: str = typer.Option("drop", help="Out-of-vocabulary words: drop, random, error or keep (sends them!)."),
-    embeddings: str = typer.Option("glove-6b-50d", help="Word vectors: glove-6b-50d or a .txt/.bin/.npy file."),
+    oov: str | None = typer.Option(None, help="Out-of-vocabulary words: drop (default), random, error or keep "
+                                               "(sends them!); aed: keep (default: WordNet lacks them) or error.",
+                                   show_default=False),
+    embeddings: str | None = typer.Option(None, help=f"Word vectors of the DP mechanisms: {DEFAULT_EMBEDDINGS} "
+                                                     "(default) or a .txt/.bin/.npy file.", show_default=False),
     vocabulary_from: Path | None = typer.Option(None, help="Restrict the vocabulary to this corpus's words."),
     corpus: Path | None = typer.Option(None, help="FSH: the local corpus searched for keyqueries."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
@@ -63,11 +85,14 @@ def obfuscate(
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(OBFUSCATORS)})")
     check_obfuscation_count(n)
     epsilon = chosen_epsilon(mechanism, epsilon)
-    if oov not in OOV_POLICIES:
+    if oov is not None and oov not in OOV_POLICIES:
         raise ConfigError(f"unknown out-of-vocabulary policy '{oov}' (known: {', '.join(OOV_POLICIES)})")
+    check_mechanism_options(mechanism, {"--corpus": corpus, "--embeddings": embeddings,
+                                        "--vocabulary-from": vocabulary_from, "--oov": oov})
     vocabulary = corpus_words(vocabulary_from) if vocabulary_from else None
-    fsh_index = local_bm25(str(corpus), None, None, 0) if mechanism == "fsh" and corpus else None
-    obfuscator = build_obfuscators([mechanism], embeddings, vocabulary, oov, fsh_index)[mechanism]
+    fsh_index = local_bm25(str(corpus), None, None, 0, "--corpus") if mechanism == "fsh" and corpus else None
+    obfuscator = build_obfuscators([mechanism], embeddings or DEFAULT_EMBEDDINGS, vocabulary, oov,
+                                   fsh_index)[mechanism]
     queries = obfuscator.obfuscate_one(query, n, epsilon, seed)
     if as_json:
         print(json.dumps({"query": query, "mechanism": mechanism, "epsilon": epsilon, "obfuscated": queries}))
@@ -109,7 +134,7 @@ def private_search(
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(MECHANISMS)}, aed)")
     check_obfuscation_count(n)
     epsilon = chosen_epsilon(mechanism, epsilon)
-    obfuscator = build_obfuscators([mechanism], "glove-6b-50d", None, "drop")[mechanism]
+    obfuscator = build_obfuscators([mechanism], DEFAULT_EMBEDDINGS, None, None)[mechanism]
     if rerank_depth < 0:
         raise ConfigError(f"--rerank-depth must be 0 (the whole pool) or a positive integer, got {rerank_depth}")
     client = PrivateSearch(obfuscator, RemoteEngine.sleuth(engine, engine_pipeline),
@@ -194,6 +219,13 @@ def eval_privacy(
                           "and --qrels too")
     if corpus is None and not table:
         raise ConfigError("nothing to evaluate: --no-table and no --corpus/--qrels")
+    if vocabulary == "collection" and corpus is None:  # before: silently every GloVe word
+        raise ConfigError("--vocabulary collection keeps only the words of --corpus: give --corpus and --qrels")
+    for option, given in (("--mechanism", mechanism), ("--epsilon", epsilon), ("--baseline", baseline)):
+        if given and not table:  # before: ignored
+            raise ConfigError(f"{option} chooses the rows of Table 1, which --no-table leaves out")
+    if fsh_corpus is not None:
+        sample_fraction(fsh_corpus)
     for name in (encoder, reranker):
         check_encoder_name(name)
     for value in epsilon or []:
@@ -208,6 +240,14 @@ def eval_privacy(
         if name not in BASELINES:
             raise ConfigError(f"--baseline: unknown '{name}' (known: {', '.join(BASELINES)})")
     systems = [parse_system(s) for s in (system or PAPER_SYSTEMS)] if corpus is not None else []
+    mechanisms = list(mechanism or MECHANISMS)
+    epsilons = list(epsilon or PAPER_EPSILONS)
+    table_names = [*mechanisms, *(baseline or [])] if table else []
+    names = list(dict.fromkeys([*table_names, *(s for s, _ in systems if s != "original")]))
+    if "fsh" in names and fsh_corpus is None:
+        raise ConfigError("fsh needs --fsh-corpus (a local corpus path, or sample:0.5 of --corpus)")
+    if "fsh" not in names and fsh_corpus is not None:  # before: ignored
+        raise ConfigError("--fsh-corpus is FSH's local corpus, and no system or Table 1 baseline is fsh")
     queries_path = queries or shared_data_dir() / "trec-dl19" / "topics.dl19-passage.txt"
     query_list = read_queries(queries_path)
     if qrels is not None:
@@ -220,15 +260,9 @@ def eval_privacy(
         raise ConfigError("no queries to evaluate")
     if qrels is not None:
         judged = {q.id: judged[q.id] for q in query_list}
-    mechanisms = list(mechanism or MECHANISMS)
-    epsilons = list(epsilon or PAPER_EPSILONS)
-    table_names = [*mechanisms, *(baseline or [])] if table else []
-    names = list(dict.fromkeys([*table_names, *(s for s, _ in systems if s != "original")]))
-    if "fsh" in names and fsh_corpus is None:
-        raise ConfigError("fsh needs --fsh-corpus (a local corpus path, or sample:0.5 of --corpus)")
     words = corpus_words(corpus, fmt) if vocabulary == "collection" and corpus is not None else None
     fsh_index = local_bm25(fsh_corpus, corpus, fmt, seed) if "fsh" in names and fsh_corpus is not None else None
-    obfuscators = build_obfuscators(names, "glove-6b-50d", words, "drop", fsh_index)
+    obfuscators = build_obfuscators(names, DEFAULT_EMBEDDINGS, words, None, fsh_index)
     similarity_encoder = load_encoder(encoder, device=device)
     payload: dict = {"queries": str(queries_path), "num_queries": len(query_list), "n": n, "seed": seed,
                      "obfuscators": {k: o.describe() for k, o in obfuscators.items()}}

@@ -40,17 +40,18 @@ def load_vocabulary_table(embeddings: str = "glove-6b-50d", vocabulary: Iterable
     return load_embeddings(embeddings).restrict(alphabetic=alphabetic, vocabulary=vocabulary)
 
 
-def make_obfuscator(name: str, embeddings: WordEmbeddings | None = None, oov: str = DEFAULT_OOV,
+def make_obfuscator(name: str, embeddings: WordEmbeddings | None = None, oov: str | None = None,
                     **params: Any) -> QueryObfuscator:
     """An obfuscator by name. DP mechanisms need ``embeddings`` (default: the packaged GloVe, alphabetic words);
-    ``params`` go to the mechanism (lam, t) or to the baseline's constructor (e.g. FSH's ``corpus``)."""
+    ``params`` go to the mechanism (lam, t) or to the baseline's constructor (e.g. FSH's ``corpus``). ``oov``:
+    the out-of-vocabulary policy of a DP mechanism (default drop) or of AED (default keep)."""
     if name in MECHANISMS:
         table = embeddings if embeddings is not None else load_vocabulary_table()
-        return DPObfuscator(make_mechanism(name, table, **params), oov=oov)
+        return DPObfuscator(make_mechanism(name, table, **params), oov=DEFAULT_OOV if oov is None else oov)
     if name == "aed":
         from sleuth.systems.private_search.baselines.aed import AED
 
-        return AED(**params)
+        return AED(oov=oov, **params)
     if name == "fsh":
         from sleuth.systems.private_search.baselines.fsh import FSH
 
@@ -68,32 +69,48 @@ def corpus_words(path: Path, fmt: str | None = None) -> set[str]:
     return words
 
 
-def local_bm25(spec: str, corpus: Path | None, fmt: str | None, seed: int):
+def sample_fraction(spec: str, option: str = "--fsh-corpus") -> float | None:
+    """The fraction F of FSH's ``sample:F`` (0 < F <= 1), or None when ``spec`` is a path; ConfigError otherwise
+    (before: sample:-1 and sample:nan ended in 'the corpus has no passages', sample:2 took the whole corpus)."""
+    if not spec.startswith(SAMPLE_PREFIX):
+        return None
+    try:
+        fraction = float(spec[len(SAMPLE_PREFIX):])
+    except ValueError:
+        raise ConfigError(f"{option}: '{spec}' is not sample:FRACTION") from None
+    if not 0 < fraction <= 1:
+        raise ConfigError(f"{option} {spec}: the fraction of the corpus sampled must be above 0 and at most 1")
+    return fraction
+
+
+def local_bm25(spec: str, corpus: Path | None, fmt: str | None, seed: int, option: str = "--fsh-corpus"):
     """FSH's local index: a corpus path, or ``sample:F`` = a seeded fraction F of the evaluation corpus."""
     import numpy as np
 
     from sleuth.index.bm25 import BM25Index
     from sleuth.pipelines.workspace import CorpusSource, Workspace
 
-    if spec.startswith(SAMPLE_PREFIX):
+    fraction = sample_fraction(spec, option)
+    if fraction is not None:
         if corpus is None:
-            raise ConfigError(f"--fsh-corpus {spec} samples the evaluation corpus: give --corpus")
-        try:
-            fraction = float(spec[len(SAMPLE_PREFIX):])
-        except ValueError:
-            raise ConfigError(f"--fsh-corpus: '{spec}' is not sample:FRACTION") from None
+            raise ConfigError(f"{option} {spec} samples the evaluation corpus of privacy eval (--corpus), and "
+                              "there is none")
         passages = list(CorpusSource(corpus, fmt).passages())
         keep = np.random.default_rng(seed).random(len(passages)) < fraction
+        if not keep.any():
+            raise ConfigError(f"{option} {spec}: the sample holds none of the {len(passages):,} passages of "
+                              f"{corpus}; sample a larger fraction")
         return BM25Index.build([p for p, k in zip(passages, keep) if k], show_progress=False)
     path = Path(spec)
     if not path.exists():
-        raise ConfigError(f"--fsh-corpus: {path} not found")
+        raise ConfigError(f"{option}: {path} not found")
     return Workspace(CorpusSource(path), show_progress=False).bm25()
 
 
-def build_obfuscators(names: list[str], embeddings: str, vocabulary: set[str] | None, oov: str,
+def build_obfuscators(names: list[str], embeddings: str, vocabulary: set[str] | None, oov: str | None,
                       fsh_index=None) -> dict:
-    """Obfuscators by name, sharing one restricted embedding table."""
+    """Obfuscators by name, sharing one restricted embedding table; ``oov`` (None: each one's default) goes to the
+    DP mechanisms and AED."""
     table = load_vocabulary_table(embeddings, vocabulary) if any(n in MECHANISMS for n in names) else None
     built = {}
     for name in names:
@@ -102,5 +119,5 @@ def build_obfuscators(names: list[str], embeddings: str, vocabulary: set[str] | 
         elif name == "fsh":
             built[name] = make_obfuscator(name, index=fsh_index)
         else:
-            built[name] = make_obfuscator(name)
+            built[name] = make_obfuscator(name, oov=oov)
     return built

@@ -32,7 +32,7 @@ def corpus_command(
     QUEST's 325k Wikipedia documents, which are not distributed with the examples)."""
     from sleuth.corpus.quest import quest_attribution_documents, write_quest_documents
 
-    refuse_overwriting_inputs(out_path, examples)
+    refuse_overwriting_inputs(out_path, examples, file=True)
     documents = list(quest_attribution_documents(examples))
     if not documents:
         raise ConfigError(f"no attribution sentences in {', '.join(map(str, examples))}: the proxy corpus is made of "
@@ -63,7 +63,8 @@ def predict_command(
     from sleuth.systems.quest.methods import quest_workspace
     from sleuth.systems.quest.task import load_task
 
-    refuse_overwriting_inputs(out_path, [examples, documents, pipeline if Path(pipeline).is_file() else None])
+    refuse_overwriting_inputs(out_path, [examples, documents, pipeline if Path(pipeline).is_file() else None],
+                              file=True)
     validate_pipeline(pipeline)
     task = load_task(examples, domain)
     queries = task.queries[:max_queries] if max_queries is not None else task.queries
@@ -139,12 +140,17 @@ def parse_command(
     from sleuth.systems.quest.task import load_task
     from sleuth.systems.quest.templates import SYMBOLS
 
-    queries = load_task(examples).queries
-    result = parser_accuracy(queries)
+    task = load_task(examples)
+    queries = [q for q in task.queries if q.metadata.get("original_query")]
+    if not queries:  # before: an all-zero table of 0 queries, exit 0
+        raise InputError("no example has an original_query (the parser is scored against it)", path=examples)
+    result = parser_accuracy(queries, where=task.where)
     if as_json:
         print(json.dumps(result, indent=2))
         return
-    table = Table(title=f"query parser vs original_query ({result['overall']['count']} queries)")
+    left_out = len(task.queries) - len(queries)
+    note = f"; {left_out} without original_query left out" if left_out else ""
+    table = Table(title=f"query parser vs original_query ({result['overall']['count']} queries{note})")
     for column in ("template", "n", "template accuracy", "constraint F1"):
         table.add_column(column, justify="left" if column == "template" else "right")
     for template, row in sorted(result["per_template"].items(), key=lambda item: item[0].count("_")):
@@ -176,7 +182,7 @@ def build_command(
     from sleuth.systems.quest.build import PAPER, RELAXED, build_queries
     from sleuth.systems.quest.templates import SYMBOLS, TEMPLATES
 
-    refuse_overwriting_inputs(out_path, dumps)
+    refuse_overwriting_inputs(out_path, dumps, file=True)
     presets = {"paper": PAPER, "relaxed": RELAXED}
     if limits not in presets:
         raise ConfigError(f"--limits must be one of {', '.join(presets)}, got '{limits}'")

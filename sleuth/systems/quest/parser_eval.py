@@ -6,7 +6,8 @@ from __future__ import annotations
 import itertools
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from sleuth.corpus.model import Query
 from sleuth.eval.measures import mean
@@ -43,16 +44,18 @@ def constraint_f1(predicted: ParsedQuery, gold: ParsedQuery) -> float:
     return best / max(len(pairs), len(golds))
 
 
-def parser_accuracy(examples: Iterable[Query], parser: Callable[[str], ParsedQuery] = parse_query) -> dict:
+def parser_accuracy(examples: Iterable[Query], parser: Callable[[str], ParsedQuery] = parse_query,
+                    where: Callable[[str], Mapping[str, Any]] = lambda qid: {}) -> dict:
     """``{"overall": {...}, "per_template": {template: {...}}}`` with ``count``, ``template_accuracy`` and
-    ``constraint_f1`` for the examples that have an ``original_query``; plus a confusion of templates."""
+    ``constraint_f1`` for the examples that have an ``original_query``; plus a confusion of templates. A bad
+    original_query is an InputError naming, by ``where(query id)``, its ``path`` and ``line``."""
     rows: dict[str, list[tuple[float, float]]] = defaultdict(list)
     confusion: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for example in examples:
         original = example.metadata.get("original_query")
         if not original:
             continue
-        gold = parse_marked(original)
+        gold = parse_marked(original, **where(example.id))
         predicted = parser(example.text)
         rows[gold.template].append((float(predicted.template == gold.template), constraint_f1(predicted, gold)))
         confusion[gold.template][predicted.template] += 1

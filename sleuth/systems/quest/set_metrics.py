@@ -10,7 +10,8 @@ MRecall@K is 1 when the whole gold set is inside the first K ranked documents (M
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from sleuth.errors import InputError
 from sleuth.eval.measures import mean
@@ -22,11 +23,13 @@ Gold = Mapping[str, Sequence[str]]  # query id -> gold document ids (titles)
 Predictions = Mapping[str, Sequence[str]]  # query id -> predicted set, or a ranking (best first)
 
 
-def check_gold(gold: Gold) -> None:
-    """Raise an InputError naming the first query whose gold set is empty."""
+def check_gold(gold: Gold, where: Callable[[str], Mapping[str, Any]] = lambda qid: {}) -> None:
+    """Raise an InputError naming the first query whose gold set is empty (and, by ``where(qid)``, the ``path``
+    and ``line`` it was read from)."""
     for qid, docs in gold.items():
         if not docs:
-            raise InputError(f"query '{qid}' has an empty gold set; set metrics are undefined for it", field="docs")
+            raise InputError(f"query '{qid}' has an empty gold set; set metrics are undefined for it",
+                             **where(qid), field="docs")
 
 
 def true_positives(predicted: Iterable[str], gold: Iterable[str]) -> int:

@@ -4,21 +4,31 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sleuth.corpus.model import Query
-from sleuth.corpus.quest import read_quest_examples
+from sleuth.corpus.quest import numbered_quest_examples
 from sleuth.errors import ConfigError, InputError
 from sleuth.stages.run import Run
-from sleuth.systems.quest.set_metrics import RECALL_KS, average, grouped, recall_per_query, set_per_query
+from sleuth.systems.quest.set_metrics import (
+    RECALL_KS,
+    average,
+    check_gold,
+    grouped,
+    recall_per_query,
+    set_per_query,
+)
 
 
 @dataclass
 class QuestTask:
-    """Queries with non-empty gold sets; ``gold``, ``templates`` and ``domains`` are keyed by query id."""
+    """Queries with non-empty gold sets; ``gold``, ``templates`` and ``domains`` are keyed by query id;
+    ``lines``: where each query was read (file, line), when it was read from a file."""
 
     queries: list[Query]
+    lines: dict[str, tuple[str | Path, int]] = field(default_factory=dict, repr=False)
 
     @property
     def gold(self) -> dict[str, list[str]]:
@@ -34,22 +44,33 @@ class QuestTask:
 
     def subset(self, ids: Iterable[str]) -> QuestTask:
         keep = set(ids)
-        return QuestTask([q for q in self.queries if q.id in keep])
+        return QuestTask([q for q in self.queries if q.id in keep], self.lines)
+
+    def where(self, query_id: str) -> dict[str, Any]:
+        """``path`` and ``line`` of a query, for an InputError that names them (None when not read from a file)."""
+        path, line = self.lines.get(query_id, (None, None))
+        return {"path": path, "line": line}
 
 
 def load_task(paths: str | Path | Sequence[str | Path], domains: Sequence[str] | None = None,
               skip_empty: bool = False) -> QuestTask:
     """Examples of one or more files, optionally only some domains. An example with an empty gold set stays (the
     metrics then raise an error naming it) unless ``skip_empty``, which drops it (QUEST's train split has ten).
-    A file without examples is an InputError naming it; domains that select nothing, a ConfigError naming those
-    the files have."""
+    A file without examples is an InputError naming it, and so is a query id given twice (in one file or two);
+    domains that select nothing, a ConfigError naming those the files have."""
     paths = [paths] if isinstance(paths, (str, Path)) else list(paths)
-    queries = []
+    queries: list[Query] = []
+    lines: dict[str, tuple[str | Path, int]] = {}
     for path in paths:
-        read = list(read_quest_examples(path))
+        read = list(numbered_quest_examples(path))
         if not read:
             raise InputError("no QUEST examples (a JSON object per line with query and docs)", path=path)
-        queries += read
+        for line, query in read:  # a repeat within one file is refused as it is read
+            if query.id in lines:
+                raise InputError(f"query id '{query.id}' is also on line {lines[query.id][1]:,} of "
+                                 f"{lines[query.id][0]} (give the examples unique ids)", path=path, line=line)
+            lines[query.id] = (path, line)
+            queries.append(query)
     if domains:
         present = sorted({str(q.metadata.get("domain")) for q in queries})
         queries = [q for q in queries if q.metadata.get("domain") in set(domains)]
@@ -60,7 +81,7 @@ def load_task(paths: str | Path | Sequence[str | Path], domains: Sequence[str] |
         queries = [q for q in queries if q.metadata.get("docs")]
         if not queries:
             raise InputError("no example with a non-empty gold set (docs)", path=paths[0])
-    return QuestTask(queries)
+    return QuestTask(queries, lines)
 
 
 def joined_predictions(task: QuestTask, predicted: dict[str, Query], path: str | Path,
@@ -92,6 +113,7 @@ def evaluate(task: QuestTask, predicted: Mapping[str, Sequence[str]] | None = No
     """Average set P / R / F1 of ``predicted`` and Recall@K / MRecall@K of ``ranking`` (either may be None):
     ``{"overall": {...}, "per_template": {t: {...}}, "per_domain": {d: {...}}, "count": {...}}``."""
     gold = task.gold
+    check_gold(gold, task.where)  # with the file and line of an empty gold set
     values: dict[str, dict[str, float]] = {}
     if predicted is not None:
         values.update(set_per_query(predicted, gold))

@@ -87,10 +87,14 @@ def template_for(constraints: int, union: bool = False, difference: bool = False
     return INTERSECTION if constraints == 2 else INTERSECTION3
 
 
-def parse_marked(original_query: str) -> ParsedQuery:
-    """The gold parse of a QUEST ``original_query``: marked spans are the constraints, the rest is the template."""
+def parse_marked(original_query: str, path: object = None, line: int | None = None) -> ParsedQuery:
+    """The gold parse of a QUEST ``original_query``: marked spans are the constraints, the rest is the template.
+    Errors name the field read, original_query (and the ``path`` and ``line`` it was read from, when given)."""
     constraints = tuple(span.strip() for span in MARK.findall(original_query or ""))
     template = " ".join(MARK.sub("_", original_query or "").split())
     if not constraints:
-        raise InputError(f"no <mark> constraints in '{original_query}'", field="original_query")
+        raise InputError(f"no <mark> constraints in '{original_query}'", path=path, line=line, field="original_query")
+    if template not in TEMPLATES:  # before: blamed a field 'template' and named no file
+        raise InputError(f"unknown QUEST template '{template}' (its text outside the <mark> spans); the templates: "
+                         f"{', '.join(repr(t) for t in TEMPLATES)}", path=path, line=line, field="original_query")
     return ParsedQuery(template, constraints)

@@ -77,7 +77,7 @@ def train_classifier_command(
     if out_dir is not None:
         refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples], folder=True)
     if save_runs is not None:
-        refuse_overwriting_inputs(save_runs, [examples, documents, tune_examples], option="--save-runs")
+        refuse_overwriting_inputs(save_runs, [examples, documents, tune_examples], option="--save-runs", file=True)
     budget = ExampleBudget(positive_repeats, retriever_negatives, random_negatives, retriever_depth, max_queries,
                            seed)
     config = TrainingConfig(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate, max_steps=max_steps,

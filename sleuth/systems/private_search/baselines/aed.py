@@ -5,7 +5,9 @@ Each noun or verb of the query becomes a WordNet synset; its obfuscation set is 
 ``levels`` steps (``levels + 1`` when the candidates would be fewer than ``min_candidates``). Candidate queries are
 the combinations of one member per set. Each candidate's similarity to the query is the mean, over the query's
 synsets, of the best Wu-Palmer similarity to a candidate synset; the ``n`` candidates closest to the median
-similarity are returned (the authors' selection). Other words (stopwords, words WordNet lacks) are kept.
+similarity are returned (the authors' selection). Other words (stopwords, words WordNet lacks) are kept, unless
+``oov="error"``: then a query holding a word that is neither a stopword nor in WordNet is refused (QueryError naming
+the word) rather than sent unchanged.
 
 Deviation: no part-of-speech tagger is available offline, so a word counts as a noun when WordNet has noun senses
 for it, else as a verb when it has verb senses.
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from sleuth.errors import QueryError
+from sleuth.errors import ConfigError, QueryError
 from sleuth.systems.private_search.obfuscator import QueryObfuscator, Seed, check_count, make_rng, tokenize
 
 #: hypernym steps of the obfuscation sets, and the candidate count below which one more step is taken
@@ -26,6 +28,8 @@ DEFAULT_LEVELS = 2
 MIN_CANDIDATES = 300
 #: at most this many candidate combinations are scored (sampled uniformly when there are more)
 MAX_CANDIDATES = 5000
+#: what AED does with a word WordNet lacks: keep it (the authors' AED, the default) or refuse the query
+AED_OOV_POLICIES = ("keep", "error")
 
 
 def english_stopwords() -> frozenset[str]:
@@ -41,9 +45,13 @@ class AED(QueryObfuscator):
     name = "aed"
 
     def __init__(self, levels: int = DEFAULT_LEVELS, min_candidates: int = MIN_CANDIDATES,
-                 max_candidates: int = MAX_CANDIDATES, wordnet_path: str | None = None):
+                 max_candidates: int = MAX_CANDIDATES, wordnet_path: str | None = None, oov: str | None = None):
         from sleuth.systems.private_search.baselines.wordnet import load_wordnet
 
+        self.oov = "keep" if oov is None else oov
+        if self.oov not in AED_OOV_POLICIES:  # before: every policy was ignored and such words sent
+            raise ConfigError(f"aed: out-of-vocabulary policy '{self.oov}' does not apply: aed sends the words "
+                              f"WordNet lacks unchanged (keep, the default) or refuses them (error)")
         self.wordnet = load_wordnet(wordnet_path)
         self.levels, self.min_candidates, self.max_candidates = levels, min_candidates, max_candidates
         self.stopwords = english_stopwords()
@@ -91,6 +99,11 @@ class AED(QueryObfuscator):
     def obfuscate(self, queries: Sequence[str], n: int = 20, epsilon: float | None = None,
                   seed: Seed = None) -> list[list[str]]:
         n, rng = check_count(n), make_rng(seed)
+        if self.oov == "error":
+            for i, query in enumerate(queries, start=1):
+                unknown = [w for w in tokenize(query) if w not in self.stopwords and not self.wordnet.synsets(w)]
+                if unknown:
+                    raise QueryError(f"query {i}: '{unknown[0]}' is not in WordNet, so aed would send it unchanged")
         return [self._obfuscate_one(query, n, rng) for query in queries]
 
     def _obfuscate_one(self, query: str, n: int, rng: np.random.Generator) -> list[str]:
@@ -117,4 +130,5 @@ class AED(QueryObfuscator):
         return ranked[:n]
 
     def describe(self) -> dict:
-        return {"obfuscator": self.name, "levels": self.levels, "min_candidates": self.min_candidates}
+        return {"obfuscator": self.name, "levels": self.levels, "min_candidates": self.min_candidates,
+                "oov": self.oov}
