@@ -7,17 +7,8 @@ import json
 
 import pytest
 
-from sleuth.cli.main import main
 from sleuth.systems.chain_of_skills.evaluation import eval_questions
-
-
-def one_line_error(args: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1, err
-    return err
+from tests.cli_support import one_line_error
 
 
 @pytest.fixture

@@ -9,21 +9,13 @@ import json
 import pytest
 
 from sleuth.cli.main import main
+from tests.cli_support import one_line_error
 
 ROW = {"chain": "retrieval", "questions": 1, "path_recall@1": 0.0, "path_recall@5": 1.0, "path_recall@10": 1.0,
        "path_recall@20": 1.0, "passage_em": 0.0, "seconds": 1.0, "per_question": {"q1": [0, 1, 1, 1, 0]}}
 RECORD = {"model": "minilm", "int8": False, "questions": "dev.json", "part": "all",
           "corpus": {"setting": "pooled", "distractors": [], "passages": 40}, "ablate": [], "shard": "1/2",
           "rows": [ROW]}
-
-
-def one_line_error(args: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1, err
-    return err
 
 
 @pytest.fixture

@@ -5,16 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sleuth.cli.main import main
-
-
-def one_line_error(args: list[str], capsys) -> str:
-    with pytest.raises(SystemExit) as exit_info:
-        main(args)
-    assert exit_info.value.code == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1, err
-    return err
+from tests.cli_support import one_line_error
 
 
 @pytest.mark.parametrize("args, message", [
