@@ -83,9 +83,12 @@ def find_split(directory: Path, split: str) -> Path:
 
 
 def find_file(directory: Path, name: str) -> Path:
-    """``directory/name``, or its .gz/.bz2 variant; InputError naming the expected path when none exists."""
-    for suffix in COMPRESSION_SUFFIXES:
-        candidate = directory / f"{name}{suffix}"
-        if candidate.is_file():
-            return candidate
-    raise InputError("file not found", path=directory / name)
+    """``directory/name``, or its .gz/.bz2 variant; InputError naming the expected path when none exists, and
+    the variants when there are several (before: the first was read and the others ignored without a word)."""
+    found = [directory / f"{name}{suffix}" for suffix in COMPRESSION_SUFFIXES
+             if (directory / f"{name}{suffix}").is_file()]
+    if len(found) > 1:
+        raise InputError(f"{' and '.join(path.name for path in found)} are both here: keep one", path=directory)
+    if not found:
+        raise InputError("file not found", path=directory / name)
+    return found[0]

@@ -81,7 +81,12 @@ def require_nonblank(obj: Mapping[str, Any], key: str, path: str | Path, line: i
 
 
 def require_id(obj: Mapping[str, Any], key: str, path: str | Path, line: int | None) -> str:
-    """An id field: present, a string or a number, and not empty."""
+    """An id field: present, a string or a whole number, and not empty. A number with a fraction or exponent
+    (``1.0``, ``1e3``, ``NaN``) is an InputError: its text would not be the id written (qrels say ``1``, not
+    ``1.0``)."""
+    if isinstance(obj.get(key), float):
+        raise InputError(f"id {obj[key]!r} is a JSON number with a fraction or exponent; write it as a string (\"{obj[key]}\") or an "
+                         "integer", path=path, line=line, field=key)
     return require_nonblank(obj, key, path, line, "empty id; every record needs one")
 
 

@@ -1,4 +1,5 @@
-"""The service's request limits, the 4xx errors they raise, and an ASGI middleware capping request body size."""
+"""The service's request limits, the 4xx errors they raise, and an ASGI middleware capping request body size (and
+refusing a JSON body that gives a key twice)."""
 
 from __future__ import annotations
 
@@ -149,9 +150,30 @@ def safe_name(name: Any, field: str = "pipeline") -> str:
     return name
 
 
+def duplicate_key(body: bytes) -> str | None:
+    """The first key given twice within one object of the JSON ``body``; None when there is none, or when the body
+    is not JSON (the endpoint answers that)."""
+    found: list[str] = []
+
+    def pairs(items: list[tuple[str, Any]]) -> None:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen and not found:
+                found.append(key)
+            seen.add(key)
+
+    try:
+        json.loads(body, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None
+    return found[0] if found else None
+
+
 class BodySizeLimit:
     """ASGI middleware answering 413 with ``{"error"}`` when a request body exceeds ``max_bytes``: checked against
-    ``Content-Length`` up front and against the bytes actually received (chunked bodies), before the app runs."""
+    ``Content-Length`` up front and against the bytes actually received (chunked bodies), before the app runs. A
+    JSON body giving one key twice in an object is a 400 (a JSON parser keeps the last silently: ``{"k": 5, "k":
+    500}`` answered 500 hits)."""
 
     def __init__(self, app, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
@@ -178,10 +200,25 @@ class BodySizeLimit:
             if len(body) > self.max_bytes:
                 await self._reject(send)
                 return
+        twice = duplicate_key(body) if body and is_json_body(scope) else None
+        if twice is not None:
+            await send_error(send, 400, f"the JSON body gives the key {twice!r} twice in one object; give it once")
+            return
         await self.app(scope, _replay([{"type": "http.request", "body": body, "more_body": False}], receive), send)
 
     async def _reject(self, send) -> None:
         await send_error(send, 413, f"request body larger than {self.max_bytes} bytes")
+
+
+def is_json_type(kind: str) -> bool:
+    """``application/json`` or a ``+json`` type (``application/merge-patch+json``)."""
+    return kind == "application/json" or kind.endswith("+json")
+
+
+def is_json_body(scope: dict[str, Any]) -> bool:
+    """Whether the request's body is read as JSON: a JSON content type, or none (the service's default)."""
+    kind = dict(scope.get("headers") or []).get(b"content-type", b"application/json")
+    return is_json_type(kind.split(b";")[0].strip().decode("latin-1").lower())
 
 
 async def send_error(send, status: int, message: str) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sleuth.service.limits import send_error
+from sleuth.service.limits import is_json_type, send_error
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
@@ -44,11 +44,6 @@ def utf8_query_string(raw: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
-
-
-def is_json_type(kind: str) -> bool:
-    """``application/json`` or a ``+json`` type (``application/merge-patch+json``)."""
-    return kind == "application/json" or kind.endswith("+json")
 
 
 def has_body(headers: dict[bytes, bytes]) -> bool:

@@ -15,6 +15,12 @@ from tests.cli_support import one_line_error
     (["--variant", "lora", "--frozen-expert", "9"], "lora frozen expert 9 is out of range: the model has 6 experts"),
     (["--nq-split", "bogus"], "--nq-split chooses the --nq-questions used: give --nq-questions and --nq-corpus"),
     (["--nq-split", "dev"], "--nq-split chooses the --nq-questions used: give --nq-questions and --nq-corpus"),
+    # before: ignored, the saved model trained with its own architecture / the attention experts without LoRA
+    (["--model", "cos-minilm-lora", "--variant", "ffn", "--pooling", "mean"],
+     "--model cos-minilm-lora trains a saved model further, with its own experts and pooling: --variant and "
+     "--pooling do not apply"),
+    (["--lora-rank", "4", "--lora-alpha", "8"], "--variant attention has no LoRA experts: --lora-rank and "
+                                                 "--lora-alpha do not apply"),
 ])
 def test_model_and_nq_options_are_checked_before_the_data_is_read(args, message, tmp_path, capsys):
     """Before: the architecture options were checked only when the model was built, after every training file had

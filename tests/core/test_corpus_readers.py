@@ -469,3 +469,27 @@ def test_squad_v1_and_errors(tmp_path):
     write(path, json.dumps(v1))
     with pytest.raises(InputError, match=r"v1.json\[data 0\].paragraphs\[1\]: field 'context': missing"):
         list(read_squad_documents(path))
+
+
+@pytest.mark.parametrize("raw, shown", [("1.0", "1.0"), ("1e3", "1000.0"), ("NaN", "nan")])
+def test_an_id_written_as_a_fractional_json_number_is_refused_at_its_line(tmp_path, raw, shown):
+    """Before: {"_id": 1.0} became the id '1.0', which qrels writing 1 never match (every judgement missed)."""
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"_id": 7, "text": "a whole number id is fine"}\n{"_id": ' + raw + ', "text": "b"}\n')
+    with pytest.raises(InputError, match=rf":2: field '_id': id {shown} is a JSON number with a fraction or exponent"):
+        list(read_jsonl_documents(path))
+    path.write_text('{"_id": 7, "text": "a whole number id is fine"}\n')
+    assert [doc.id for doc in read_jsonl_documents(path)] == ["7"]
+
+
+def test_a_beir_folder_holding_a_file_and_its_compressed_copy_is_refused(tmp_path):
+    """Before: corpus.jsonl was read and corpus.jsonl.gz beside it ignored without a word (or the other way)."""
+    import gzip
+
+    (tmp_path / "corpus.jsonl").write_text('{"_id": "d1", "text": "old"}\n')
+    with gzip.open(tmp_path / "corpus.jsonl.gz", "wt") as handle:
+        handle.write('{"_id": "d1", "text": "new"}\n')
+    with pytest.raises(InputError, match="corpus.jsonl and corpus.jsonl.gz are both here: keep one"):
+        list(read_beir_corpus(tmp_path))
+    (tmp_path / "corpus.jsonl").unlink()
+    assert [doc.text for doc in read_beir_corpus(tmp_path)] == ["new"]

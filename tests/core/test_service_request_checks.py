@@ -136,3 +136,14 @@ def test_an_empty_allowed_host_is_refused_when_the_app_is_made(index_dir):
     """Before: ``sleuth serve --allowed-host ""`` started, then refused every request."""
     with pytest.raises(SleuthError, match=r"allowed host '' is empty"):
         create_app({"a": stage_for_index(index_dir, 10, "cpu")}, allowed_hosts=[""])
+
+
+@pytest.mark.parametrize("raw, key", [('{"query": "cells", "k": 1, "k": 40}', "k"),
+                                      ('{"queries": ["cells"], "fields": ["id"], "fields": ["id", "text"]}', "fields")])
+def test_a_json_body_giving_a_key_twice_is_refused(client, raw, key):
+    """Before: the JSON parser kept the last of the two (here 40 hits, where the first said 1) without a word."""
+    path = "/search" if '"query"' in raw else "/search/batch"
+    for headers in ({"content-type": "application/json"}, {}):  # a body without a content type is read as JSON
+        answer = client.post(path, content=raw.encode(), headers=headers)
+        assert error(answer, 400) == f"the JSON body gives the key '{key}' twice in one object; give it once"
+    assert len(client.post("/search", content=b'{"query": "cells", "k": 2}').json()["hits"]) == 2

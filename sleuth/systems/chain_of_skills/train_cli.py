@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from sleuth.cli.common import DEVICE, console, non_negative_number, positive_number
+from sleuth.cli.common import DEVICE, console, non_negative_number, positive_number, refuse_given
 from sleuth.cli.option_groups import with_option_groups
 from sleuth.errors import ConfigError, InputError
 from sleuth.overwrite import refuse_overwriting_inputs
@@ -189,6 +189,7 @@ class TrainingOptions:
 
 @with_option_groups
 def train_cos_command(
+    ctx: typer.Context,
     data: TrainingData,
     architecture: ModelOptions,
     training: TrainingOptions,
@@ -200,6 +201,7 @@ def train_cos_command(
     from sleuth.systems.chain_of_skills.training_data import counts
 
     check_options(data, architecture, training)
+    refuse_inapplicable_architecture(ctx, architecture)
     settings = train_config(training, device)  # its checks (weights, checkpoints, ...) before the data is read
     refuse_overwriting_inputs(out, [*data.hotpotqa, *data.hotpotqa_corpus, *data.twowiki, *data.wikipedia,
                                     data.musique, data.musique_corpus, data.nq_questions, data.nq_corpus, data.squad,
@@ -258,6 +260,24 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
         raise ConfigError("--lora-target and --frozen-expert need --variant lora")
     if architecture.model == UNTRAINED:  # variant, pooling, expert layers, LoRA spec against MiniLM's layers
         fresh_config(architecture).resolved(backbone_layers(UNTRAINED))
+
+
+#: the options that shape a fresh model (a saved one keeps its own)
+FRESH_MODEL_OPTIONS = ("variant", "expert_layer", "lora_rank", "lora_alpha", "lora_target", "frozen_expert",
+                       "pooling", "route")
+
+
+def refuse_inapplicable_architecture(ctx: typer.Context, architecture: ModelOptions) -> None:
+    """Architecture options the command line gave that the run would ignore are a ConfigError: those of a fresh
+    model beside a saved ``--model``, and LoRA's rank and alpha without ``--variant lora`` (before: both were
+    ignored without a word)."""
+    from sleuth.systems.chain_of_skills.model import UNTRAINED
+
+    if architecture.model != UNTRAINED:
+        refuse_given(ctx, FRESH_MODEL_OPTIONS, f"--model {architecture.model} trains a saved model further, with "
+                                               "its own experts and pooling")
+    if architecture.variant != "lora":
+        refuse_given(ctx, ("lora_rank", "lora_alpha"), f"--variant {architecture.variant} has no LoRA experts")
 
 
 def training_examples(data: TrainingData, negatives: int, seed: int) -> dict:
