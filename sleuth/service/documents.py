@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from sleuth.errors import SleuthError
 from sleuth.service.limits import Limits, RequestError, safe_name
 from sleuth.service.served import ServedPipelines
 
@@ -42,14 +43,26 @@ class DocumentUpdates:
             raise RequestError(f"'{'documents' if documents is not None else 'ids'}' must be a non-empty list")
         if len(items) > limit:
             raise RequestError(f"at most {limit} documents or ids per request, got {len(items)}", 413)
+        folder = self.index_dirs[index]
         with self._lock:
-            if documents is not None:
-                manifest = add_documents(self.index_dirs[index], passages_from_records(documents))
-            else:
-                if not all(isinstance(item, str) and item for item in ids):
-                    raise RequestError("'ids' must be a list of non-empty strings")
-                manifest = delete_documents(self.index_dirs[index], ids)
+            try:
+                if documents is not None:
+                    manifest = add_documents(folder, passages_from_records(documents))
+                else:
+                    if not all(isinstance(item, str) and item for item in ids):
+                        raise RequestError("'ids' must be a list of non-empty strings")
+                    manifest = delete_documents(folder, ids)
+            except SleuthError as exc:  # named by the index's served name: the server's folders are not the client's
+                raise RequestError(without_folder(str(exc), folder, index), getattr(exc, "status", 400)) from None
             self.served.reload()
         if documents is not None:
             return {"index": index, "added": len(items), "count": manifest.count}
         return {"index": index, "deleted": len(dict.fromkeys(ids)), "count": manifest.count}  # [a, a] deletes one
+
+
+def without_folder(message: str, folder: Path, name: str) -> str:
+    """``message`` with the index ``folder`` (as given or in full) replaced by the index's served ``name`` (before:
+    "already in the index /srv/data/indexes/x" told a client where the server keeps its files)."""
+    for written in sorted({str(folder.resolve()), str(folder)}, key=len, reverse=True):
+        message = message.replace(written, f"'{name}'")
+    return message
