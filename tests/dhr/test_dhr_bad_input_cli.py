@@ -126,3 +126,13 @@ def test_dhr_compare_refuses_a_trained_index_of_another_corpus(sleuth, tiny, tmp
     assert trained.returncode == 0, trained.stderr
     index = tmp_path / "out" / "round1" / "index"
     one_line_error(compare(sleuth, tiny, "--index", index, corpus="other.jsonl"), "other.jsonl", "fingerprint")
+
+
+def test_dhr_compare_takes_an_index_of_a_copied_corpus(sleuth, tiny, tmp_path):
+    """Before: the corpus fingerprint reads the file's path, size and time, so a copy of the same corpus (another
+    folder, machine or checkout) was refused as 'another corpus'; now the passages themselves are compared."""
+    shutil.copy(tiny / "corpus.jsonl", tiny / "copy.jsonl")
+    result = compare(sleuth, tiny, "--index", tiny / "index", "--json", tmp_path / "rows.json", corpus="copy.jsonl")
+    assert result.returncode == 0, result.stderr
+    rows = {r["name"] for r in json.loads((tmp_path / "rows.json").read_text(encoding="utf-8"))["rows"]}
+    assert any(name.startswith("DHR") for name in rows), rows

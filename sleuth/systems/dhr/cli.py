@@ -12,6 +12,7 @@ from sleuth.cli.common import DEVICE, console, corpus_source, non_negative_numbe
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, InputError
 from sleuth.eval.answers import DEFAULT_KS
+from sleuth.index.docstore import DocStore
 from sleuth.overwrite import refuse_overwriting_inputs
 from sleuth.pipelines.workspace import CorpusSource
 from sleuth.stages.run import Run
@@ -56,15 +57,27 @@ def check_index_options(index: Path | None, grouping: str | None, document_encod
                           f"built already; leave {'it' if len(named) == 1 else 'them'} out, or leave out --index")
 
 
-def check_built_for(index: Path, built: dict, source: CorpusSource, corpus: Path) -> None:
+def check_built_for(index: Path, built: dict, source: CorpusSource, corpus: Path, passages: DocStore) -> None:
     """Refuse an index whose manifest records another corpus fingerprint than ``source``'s (one that records none,
-    e.g. built by an older `dhr train`, is not checked): its rows would search other passages than BM25's and flat
-    dense's."""
+    e.g. built by an older `dhr train`, is not checked), unless the index's ``passages`` are the corpus's, id for id
+    and text for text (a copied or touched file: the fingerprint reads paths and times): its rows would search
+    other passages than BM25's and flat dense's."""
     fingerprint = source.fingerprint()
-    if built.get("fingerprint") not in (None, fingerprint):
+    if built.get("fingerprint") not in (None, fingerprint) and not same_passages(passages, source):
         raise ConfigError(f"--index {index} was built for the corpus {built.get('path')} (fingerprint "
                           f"{built['fingerprint']}), not --corpus {corpus} (fingerprint {fingerprint}: other or "
                           "changed files, or another --format or --splitter)")
+
+
+def same_passages(store: DocStore, source: CorpusSource) -> bool:
+    """Whether ``source`` reads as the passages of ``store``: the same ids with the same texts (any order)."""
+    indexed = dict(zip(store.ids, store.texts))
+    count = 0
+    for passage in source.passages():
+        if indexed.get(passage.id) != passage.text:
+            return False
+        count += 1
+    return count == len(indexed)
 
 
 class Setup:
@@ -88,7 +101,7 @@ class Setup:
                                                                  **{k: v for k, v in build.items() if v is not None}),
                                         VectorSearch(factory) if factory is not None else VectorSearch())
         if index is not None:
-            check_built_for(index, self.index.manifest.corpus, self.source, corpus)
+            check_built_for(index, self.index.manifest.corpus, self.source, corpus, self.index.passages)
         specs = self.index.document_encoder_spec, self.index.passage_encoder_spec
         self.document_encoder = encoder_from_spec(specs[0], device=device)
         self.passage_encoder = (self.document_encoder if specs[0]["name"] == specs[1]["name"]
