@@ -60,8 +60,8 @@ def test_wide_commands_take_option_groups():
     from sleuth.systems.chain_of_skills.train_cli import train_cos_command
 
     grouped = inspect.signature(train_cos_command.__wrapped__).parameters
-    assert list(grouped) == ["data", "architecture", "training", "out", "device"]
-    assert len(inspect.signature(train_cos_command).parameters) == 41  # the same 41 flags on the command line
+    assert list(grouped) == ["ctx", "data", "architecture", "training", "out", "device"]
+    assert len(inspect.signature(train_cos_command).parameters) == 42  # the context and the same 41 flags
     assert len(inspect.signature(run_on_ray).parameters) == 6
 
 
