@@ -43,8 +43,8 @@ def search(
     else:
         out.print(hits_table(query, hits))
         if not hits:  # before: an empty table and nothing said
-            console.print("no results: nothing matched (a BM25 stage matches only query words in the index; "
-                          "stopwords and punctuation are dropped)")
+            console.print("no results: nothing matched (a BM25 stage matches only query words in the index, "
+                          "without stopwords and punctuation; a threshold or classifier stage may keep no candidate)")
 
 
 def register(app: typer.Typer) -> None:
