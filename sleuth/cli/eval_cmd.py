@@ -150,7 +150,6 @@ def eval_command(
     titles = table_names([str(validate_pipeline(name)["name"]) for name in names], names, index or [])
     if runs_dir is not None:
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
-        run_file_names(titles)
     squad = squad_task(corpus, fmt) if queries is None and qrels is None and questions is None else None
     judged: Qrels | None
     if squad is not None:  # a SQuAD file holds its questions: gold paragraphs as qrels, answers where present
@@ -173,7 +172,9 @@ def eval_command(
         source = with_distractors(source, distractors)
     task = Task(query_list, judged, with_answers)
     options = ReportOptions(metric, top_k, runs_dir, as_json, exclude_self)
-    check_task(task, options)  # a wrong qrels file or measure fails here, not after the indexes are built
+    judged_queries = check_task(task, options)  # a wrong qrels file or measure fails here, not after any index build
+    if runs_dir is not None:
+        check_run_files(titles, judged_queries.queries)
     if source is not None and (exclude_self is None or judged is not None):
         task.corpus_texts, task.corpus_ids = corpus_facts(query_list, judged, source)
     ws = workspace(source, device, progress=not as_json)
@@ -255,8 +256,6 @@ def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict
                             measures=options.metrics or DEFAULT_METRICS, ks=options.top_k or DEFAULT_KS,
                             exclude_self=options.exclude_self, corpus_texts=task.corpus_texts,
                             corpus_ids=task.corpus_ids, show_progress=progress and not as_json)
-    if options.runs_dir is not None:
-        check_run_files(list(stages), experiment.queries)
     style = "bold red" if experiment.coverage.poor else "yellow"
     for line in experiment.notes:
         console.print(Text(f"warning: {line}", style=style), soft_wrap=True)
@@ -291,16 +290,17 @@ def task_answers(task: Task) -> dict[str, list[str]] | None:
     return {q.id: q.metadata["answers"] for q in task.queries if q.metadata.get("answers")}
 
 
-def check_task(task: Task, options: ReportOptions) -> None:
+def check_task(task: Task, options: ReportOptions) -> JudgedQueries:
     """What :func:`report` will measure, checked before any pipeline is loaded or index built: some query judged,
-    every measure and cut-off known and measurable on the task (a ConfigError otherwise)."""
+    every measure and cut-off known and measurable on the task (a ConfigError otherwise); returns the topics
+    evaluated."""
     if options.top_k and not task.with_answers:
         raise ConfigError("--top-k is answer accuracy: it needs --questions (id, question, answers) or a SQuAD "
                           "file; judged documents are measured with --metric")
     if options.metrics and task.qrels is None:
         raise ConfigError("--metric needs relevance judgements (qrels), and these questions have none: use --top-k")
-    JudgedQueries.of(task.queries, task.qrels, task_answers(task), options.metrics or DEFAULT_METRICS,
-                     options.top_k or DEFAULT_KS)
+    return JudgedQueries.of(task.queries, task.qrels, task_answers(task), options.metrics or DEFAULT_METRICS,
+                            options.top_k or DEFAULT_KS)
 
 
 def build_note(built: dict[str, float]) -> str:
