@@ -185,8 +185,11 @@ def eval_command(
     from sleuth.pipelines.index_stage import stage_for_index
 
     stages = {title: load_pipeline(name, ws) for title, name in zip(targets.titles, targets.names)}
-    for title, path in zip(targets.titles[len(targets.names):], targets.indexes):
-        stages[title] = stage_for_index(path, targets.depth, device)
+    folders = {title: stage_for_index(path, targets.depth, device)
+               for title, path in zip(targets.titles[len(targets.names):], targets.indexes)}
+    stages.update(folders)
+    if source is None and judged is not None:  # --index folders only: their passages are the corpus
+        task.corpus_ids = index_ids(stage.index for stage in folders.values())
     report(stages, task, options, ws.build_seconds)
 
 
@@ -224,6 +227,16 @@ def corpus_facts(query_list: list[Query], qrels: Qrels | None, source) -> tuple[
         if doc.id in judged:
             found.add(doc.id)
     return texts, None if qrels is None else found
+
+
+def index_ids(indexes) -> set[str]:
+    """The passage and document ids the indexes hold (a hit from them carries one of these): what judged documents
+    are checked against when --index folders are evaluated without a corpus."""
+    ids: set[str] = set()
+    for index in indexes:
+        ids.update(index.docstore.ids)
+        ids.update(index.docstore.doc_ids)
+    return ids
 
 
 def table_names(config_names: list[str], names: list[str], indexes: list[Path]) -> list[str]:
@@ -326,6 +339,10 @@ def run_on_ray(address: str, workers: int, targets: Targets, ws, task: Task, opt
                       for title, name in zip(targets.titles, targets.names)}
     for title, path in zip(targets.titles[len(targets.names):], targets.indexes):
         builders[title] = partial(stage_for_index, path.resolve(), targets.depth, ws.device)
+    if ws.corpus is None and task.qrels is not None:  # --index folders only: their passages are the corpus
+        from sleuth.index.sharded import load_index
+
+        task.corpus_ids = index_ids(load_index(path, mmap=True) for path in targets.indexes)
     with ray_session(address):
         stages = ray_pipelines(builders, workers)
         report(stages, task, options, progress=False)

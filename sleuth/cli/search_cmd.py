@@ -12,7 +12,7 @@ from sleuth.cli.render import hits_json, hits_table
 from sleuth.corpus.model import Query
 from sleuth.pipelines.config import load_pipeline
 from sleuth.pipelines.index_stage import stage_for_index
-from sleuth.stages.base import check_query
+from sleuth.stages.base import Stage, check_query
 
 
 def search(
@@ -32,7 +32,7 @@ def search(
     check_query(Query("", query))  # before any index is read or built: an empty query costs nothing
     if index is not None:
         refuse_given(ctx, ("corpus", "fmt", "field", "pipeline"), "--index searches an index folder")
-        stage = stage_for_index(index, k, device)
+        stage: Stage = stage_for_index(index, k, device)
     else:
         source = corpus_source(corpus, fmt, field)
         note_bundled(corpus)

@@ -435,6 +435,11 @@ def load_dense(path: str | Path, mmap: bool = False) -> DenseIndex | ShardedDens
     return load_sharded(path, SHARDED_DENSE, lambda where: ShardedDenseIndex.load(where, mmap))
 
 
+def load_index(path: str | Path, mmap: bool = False) -> BM25Index | ShardedBM25Index | DenseIndex | ShardedDenseIndex:
+    """A BM25 or dense index folder, sharded or not, as its manifest's kind says."""
+    return load_bm25(path, mmap) if index_kind(path) in (BM25Index.kind, SHARDED_BM25) else load_dense(path, mmap)
+
+
 def set_search_params(index: DenseIndex | ShardedDenseIndex, search: VectorSearch) -> None:
     """``search``'s HNSW efSearch / IVF nprobe on a dense index or on every shard of a sharded one."""
     if not isinstance(index, DenseIndex):  # sharded, in this process or on shard actors

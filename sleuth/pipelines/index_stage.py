@@ -10,7 +10,6 @@ from sleuth.index.bm25 import BM25Params
 from sleuth.index.dense import VectorSearch
 from sleuth.index.tokenize import Analyzer
 from sleuth.pipelines.workspace import Workspace
-from sleuth.stages.base import Stage
 from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
 
 
@@ -40,7 +39,7 @@ def dense_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, en
     return stage
 
 
-def stage_for_index(path: Path, k: int, device: str) -> Stage:
+def stage_for_index(path: Path, k: int, device: str) -> BM25Retrieve | DenseRetrieve:
     """A retrieval stage for an index folder, chosen by the kind its manifest records."""
     from sleuth.index.sharded import SHARDED_BM25, index_kind
 

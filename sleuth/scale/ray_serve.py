@@ -41,7 +41,7 @@ def load_stages(settings: ServeSettings) -> dict[str, Any]:
     stages: dict[str, Any] = {}
     for folder in settings.index:
         path = Path(folder)
-        stage = stage_for_index(path, settings.max_k, settings.device)
+        stage: Any = stage_for_index(path, settings.max_k, settings.device)
         stage.description = f"{index_kind(path)} index {path.name}"
         stages[path.name] = stage
     if not settings.index:

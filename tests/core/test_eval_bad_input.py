@@ -134,6 +134,24 @@ def test_judged_documents_missing_from_the_corpus_are_warned(sleuth, tmp_path, b
     assert "most judged document ids are not in the corpus" in " ".join(experiment.run().notes)
 
 
+def test_judged_documents_missing_from_an_index_folder_are_warned(sleuth, tmp_path, beir):
+    """Before: `sleuth eval --index` without a corpus checked no judged document: qrels of another corpus scored
+    0.0000 without a word. The index's passages are now the corpus the judged ids are checked against."""
+    index = tmp_path / "idx"
+    assert sleuth("index", beir / "corpus.jsonl", "--kind", "bm25", "--out", index).returncode == 0
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("q1\tzz\t1\nq2\tzy\t1\nq2\td4\t1\n")
+    result = sleuth("eval", "--index", index, "--queries", beir / "queries.jsonl", "--qrels", qrels, "--json")
+    assert result.returncode == 0, result.stderr
+    assert "warning: 2 of 3 judged document id(s) are not in the corpus" in result.stderr
+    assert "most judged document ids are not in the corpus" in result.stderr
+    assert json.loads(result.stdout)["judged_documents"] == {"total": 3, "not_in_corpus": 2}
+    fitting = sleuth("eval", "--index", index, "--queries", beir / "queries.jsonl", "--qrels", beir / "qrels" /
+                     "train.tsv", "--json")
+    assert fitting.returncode == 0 and "not in the corpus" not in fitting.stderr, fitting.stderr
+    assert json.loads(fitting.stdout)["judged_documents"] == {"total": 4, "not_in_corpus": 0}
+
+
 def test_a_fractional_relevance_on_the_first_line_is_an_error_not_a_header(tmp_path):
     """Before: a headerless qrels file whose first line was `q1<TAB>d2<TAB>1.5` lost that line as BEIR's header;
     the same value on line 2 was an error."""
