@@ -17,12 +17,13 @@ from sleuth.pyterrier import as_transformer, from_transformer, qrels_frame, quer
 
 pt = pytest.importorskip("pyterrier")
 
-QUERIES = 20
+QUERIES = 10
+OTHERS = 50  # abstracts besides the judged ones: every system indexes them with MiniLM, at ~0.15 s each
 
 
 @pytest.fixture(scope="module")
 def collection(tmp_path_factory, data_dir):
-    """The first 20 judged SciFact claims, and a corpus of their judged abstracts plus the first 150 others."""
+    """The first 10 judged SciFact claims, and a corpus of their judged abstracts plus the first 50 others."""
     qrels = sleuth.read_qrels(data_dir / "scifact")
     queries = sleuth.read_queries(data_dir / "scifact")[:QUERIES]
     qrels = {q.id: qrels[q.id] for q in queries}
@@ -30,7 +31,7 @@ def collection(tmp_path_factory, data_dir):
     folder = tmp_path_factory.mktemp("scifact-slice")
     with open(data_dir / "scifact" / "corpus.jsonl", encoding="utf-8") as handle:
         rows = [json.loads(line) for line in handle]
-    kept = [r for r in rows if r["_id"] in judged] + [r for r in rows if r["_id"] not in judged][:150]
+    kept = [r for r in rows if r["_id"] in judged] + [r for r in rows if r["_id"] not in judged][:OTHERS]
     (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
     return folder / "corpus.jsonl", queries, qrels
 
@@ -56,12 +57,12 @@ def test_a_stage_as_a_transformer_gives_pyterrier_frames(collection):
 def test_a_transformer_as_a_stage_reranks_sleuth_candidates(collection):
     corpus, queries, qrels = collection
     ws = sleuth.open(corpus, progress=False)
-    stage = ws.pipeline("bm25", k=20) >> from_transformer(pt.apply.doc_score(overlap), name="overlap")
+    stage = ws.pipeline("bm25", k=10) >> from_transformer(pt.apply.doc_score(overlap), name="overlap")
     run = stage(queries)
     first = run[queries[0].id]
-    assert len(first) == 20 and all(0.0 <= h.score <= 1.0 for h in first)
+    assert len(first) == 10 and all(0.0 <= h.score <= 1.0 for h in first)
     assert [h.score for h in first] == sorted((h.score for h in first), reverse=True)
-    result = sleuth.Experiment([ws.pipeline("bm25", k=20), ("bm25 >> overlap", stage)], queries, qrels,
+    result = sleuth.Experiment([ws.pipeline("bm25", k=10), ("bm25 >> overlap", stage)], queries, qrels,
                                ["nDCG@10"]).run()
     assert result.aggregate["bm25 >> overlap"]["nDCG@10"] > 0.2
 
@@ -78,9 +79,9 @@ def test_pt_experiment_runs_every_system_next_to_a_pyterrier_transformer(collect
     bm25 = ws.pipeline("bm25")
     private = PrivateSearch(make_obfuscator("vickrey-mahalanobis", embeddings=load_vocabulary_table()),
                             StageEngine(ws.pipeline("bm25", k=100)), TextRescore(ws.encoder("minilm-onnx")), n=5,
-                            epsilon=12.5, depth=50, seed=7, name="private")
-    quest = tmp_path / "quest.yaml"  # quest-bm25-setops over BM25's top 10 (not 30), int8 classifier: CPU-sized
-    quest.write_text("name: quest-bm25-setops\nstages:\n  - bm25: {k: 10}\n  - setops: {threshold: tuned, "
+                            epsilon=12.5, depth=20, seed=7, name="private")
+    quest = tmp_path / "quest.yaml"  # quest-bm25-setops over BM25's top 5 (not 30), int8 classifier: CPU-sized
+    quest.write_text("name: quest-bm25-setops\nstages:\n  - bm25: {k: 5}\n  - setops: {threshold: tuned, "
                      "system: bm25+setops, t_norm: min, anchor: true, not_weight: tuned, int8: true}\n")
     systems = {"bm25": bm25, "dense": ws.pipeline("dense"), "dhr": ws.pipeline("dhr"),
                "cos-retrieval": ws.pipeline("cos-retrieval"), "quest-bm25-setops": ws.pipeline(quest),

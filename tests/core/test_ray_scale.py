@@ -73,13 +73,13 @@ def test_ray_build_equals_the_single_machine_build(local_ray, tmp_path, source, 
     np.testing.assert_array_equal(ray_result[1], here_result[1])
     same_ranking(whole.search(claims, k=100), ray_result, claims, 100)
 
-    # exact dense: 120 abstracts encoded by 2 encoder actors (0.5 CPU each) vs the in-process encoder
-    subset = passages[:120]
+    # exact dense: 40 abstracts encoded by 2 encoder actors (0.5 CPU each) vs the in-process encoder
+    subset = passages[:40]
     dense_ray = build_dense_on_ray(subset, tmp_path / "dense-ray", 2, options=options)
     encoder = load_encoder("minilm")
     dense_here = DenseIndex.build(subset, encoder, show_progress=False)
     assert isinstance(ShardedDenseIndex.load(tmp_path / "dense-ray"), ShardedDenseIndex)
-    np.testing.assert_array_equal(dense_ray.vectors(range(120)), dense_here.vectors(range(120)))
+    np.testing.assert_array_equal(dense_ray.vectors(range(40)), dense_here.vectors(range(40)))
     vectors = encoder.encode_queries(claims[:50])
     same_ranking(dense_here.search(vectors, k=20), dense_ray.search(vectors, k=20), claims[:50], 20)
 
