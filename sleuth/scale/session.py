@@ -20,10 +20,24 @@ def require_ray() -> Any:
     return ray
 
 
+#: the logger of Ray's note that a new local cluster uses token authentication (its secure default)
+RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+
+
+def drop_token_enabled_note(record: logging.LogRecord) -> bool:
+    """False for Ray's "Token authentication is enabled" note (a warning on every local start); True otherwise."""
+    return not record.getMessage().startswith("Token authentication is enabled")
+
+
 def quiet_ray_logs() -> None:
-    """Ray and Ray Data log every execution plan at INFO: keep warnings and errors only."""
+    """Ray and Ray Data log every execution plan at INFO: keep warnings and errors only; and drop the warning that
+    the secure default (token authentication) is on, printed on every local start. The warning that it is off is
+    kept."""
     for name in ("ray", "ray.data", "ray.serve"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    token_logger = logging.getLogger(RAY_TOKEN_LOGGER)
+    if drop_token_enabled_note not in token_logger.filters:
+        token_logger.addFilter(drop_token_enabled_note)
 
 
 def check_reachable(address: str, timeout: float = 5.0) -> None:
