@@ -15,14 +15,14 @@ hits carry them). ``from_transformer(transformer)`` makes any ``pt.Transformer``
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from sleuth.corpus.frames import frame_queries
+from sleuth.corpus.frames import frame_queries, is_frame, require_columns
 from sleuth.corpus.model import Qrels, Query
-from sleuth.errors import MissingExtraError
-from sleuth.stages.base import Stage
+from sleuth.errors import ConfigError, MissingExtraError, QueryError
+from sleuth.stages.base import Stage, as_queries
 from sleuth.stages.run import Hit, Run, rank_hits
 
 #: hit fields carried in results frames when any hit has them
@@ -38,10 +38,12 @@ def pyterrier() -> Any:
     return pt
 
 
-def queries_frame(queries: Sequence[Query]) -> Any:
-    """A PyTerrier queries frame: ``qid``, ``query``."""
+def queries_frame(queries: str | Query | Iterable[str | Query] | Mapping[str, str]) -> Any:
+    """A PyTerrier queries frame (``qid``, ``query``) of queries in any form a stage takes (:func:`as_queries`:
+    Queries, strings, ``{id: text}``), checked alike."""
     import pandas as pd
 
+    queries = as_queries(queries)  # before: anything but a list of Queries was an AttributeError
     return pd.DataFrame({"qid": [q.id for q in queries], "query": [q.text for q in queries]})
 
 
@@ -72,10 +74,14 @@ def frame_run(frame: Any) -> Run:
 
 
 def qrels_frame(qrels: Qrels) -> Any:
-    """sleuth qrels (``{qid: {docno: label}}``) as PyTerrier's frame: ``qid``, ``docno``, ``label``."""
+    """sleuth qrels (``{qid: {docno: label}}``) as PyTerrier's frame: ``qid``, ``docno``, ``label``; checked as an
+    Experiment checks them (a relevance that is not a whole number is a ConfigError)."""
     import pandas as pd
 
-    rows = [(qid, docno, int(label)) for qid, docs in qrels.items() for docno, label in docs.items()]
+    from sleuth.eval.experiment import as_qrels
+
+    qrels = as_qrels(qrels)  # before: a relevance of 1.5 was written as 1
+    rows = [(qid, docno, label) for qid, docs in qrels.items() for docno, label in docs.items()]
     return pd.DataFrame(rows, columns=["qid", "docno", "label"])
 
 
@@ -93,6 +99,10 @@ def transformer_class() -> type:
         def transform(self, inp: Any) -> Any:
             if inp.empty:  # PyTerrier inspects a transformer's output columns with an empty frame
                 return results_frame([], Run())
+            if "docno" in inp.columns:  # before: a KeyError or an AttributeError naming no column
+                require_columns(inp, ("qid", "query", "docno", "score"), "results", QueryError)
+            else:
+                require_columns(inp, ("qid", "query"), "queries", QueryError)
             queries = frame_queries(inp)
             candidates = frame_run(inp) if "docno" in inp.columns else None
             return results_frame(queries, self.stage.transform(queries, candidates))
@@ -104,7 +114,10 @@ def transformer_class() -> type:
 
 
 def as_transformer(stage: Stage) -> Any:
-    """``stage`` (any sleuth stage or pipeline) as a ``pt.Transformer``."""
+    """``stage`` (any sleuth stage or pipeline) as a ``pt.Transformer``; anything else is a ConfigError."""
+    if not isinstance(stage, Stage):  # before: an AttributeError ('...' object has no attribute 'name')
+        hint = f"; build it with ws.pipeline('{stage}')" if isinstance(stage, str) else ""
+        raise ConfigError(f"as_transformer takes a sleuth Stage, got {type(stage).__name__}{hint}")
     return transformer_class()(stage)
 
 
@@ -114,12 +127,20 @@ class TransformerStage(Stage):
 
     def __init__(self, transformer: Any, name: str | None = None):
         pyterrier()
+        if not callable(transformer):  # before: accepted, then a TypeError at the first query
+            raise ConfigError(f"from_transformer takes a PyTerrier transformer, got {type(transformer).__name__}")
         self.transformer = transformer
         self.name = name or type(transformer).__name__
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         frame = queries_frame(queries) if candidates is None else results_frame(queries, candidates)
-        return frame_run(self.transformer(frame))
+        output = self.transformer(frame)
+        columns = [str(c) for c in output.columns] if is_frame(output) else None
+        if columns is None or not {"qid", "docno", "score"} <= set(columns):  # before: an AttributeError
+            got = f"a frame with the columns {', '.join(columns)}" if columns is not None else type(output).__name__
+            raise ConfigError(f"stage '{self.name}': the PyTerrier transformer returned {got}; a stage needs a "
+                              "results frame with the columns qid, docno and score")
+        return frame_run(output)
 
 
 def from_transformer(transformer: Any, name: str | None = None) -> Stage:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,6 +86,16 @@ class Query:
     id: str
     text: str
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+def id_string(value: Any) -> str | None:
+    """``value`` as an id: a string as it is, a whole number (numpy's too; not a bool) written as one; None for
+    anything else (None, a float, NaN), which is not an id."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    return None
 
 
 # Relevance judgements: query id -> document id -> graded relevance.

@@ -108,11 +108,12 @@ def top_k_per_query(ranks: Mapping[str, int | None], ks: Iterable[int] = DEFAULT
 
 
 def check_ks(ks: Iterable[int]) -> list[int]:
-    """The cut-offs, sorted and unique; a non-positive one raises a ConfigError."""
-    ks = sorted(set(ks))
-    if any(not isinstance(k, int) or k < 1 for k in ks):
-        raise ConfigError(f"top-k cut-offs must be positive integers, got {ks}")
-    return ks
+    """The cut-offs, sorted and unique; anything but a non-empty list of positive integers (one int alone, a bool:
+    before, ``[True]`` was measured as "Top-True"; an empty list failed in ``max()``) raises a ConfigError."""
+    given = list(ks) if isinstance(ks, Iterable) and not isinstance(ks, (str, bytes)) else None
+    if not given or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in given):
+        raise ConfigError(f"top-k cut-offs must be a list of positive integers, got {ks!r}"[:200])
+    return sorted(set(given))
 
 
 def top_k_accuracy(run: Run, texts: Texts, answers: Mapping[str, Iterable[str]], ks: Iterable[int] = DEFAULT_KS,

@@ -384,12 +384,13 @@ class Experiment:
 
 def as_qrels(qrels: Any) -> Qrels:
     """``{query id: {doc id: relevance}}`` as given, or from a pandas frame with ``qid``, ``docno`` and ``label``
-    columns (PyTerrier's qrels); anything else is a ConfigError saying what is taken."""
+    columns (PyTerrier's qrels), checked alike (:func:`checked_qrels`: relevances whole numbers); anything else is a
+    ConfigError saying what is taken."""
     if isinstance(qrels, Mapping):
         return checked_qrels(qrels)
     if is_frame(qrels):
         require_columns(qrels, ("qid", "docno", "label"), "qrels", ConfigError)
-        return frame_qrels(qrels)
+        return checked_qrels(frame_qrels(qrels))  # relevances checked as in Python's (before: 1.7 was taken as 1)
     raise ConfigError("qrels must be {query id: {doc id: relevance}} or a frame with qid, docno and label columns; "
                       f"got {type(qrels).__name__}")
 
@@ -397,6 +398,12 @@ def as_qrels(qrels: Any) -> Qrels:
 def named_pipelines(pipelines: Pipelines) -> dict[str, Stage]:
     """``{name: stage}`` from a mapping or a list of stages or ``(name, stage)`` pairs; anything else, or a repeated
     name, raises a ConfigError."""
+    if isinstance(pipelines, (Stage, str)) or not isinstance(pipelines, Iterable):  # before: a TypeError
+        what = f"one stage, '{pipelines.name}' (one pipeline: [stage])" if isinstance(pipelines, Stage) else \
+            f"'{pipelines}' (build it with ws.pipeline('{pipelines}'))" if isinstance(pipelines, str) else \
+            type(pipelines).__name__
+        raise ConfigError(f"pipelines are a list of stages or (name, stage) pairs, or a {{name: stage}} mapping; got "
+                          f"{what}")
     pairs = list(pipelines.items()) if isinstance(pipelines, Mapping) else [
         (item.name, item) if isinstance(item, Stage) else tuple(item) if isinstance(item, (tuple, list)) else item
         for item in pipelines]

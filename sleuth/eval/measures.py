@@ -30,12 +30,14 @@ MAX_CUTOFF = 1_000_000
 def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
     """Parse ir_measures names ("nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10") in order, without repeats.
 
-    A name that is not a known measure, or whose cutoff is not a whole number from 1 to ``MAX_CUTOFF``, raises a
-    ConfigError naming it (whether it can be computed is :func:`check_measures`). ``str(measure)`` is the canonical
-    name.
+    Anything but a name or a list of them, a name that is not a known measure, or one whose cutoff is not a whole
+    number from 1 to ``MAX_CUTOFF``, raises a ConfigError naming it (whether it can be computed is
+    :func:`check_measures`). ``str(measure)`` is the canonical name.
     """
     if isinstance(names, (str, Measure)):
         names = [names]
+    elif not isinstance(names, Iterable):  # before: a TypeError ('NoneType' object is not iterable)
+        raise ConfigError(f"measures are a name or a list of names such as nDCG@10, R@100; got {names!r:.60}")
     measures: list[Measure] = []
     for name in names:
         try:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 
 from sleuth.corpus.frames import frame_queries, is_frame, require_columns
-from sleuth.corpus.model import Query
+from sleuth.corpus.model import Query, id_string
 from sleuth.errors import ConfigError, QueryError
 from sleuth.stages.run import Hit, Run
 
@@ -23,22 +24,30 @@ MAX_QUERY_CHARS = 4096
 def as_queries(queries: str | Query | Iterable[str | Query] | Mapping[str, str]) -> list[Query]:
     """Normalise what a pipeline is called with into a list of Queries: a string or a Query, a list of either
     (strings get ids q1, q2, ...), an ``{id: text}`` mapping, or a pandas frame with ``qid`` and ``query`` columns
-    (PyTerrier's topics). A QueryError for an empty or oversized query and for an id given twice."""
+    (PyTerrier's topics). Ids are strings: a whole number is written as one (``{1: ...}`` and ``Query(1, ...)`` are
+    query '1', as in qrels); a QueryError for any other id (None, a float), for strings in a set (no order to number
+    them by), for an empty or oversized query and for an id given twice."""
     if isinstance(queries, (str, Query)):
         queries = [queries]
     elif isinstance(queries, Mapping):
-        queries = [Query(str(qid), text) for qid, text in queries.items()]
+        queries = [Query(checked_id(qid, f"query {i} of the mapping"), text)
+                   for i, (qid, text) in enumerate(queries.items(), start=1)]
     elif is_frame(queries):  # a DataFrame iterates over its columns
         require_columns(queries, ("qid", "query"), "queries", QueryError)
         queries = frame_queries(queries)
     elif not isinstance(queries, Iterable) or isinstance(queries, (bytes, bytearray)):
         raise QueryError("queries must be a string, a Query, a list of them, an {id: text} mapping or a frame with "
                          f"qid and query columns; got {type(queries).__name__}")
+    elif isinstance(queries, (set, frozenset)) and any(isinstance(query, str) for query in queries):
+        raise QueryError("queries given as a set of strings would be numbered q1, q2, ... in an order that changes "
+                         "from one run to the next: give a list, or an {id: text} mapping")
     result = []
     for i, query in enumerate(queries, start=1):
         if not isinstance(query, (str, Query)):
             raise QueryError(f"query {i} of the list is {type(query).__name__} {query!r:.40}, not a string or a "
                              f"sleuth.Query")
+        if isinstance(query, Query) and not isinstance(query.id, str):  # before: the Run was keyed by the int 1
+            query = replace(query, id=checked_id(query.id, f"query {i} of the list"))
         result.append(query if isinstance(query, Query) else Query(f"q{i}", query))
     first_seen: dict[str, int] = {}
     for i, query in enumerate(result, start=1):
@@ -48,6 +57,14 @@ def as_queries(queries: str | Query | Iterable[str | Query] | Mapping[str, str])
                              f"a run holds one ranking per id")
         first_seen[query.id] = i
     return result
+
+
+def checked_id(value: object, where: str) -> str:
+    """A query id as a string (:func:`id_string`), else a QueryError naming ``where``."""
+    text = id_string(value)
+    if text is None:
+        raise QueryError(f"{where} has the id {value!r:.40}; a query id is a string (or a whole number)")
+    return text
 
 
 def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
