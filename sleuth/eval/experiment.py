@@ -34,6 +34,7 @@ from sleuth.eval.depth import common_depth, differing_depths
 from sleuth.eval.measures import MeasureLike, check_measures, mean, parse_measures, per_query
 from sleuth.eval.self_hits import default_exclusion, drop_self_hits, exclusion_note
 from sleuth.eval.significance import CORRECTIONS, TESTS
+from sleuth.overwrite import check_writable
 from sleuth.stages.base import Stage, as_queries, transform_counted
 from sleuth.stages.run import Run
 
@@ -184,9 +185,10 @@ class ExperimentResult:
     def save_runs(self, directory: str | Path) -> dict[str, Path]:
         """Write each pipeline's run as retrieved (not cut to the common depth, own documents kept) as
         ``<directory>/<pipeline-name>.run`` in TREC format, tagged with that name; return the paths. Names that
-        give the same file, or an id with whitespace (a TREC run's columns are split on it), are a ConfigError,
-        raised before any file is written."""
+        give the same file, an id with whitespace (a TREC run's columns are split on it), or a ``directory`` that
+        is a file or cannot be written in, are a ConfigError, raised before any file is written."""
         directory = Path(directory)
+        check_writable(directory, "save_runs", folder=True)  # before: FileExistsError after the first file
         runs = {name: self.retrieved.get(name, self.runs[name]) for name in self.names}
         for name, run in runs.items():
             check_trec_ids(run, name)

@@ -129,3 +129,14 @@ def test_a_set_of_query_strings_is_refused_for_want_of_an_order(bm25):
         bm25({TOPIC, "cancer"})
     assert list(bm25([TOPIC, "cancer"])) == ["q1", "q2"]
     assert list(bm25({Query("x", TOPIC)})) == ["x"]  # Queries carry their ids: a set of them is fine
+
+
+def test_save_runs_into_a_file_is_a_config_error(bm25, relevant, tmp_path):
+    """Before: FileExistsError (a traceback naming no argument) from inside the TREC writer."""
+    result = sleuth.Experiment([bm25], {"1": TOPIC}, {"1": {relevant[0]: 1}}, ["RR"]).run()
+    taken = tmp_path / "runs"
+    taken.write_text("keep me")
+    with pytest.raises(ConfigError, match="save_runs .*runs: is a file; give a folder"):
+        result.save_runs(taken)
+    assert taken.read_text() == "keep me"
+    assert result.save_runs(tmp_path / "new" / "runs")["bm25"].read_text().startswith("1 Q0 ")
