@@ -103,7 +103,7 @@ def transformer_class() -> type:
                 require_columns(inp, ("qid", "query", "docno", "score"), "results", QueryError)
             else:
                 require_columns(inp, ("qid", "query"), "queries", QueryError)
-            queries = frame_queries(inp)
+            queries = as_queries(frame_queries(inp))  # checked as a stage's call checks them (an empty query)
             candidates = frame_run(inp) if "docno" in inp.columns else None
             return results_frame(queries, self.stage.transform(queries, candidates))
 

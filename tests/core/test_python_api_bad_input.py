@@ -94,6 +94,8 @@ def test_pyterrier_frames_without_their_columns_and_non_stages_are_named(bm25):
     with pytest.raises(QueryError, match="a results frame needs the columns qid, query, docno and score "
                                          r"\(it has: qid, query, docno\)"):
         transformer(pd.DataFrame({"qid": ["1"], "query": [TOPIC], "docno": ["4983"]}))  # before: AttributeError
+    with pytest.raises(QueryError, match="query '1' is empty"):
+        transformer(pd.DataFrame({"qid": ["1"], "query": ["  "]}))  # before: an empty results frame, not a word
     with pytest.raises(ConfigError, match="from_transformer takes a PyTerrier transformer, got NoneType"):
         from_transformer(None)  # before: accepted, then a TypeError at the first query
     no_score = bm25 >> from_transformer(pt.apply.generic(lambda frame: frame.drop(columns=["score"])), name="drop")
