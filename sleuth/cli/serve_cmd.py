@@ -2,8 +2,9 @@
 metrics, OpenAPI docs, and admin reload and document add/delete behind an API key).
 
 Checked before serving (one line, exit 2): the port (bound before anything is loaded, so a port in use is named at
-once, never after "serving ..."), index folders with the same name, a writable query log, the
-API key file. On a loopback address only loopback ``Host`` values are answered unless ``--allowed-host`` adds some.
+once, never after "serving ..."), index folders (named by their absolute path's folder) or pipelines with the same
+name, corpus options given with --index, a writable query log, the API key file. On a loopback address only
+loopback ``Host`` values are answered unless ``--allowed-host`` adds some.
 
 Of the pipelines served, the first (the default) is built before serving and the others in the background, in
 order (:mod:`sleuth.service.lazy`): the startup line says which are ready and which are building, and the log has a
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -90,6 +92,9 @@ def serve(
 
     if index and pipeline:
         raise ConfigError("give --index or --pipeline, not both")
+    if index and (corpus is not None or fmt is not None or field):  # before: ignored unsaid
+        given = "--corpus" if corpus is not None else "--format" if fmt is not None else "--field"
+        raise ConfigError(f"{given} goes with --pipeline: an --index folder holds its own passages")
     if api_key is not None:
         if api_key_file is not None:
             raise ConfigError("give --api-key-file or --api-key, not both")
@@ -101,7 +106,7 @@ def serve(
         raise ConfigError(f"--port must be between 0 and 65535, got {port}")
     if not read_timeout > 0:
         raise ConfigError(f"--read-timeout must be positive, got {read_timeout}")
-    check_index_names(index or [])
+    names = check_index_names(index or [])
     listener = bind_port(host, port)  # held from now on: nothing can take the port while the stages load
     port = listener.getsockname()[1]  # --port 0: the port the system chose
     QueryLog(query_log)  # a query log that cannot be written fails now, before the (slow) load
@@ -113,11 +118,11 @@ def serve(
         """The served stages, loaded from the index folders or pipeline configs (again on each reload), each with
         a ``description`` for ``GET /pipelines`` and the web page; of pipelines, all but the first are lazy."""
         stages: dict[str, Stage] = {}
-        for path in index or []:
+        for name, path in names.items():
             stage = stage_for_index(path, max_k, device)
             manifest = read_manifest(current_generation(path), verify=False)  # stage_for_index verified it
-            stage.description = f"{manifest.kind} index {path.name} ({manifest.count:,} passages)"
-            stages[path.name] = stage
+            stage.description = f"{manifest.kind} index {name} ({manifest.count:,} passages)"
+            stages[name] = stage
         if not index:
             ws = workspace(corpus_source(corpus, fmt, field), device)
             stages = pipeline_stages(served_pipelines(corpus, pipeline), ws)
@@ -138,7 +143,7 @@ def serve(
     with shard_session(ray_address, actor_cpus):
         stages = load()
         app = create_app(stages, query_log=query_log, limits=limits, api_key=api_key, loader=load,
-                         index_dirs={path.name: path for path in index or []}, allowed_hosts=hosts)
+                         index_dirs=names, allowed_hosts=hosts)
         admin = "admin enabled" if api_key else "admin disabled"
         where = f", shards on Ray ({ray_address})" if ray_address else ""
         console.print(f"serving on http://{host}:{port} ({admin}{where}): {startup_line(stages)}", soft_wrap=True)
@@ -201,7 +206,7 @@ def served_pipelines(corpus: Path | None, pipeline: list[str] | None) -> list[st
 def pipeline_stages(names: list[str], ws) -> dict[str, Stage]:
     """The served pipelines by name: the first built now (it is the default), the others as
     :class:`~sleuth.service.lazy.LazyStage` s the service builds in the background, in this order. Every config is
-    checked first, so a typo in any of them is a one-line error before anything is built."""
+    checked first, so a typo in any of them, or two of one name, is a one-line error before anything is built."""
     from sleuth.pipelines.config import builtin_pipelines, load_pipeline, validate_pipeline
     from sleuth.pipelines.registry import STAGES, load_stage_modules
     from sleuth.service.lazy import LazyStage
@@ -210,6 +215,13 @@ def pipeline_stages(names: list[str], ws) -> dict[str, Stage]:
     builtin = builtin_pipelines()
     configs = {name: ({"name": name} if name in STAGES and name not in builtin else validate_pipeline(name))
                for name in names}
+    sources: dict[str, str] = {}
+    for source, config in configs.items():  # before: the later one replaced the earlier under its name, unsaid
+        name = str(config["name"])
+        if name in sources:
+            raise ConfigError(f"--pipeline {sources[name]} and --pipeline {source} are both named '{name}' "
+                              "(pipelines are served by name): rename one of them")
+        sources[name] = source
     stages: dict[str, Stage] = {}
     for i, (source, config) in enumerate(configs.items()):
         description = str(config.get("description") or "")
@@ -243,14 +255,17 @@ def startup_line(stages: dict[str, Stage]) -> str:
     return f"{line}; building in the background: {', '.join(later)}" if later else line
 
 
-def check_index_names(folders: list[Path]) -> None:
-    """Index folders are served by folder name: two with the same name are refused (naming both)."""
+def check_index_names(folders: list[Path]) -> dict[str, Path]:
+    """The index folders by the name they are served under, their folder's name (that of the absolute path, so
+    ``--index .`` is not served as ''); two with the same name are refused (naming both)."""
     seen: dict[str, Path] = {}
     for folder in folders:
-        if folder.name in seen:
-            raise ConfigError(f"--index {seen[folder.name]} and --index {folder} are both named '{folder.name}' "
+        name = Path(os.path.abspath(folder)).name
+        if name in seen:
+            raise ConfigError(f"--index {seen[name]} and --index {folder} are both named '{name}' "
                               "(indexes are served by folder name): rename one of the folders")
-        seen[folder.name] = folder
+        seen[name] = folder
+    return seen
 
 
 def register(app: typer.Typer) -> None:

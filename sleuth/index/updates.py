@@ -39,6 +39,7 @@ Costs, per kind:
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -149,6 +150,9 @@ def record_passage(record: Any, error: Callable[[str, str | None], InputError]) 
     item_id = record.get("id", record.get("_id"))
     if isinstance(item_id, int) and not isinstance(item_id, bool):
         item_id = str(item_id)
+    if isinstance(item_id, float):  # as the corpus readers say it (sleuth.corpus.jsonl.require_id)
+        raise error(f"{item_id!r} is a JSON number with a fraction or exponent; write it as a string "
+                    f"(\"{item_id}\") or an integer", "id")
     if not isinstance(item_id, str) or not item_id.strip():
         raise error("must be a non-empty string", "id")
     if "text" not in record:
@@ -283,6 +287,10 @@ def without(store: DocStore, rows: Sequence[int] | np.ndarray) -> tuple[DocStore
 def _locked(index_dir: str | Path) -> Iterator[None]:
     """Hold the index directory's lock (one update or build at a time; :func:`sleuth.index.commit.index_lock`)."""
     read_manifest(current_generation(index_dir), verify=False)  # a clear error when there is no index
+    folder = Path(os.path.abspath(index_dir))
+    if GENERATION.match(folder.name) and folder.parent.name == GENERATIONS:  # before: updated, never served
+        raise ConfigError(f"{index_dir} is a generation of the index {folder.parent.parent}: update that folder "
+                          "(an update written inside a generation is never served, and is lost with it)")
     with index_lock(index_dir):
         yield
 

@@ -27,9 +27,14 @@ def check_api_key(configured: str | None, given: str | bytes | None) -> None:
 
 
 def read_api_key(path: Path | None = None) -> str | None:
-    """The key in the file ``path`` (surrounding whitespace removed), else ``$SLEUTH_API_KEY``, else None."""
+    """The key in the file ``path``, else ``$SLEUTH_API_KEY``, else None; surrounding whitespace removed from
+    either (an HTTP header value cannot carry it: a key from a secret file's text, ending in a newline, was
+    configured and no request could match it)."""
     if path is None:
-        return os.environ.get(ENV_VAR) or None
+        key = os.environ.get(ENV_VAR, "").strip()
+        if "\n" in key:
+            raise ConfigError(f"${ENV_VAR} must hold the key on one line")
+        return key or None
     try:
         key = Path(path).read_text(encoding="utf-8-sig").strip()  # -sig: a byte order mark is not part of the key
     except (OSError, UnicodeDecodeError) as exc:

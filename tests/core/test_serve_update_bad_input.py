@@ -1,0 +1,103 @@
+"""Bad start-up options of `sleuth serve` and bad input to `sleuth update`: each is one line `error: ...` with exit
+code 2 before anything is served or written, never a server that serves the wrong thing, or an update that is never
+seen, without a word."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sleuth.cli.serve_cmd import check_index_names
+from sleuth.errors import ConfigError
+from sleuth.index.bm25 import BM25Index
+from sleuth.index.manifest import current_generation
+from sleuth.service.admin import ENV_VAR, read_api_key
+from tests.core.test_cli import assert_one_line_error
+
+#: seconds a refused start may take; a server that starts instead runs until this and fails the test
+START_SECONDS = 90
+
+
+def refused(sleuth, *args) -> subprocess.CompletedProcess:
+    """`sleuth serve ARGS --port 0`, which must stop before serving."""
+    try:
+        return sleuth("serve", *args, "--port", "0", timeout=START_SECONDS)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"sleuth serve {' '.join(map(str, args))} served instead of refusing: {exc.stderr!r}")
+
+
+@pytest.fixture
+def corpus(tmp_path, scifact_rows):
+    path = tmp_path / "tiny.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in scifact_rows[:20]), encoding="utf-8")
+    return path
+
+
+def test_two_pipelines_of_one_name_are_refused(sleuth, tmp_path, corpus):
+    """Before: the YAML pipeline named 'bm25' replaced the built-in bm25 unsaid, and the start-up line read
+    "ready: ; building in the background: bm25"."""
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("name: bm25\ndescription: my own\nstages:\n  - bm25: {k: 10}\n", encoding="utf-8")
+    assert_one_line_error(refused(sleuth, "--pipeline", "bm25", "--pipeline", mine, "--corpus", corpus),
+                          f"--pipeline bm25 and --pipeline {mine} are both named 'bm25'")
+
+
+def test_corpus_options_with_an_index_are_refused(sleuth, tmp_path, scifact_passages, corpus):
+    """Before: `--index X --corpus Y` served X and ignored Y (even a missing file) without a word."""
+    index = tmp_path / "scifact"
+    BM25Index.build(scifact_passages[:20], index, show_progress=False)
+    assert_one_line_error(refused(sleuth, "--index", index, "--corpus", tmp_path / "missing.jsonl"),
+                          "--corpus goes with --pipeline")
+    assert_one_line_error(refused(sleuth, "--index", index, "--field", "id=_id"), "--field goes with --pipeline")
+
+
+def test_an_index_given_as_dot_is_served_by_its_folder_name(tmp_path, scifact_passages, monkeypatch):
+    """Before: `--index .` was served under the name '' (and `--index ix/..` as '..')."""
+    index = tmp_path / "scifact"
+    BM25Index.build(scifact_passages[:20], index, show_progress=False)
+    monkeypatch.chdir(index)
+    assert check_index_names([index / ".." / "scifact"]) == {"scifact": index / ".." / "scifact"}
+    assert check_index_names([Path(".")]) == {"scifact": Path(".")}
+    with pytest.raises(ConfigError, match="both named 'scifact'"):
+        check_index_names([Path("."), index])
+
+
+@pytest.mark.parametrize("value", ["env-key-7\n", "  env-key-7\r\n"])
+def test_the_api_key_from_the_environment_loses_surrounding_whitespace(monkeypatch, value):
+    """Before: a key read from a secret file into $SLEUTH_API_KEY kept its newline, so admin was enabled and no
+    request could give the key (a header value cannot end in one)."""
+    monkeypatch.setenv(ENV_VAR, value)
+    assert read_api_key(None) == "env-key-7"
+    monkeypatch.setenv(ENV_VAR, " \n")
+    assert read_api_key(None) is None
+    monkeypatch.setenv(ENV_VAR, "one\ntwo")
+    with pytest.raises(ConfigError, match="one line"):
+        read_api_key(None)
+
+
+def test_updating_a_generation_folder_is_refused(sleuth, tmp_path, scifact_passages):
+    """Before: `sleuth update INDEX/generations/gen-000001 --delete ID` said "deleted 1" and wrote a nested index
+    inside that generation: never served, and deleted with the generation by a later update."""
+    index = tmp_path / "ix"
+    BM25Index.build(scifact_passages[:20], index, show_progress=False)
+    (tmp_path / "new.jsonl").write_text('{"_id": "n1", "text": "a new passage"}\n', encoding="utf-8")
+    assert sleuth("update", index, "--add", tmp_path / "new.jsonl").returncode == 0
+    generation = current_generation(index)
+    assert generation.parent.name == "generations"
+    assert_one_line_error(sleuth("update", generation, "--delete", scifact_passages[0].id),
+                          f"{generation} is a generation of the index {index}: update that folder")
+    assert not (generation / "generations").exists() and not (generation / "CURRENT").exists()
+    assert len(BM25Index.load(index)) == 21
+
+
+def test_a_fractional_id_to_add_is_named_as_such(sleuth, tmp_path, scifact_passages):
+    """Before: "field 'id': must be a non-empty string", though a whole-number id is taken."""
+    index = tmp_path / "ix"
+    BM25Index.build(scifact_passages[:20], index, show_progress=False)
+    (tmp_path / "new.jsonl").write_text('{"_id": 7, "text": "fine"}\n{"_id": 1.5, "text": "x"}\n', encoding="utf-8")
+    assert_one_line_error(sleuth("update", index, "--add", tmp_path / "new.jsonl"),
+                          "new.jsonl:2: field 'id': 1.5 is a JSON number with a fraction or exponent")
+    assert len(BM25Index.load(index)) == 20
