@@ -34,18 +34,30 @@ def training_questions(paths: list[Path], train_articles: str | None) -> tuple[l
     if not any(squad):
         if train_articles is not None:
             raise ConfigError(f"--train-articles needs SQuAD questions, {paths[0]} is not a SQuAD JSON file")
-        return [q for p in paths for q in read_questions(p)], None
+        return distinct_ids([(p, list(read_questions(p))) for p in paths]), None
     if not all(squad):
         plain = next(p for p, s in zip(paths, squad) if not s)
         raise ConfigError(f"--questions: {plain} is not a SQuAD JSON file like the others")
     from sleuth.systems.dhr.article_split import parse_article_list, split_by_article
 
     chosen = parse_article_list(train_articles) if train_articles is not None else None
-    train, held_out, names = split_by_article([q for p in paths for q in read_squad_questions(p)], chosen)
+    train, held_out, names = split_by_article(distinct_ids([(p, list(read_squad_questions(p))) for p in paths]), chosen)
     evaluation = list(dict.fromkeys(q.metadata["article"] for q in held_out))
     console.print(f"article split: {len(names)} train articles ({len(train)} questions), {len(evaluation)} evaluation "
                   f"articles ({len(held_out)} questions, not trained on)")
     return train, {"train": names, "evaluation": evaluation}
+
+
+def distinct_ids(files: list[tuple[Path, list]]) -> list:
+    """The questions of every ``(path, questions)`` in order; a question id in two files (e.g. one file given twice)
+    is refused: it was trained on twice."""
+    first: dict[str, int] = {}
+    for number, (path, questions) in enumerate(files):
+        for question in questions:
+            if first.setdefault(question.id, number) != number:
+                raise ConfigError(f"--questions: question id '{question.id}' is in {files[first[question.id]][0]} "
+                                  f"and in {path}; give each question once")
+    return [q for _, questions in files for q in questions]
 
 
 def train_dhr_command(
@@ -98,6 +110,7 @@ def train_dhr_command(
     from sleuth.pipelines.mixed_source import with_distractors
     from sleuth.systems.dhr.structure import documents_to_groups
     from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
+    from sleuth.train.checks import check_max_length
     from sleuth.train.contrastive import TrainConfig
 
     if mined and rounds == 1 and not mine_from_base:  # before: accepted, recorded, never used
@@ -105,6 +118,7 @@ def train_dhr_command(
                           "--mine-from-base; give --rounds 2 or more, or --mine-from-base, or leave out --mined")
     backbone_dir(document_model, "--document-model")  # neither minilm nor a folder: refused before the data is read
     backbone_dir(passage_model, "--passage-model")
+    check_max_length(max_length, {"--document-model": document_model, "--passage-model": passage_model})
     refuse_overwriting_inputs(out, [corpus, *questions, *(distractors or []),
                                     train_articles if train_articles and Path(train_articles).is_file() else None],
                               folder=True)

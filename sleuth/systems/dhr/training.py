@@ -5,7 +5,8 @@ round r-1's checkpoints with negatives mined by round r-1's index added (section
 ``mine_base`` round 1 adds negatives mined by the base models' index too: base models that are trained encoders
 (e.g. an earlier run's round-1 adapters) go on ANCE-style without repeating their first round. After each round
 the corpus is indexed with the new encoders (``out/round<r>/index``, reusable by ``sleuth dhr compare``) and DHR is
-evaluated on the dev questions. Everything a run did is written to ``out/report.json``.
+evaluated on the dev questions. Everything a run did is written to ``out/report.json``; nothing is written to
+``out`` before round 1's encoders are trained, so a run that fails on its input leaves no half-written folder.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from sleuth.systems.dhr.training_data import (
     DOCUMENT_NEGATIVE_KINDS,
     NEGATIVE_DEPTH,
     PASSAGE_NEGATIVE_KINDS,
+    POSITIVE_DEPTH,
     DHRCorpus,
     LabelledQuestion,
     document_examples,
@@ -126,8 +128,11 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
     split = {"seed": settings.split_seed, "train": [q.id for q in train_questions], "dev": [q.id for q in dev_questions]}
     if settings.articles is not None:
         split["articles"] = settings.articles
-    atomic_write_text(out / "split.json", json.dumps(split, indent=1) + "\n")
     items = label_questions(train_questions, corpus)[:settings.max_train_questions]
+    if not items:  # before: "no training examples" once split.json was written to out
+        raise ConfigError(f"none of the {len(train_questions)} train questions has a positive passage in the corpus "
+                          f"(a gold_passage it holds, or an answer in BM25's top {POSITIVE_DEPTH} passages): "
+                          "nothing to train on")
     log(f"{len(train_questions)} train questions ({len(items)} with a positive), {len(dev_questions)} dev questions; "
         f"{len(corpus.groups)} documents, {len(corpus.passages)} passages")
     report: dict[str, Any] = {"settings": asdict(settings), "config": asdict(config), "train_questions": len(items),
@@ -156,6 +161,8 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
             document_result = train_contrastive(document_model, document_data, folder / DOCUMENT_ENCODER_DIR,
                                                 round_config)
             passage_result = train_contrastive(passage_model, passage_data, folder / PASSAGE_ENCODER_DIR, round_config)
+        if round_number == 1:  # not before: a run that fails before its first model leaves nothing in out
+            atomic_write_text(out / "split.json", json.dumps(split, indent=1) + "\n")
         document_model, passage_model = str(document_result.path), str(passage_result.path)
         dev: dict[str, float] = {}
         if settings.index_rounds:

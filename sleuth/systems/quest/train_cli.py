@@ -18,7 +18,8 @@ def train_classifier_command(
     documents: Path = typer.Option(..., help="QUEST corpus (documents.jsonl {title, text}); see `sleuth quest "
                                              "corpus` for the proxy built from attribution sentences."),
     out_dir: Path | None = typer.Option(None, "--out", help="Model directory (default: "
-                                                               "$SLEUTH_HOME/models/quest-classifier)."),
+                                                               "$SLEUTH_HOME/models/quest-classifier): new, empty "
+                                                               "or an earlier model (replaced)."),
     tune_examples: Path | None = typer.Option(None, help="Validation examples for the threshold sweep; default: "
                                                             "hold out the last --tune-queries training queries."),
     tune_half: bool = typer.Option(True, "--tune-half/--all-tune-examples",
@@ -67,6 +68,7 @@ def train_classifier_command(
     from sleuth.systems.quest.methods import RETRIEVERS, default_classifier_dir, quest_workspace
     from sleuth.systems.quest.task import load_task
     from sleuth.systems.quest.training import TuningPlan, train_and_tune
+    from sleuth.train.checks import check_max_length, refuse_other_files
 
     unknown = [r for r in tune_retriever or () if r not in RETRIEVERS]
     if unknown:
@@ -74,8 +76,10 @@ def train_classifier_command(
     if lora_layer and lora_rank is None:
         raise ConfigError("--lora-layer places a LoRA: it needs --lora-rank")
     backbone_dir(backbone, "--backbone")
+    check_max_length(max_length, {"--backbone": backbone})
     if out_dir is not None:
         refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples], folder=True)
+    refuse_other_files(out_dir or default_classifier_dir())
     if save_runs is not None:
         refuse_overwriting_inputs(save_runs, [examples, documents, tune_examples], option="--save-runs", file=True)
     budget = ExampleBudget(positive_repeats, retriever_negatives, random_negatives, retriever_depth, max_queries,

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from sleuth.cli.common import DEVICE, console, positive_number
+from sleuth.errors import ConfigError
 from sleuth.overwrite import refuse_overwriting_inputs
 
 
@@ -16,7 +17,8 @@ def train_dense_command(
     documents: Path = typer.Option(..., help="QUEST corpus (documents.jsonl {title, text}), e.g. the proxy of "
                                              "`sleuth quest corpus`."),
     out_dir: Path = typer.Option(..., "--out", help="Output directory (an adapter with --lora-rank, else a "
-                                                    "sentence-transformers model)."),
+                                                    "sentence-transformers model): new, empty or an earlier "
+                                                    "model (replaced)."),
     domain: list[str] | None = typer.Option(None, help="Use only these domains (repeatable), e.g. films."),
     hard_negatives: int = typer.Option(1, min=0, help="BM25 negatives per example (0: in-batch negatives only)."),
     negative_depth: int = typer.Option(50, min=1, help="BM25 depth the hard negatives are sampled from."),
@@ -36,12 +38,18 @@ def train_dense_command(
     from sleuth.systems.quest.dense_training import DenseExampleBudget, dense_examples
     from sleuth.systems.quest.methods import quest_workspace
     from sleuth.systems.quest.task import load_task
+    from sleuth.train.checks import check_max_length, refuse_other_files
     from sleuth.train.contrastive import TrainConfig, train_contrastive
 
+    check_max_length(max_length, {"the backbone": "minilm"})
     refuse_overwriting_inputs(out_dir, [examples, documents], folder=True)
+    refuse_other_files(out_dir)
     ws = quest_workspace(documents, device)
     task = load_task(examples, domain, skip_empty=True)
     data = dense_examples(ws, task.queries, DenseExampleBudget(hard_negatives, negative_depth, seed))
+    if not data:  # before: "no training examples", naming neither file
+        raise ConfigError(f"--examples {examples}: none of its {len(task.queries)} queries has a gold document in "
+                          f"--documents {documents}; nothing to train on")
     config = TrainConfig(lr=lr, batch_size=batch_size, epochs=epochs, max_steps=max_steps, max_length=max_length,
                          seed=seed, device=device, lora_rank=lora_rank, max_minutes=max_minutes)
     result = train_contrastive("minilm", data, out_dir, config)

@@ -73,6 +73,11 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
     if not train_queries:
         raise ConfigError(f"no training queries left: {len(usable)} of {len(train.queries)} have a gold document in "
                           f"the corpus and {len(tune_queries)} are held out for tuning (--tune-queries)")
+    if not tune_queries and plan.tune is not None:  # before: the set rules were "tuned" on no query, exit 0
+        pool = f"the {len(split_halves(plan.tune.queries)[0])} queries of its tuning half" if plan.tune_half \
+            else f"its {len(plan.tune.queries)} queries"
+        raise ConfigError(f"--tune-examples: none of {pool} has a gold document in the corpus: no query to tune the "
+                          "set rules on")
     gold = QuestTask(train_queries).gold
     negatives_from = retriever(ws, "bm25", budget.retriever_depth).transform(train_queries) \
         if budget.retriever_negatives else Run()
