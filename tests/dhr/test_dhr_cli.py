@@ -6,18 +6,13 @@ import json
 
 import pytest
 
+from tests.squad_nq_support import nq_questions_with_gold
+
 
 @pytest.fixture(scope="module")
 def nq_slice(data_dir, tmp_path_factory):
     """40 NQ questions and a 70-passage corpus holding their gold passages."""
-    folder = tmp_path_factory.mktemp("nq")
-    questions = [json.loads(line) for line in open(data_dir / "nq" / "questions.jsonl", encoding="utf-8")][:40]
-    gold = {q["gold_passage"] for q in questions}
-    rows = [json.loads(line) for line in open(data_dir / "nq" / "corpus.jsonl", encoding="utf-8")]
-    kept = [r for r in rows if r["_id"] in gold] + [r for r in rows if r["_id"] not in gold][:30]
-    (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
-    (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
-    return folder
+    return nq_questions_with_gold(data_dir, tmp_path_factory.mktemp("nq"), 40, 30)
 
 
 def test_compare_and_tune(sleuth, nq_slice, tmp_path):

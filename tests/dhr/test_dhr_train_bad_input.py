@@ -9,19 +9,13 @@ import pytest
 
 from sleuth.cli.main import main
 from tests.cli_support import one_line_error
+from tests.squad_nq_support import nq_questions_with_gold
 
 
 @pytest.fixture(scope="module")
 def tiny(data_dir, tmp_path_factory):
     """corpus.jsonl (the 8 questions' gold passages and 4 others) and questions.jsonl."""
-    folder = tmp_path_factory.mktemp("dhr-train-bad")
-    questions = [json.loads(line) for line in open(data_dir / "nq" / "questions.jsonl", encoding="utf-8")][:8]
-    gold = {q["gold_passage"] for q in questions}
-    rows = [json.loads(line) for line in open(data_dir / "nq" / "corpus.jsonl", encoding="utf-8")]
-    kept = [r for r in rows if r["_id"] in gold] + [r for r in rows if r["_id"] not in gold][:4]
-    (folder / "corpus.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
-    (folder / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions), encoding="utf-8")
-    return folder
+    return nq_questions_with_gold(data_dir, tmp_path_factory.mktemp("dhr-train-bad"), 8, 4)
 
 
 def train(tiny, out, *args, questions=None) -> list[str]:
