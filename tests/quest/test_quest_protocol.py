@@ -182,6 +182,34 @@ def test_quest_train_records_rules_of_the_tuning_half_for_the_shipped_pipelines(
     assert set(record["set_operation_cuts"]) == {"bm25+setops"}  # set-operation queries: their own
 
 
+@pytest.mark.slow
+def test_a_run_that_fails_while_tuning_leaves_the_earlier_model(small_val, monkeypatch, tmp_path):
+    """Before: the trained classifier replaced --out before its rules were tuned, so a run that failed (or was
+    stopped) while tuning left a model whose training.json was {} where a good one had been."""
+    import torch
+
+    from sleuth.systems.quest.classifier_training import ExampleBudget, TrainingConfig
+    from sleuth.systems.quest.methods import quest_workspace
+    from sleuth.systems.quest.training import TuningPlan, train_and_tune
+
+    examples, documents, _, home = small_val
+    monkeypatch.setenv("SLEUTH_HOME", str(home))
+    torch.set_num_threads(1)
+    earlier = tmp_path / "clf"
+    earlier.mkdir()
+    (earlier / "config.json").write_text("{}")
+    (earlier / "training.json").write_text('{"thresholds": {"bm25": 0.5}}')
+    task = load_task(examples)
+    plan = TuningPlan(tune=task, retrievers=("bm25", "nope"), candidates=DEPTH, expand_depth=0)  # "nope": fails late
+    with pytest.raises(ConfigError, match="unknown QUEST retriever 'nope'"):
+        train_and_tune(quest_workspace(documents, show_progress=False), task.subset([task.queries[0].id]), plan,
+                       ExampleBudget(positive_repeats=1, retriever_negatives=2, random_negatives=2, retriever_depth=20),
+                       TrainingConfig(batch_size=4, max_steps=1, max_length=64), earlier)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["clf"]  # no temporary folder left beside it
+    assert sorted(path.name for path in earlier.iterdir()) == ["config.json", "training.json"]
+    assert (earlier / "training.json").read_text() == '{"thresholds": {"bm25": 0.5}}'
+
+
 @pytest.mark.parametrize("text, message", [('{"provenance": ', "malformed JSON"),
                                            ("[1, 2]", "not a scored-runs file")])
 def test_a_broken_runs_cache_is_one_error_line(tmp_path, text, message):

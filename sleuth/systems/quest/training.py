@@ -19,7 +19,7 @@ from pathlib import Path
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.io import atomic_write_text
+from sleuth.io import atomic_directory, atomic_write_text
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.run import Run
 from sleuth.systems.quest.classifier_training import (
@@ -27,7 +27,6 @@ from sleuth.systems.quest.classifier_training import (
     ExampleBudget,
     TrainingConfig,
     budget_record,
-    save_classifier,
     train_classifier,
     training_pairs,
     write_training_record,
@@ -64,7 +63,9 @@ class TuningPlan:
 
 def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: ExampleBudget, config: TrainingConfig,
                    target: str | Path, backbone: str = "minilm", device: str = "cpu") -> dict:
-    """Train on ``train`` (queries with a gold document in the corpus), tune, save to ``target``; return the record."""
+    """Train on ``train`` (queries with a gold document in the corpus), tune, save to ``target``; return the record.
+    The model, its tuned rules and ``training.json`` replace ``target`` together at the end: a run that fails or is
+    stopped while tuning leaves an earlier model there as it was."""
     documents = corpus_documents(ws)
     usable = [q for q in train.queries if any(d in documents.texts for d in q.metadata.get("docs") or ())]
     tune_queries, train_queries = tuning_queries(plan, usable, documents)
@@ -87,21 +88,34 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
     classifier, losses = train_classifier(pairs, config, backbone=backbone, device=device,
                                           show_progress=ws.show_progress, seconds=seconds)
     train_seconds = time.perf_counter() - started
-    save_classifier(classifier, target, {})
-    classifier.merge()
-    if plan.int8:
-        classifier.quantize()
-    examples = len(losses) * config.batch_size
-    record = {**budget_record(budget, config), "backbone": backbone, "train_queries": len(train_queries),
-              "train_pairs": len(pairs), "positive_share": sum(label for _, label in pairs) / len(pairs),
-              "steps": len(losses), "examples_seen": examples, "train_seconds": round(train_seconds, 1),
-              "examples_per_second": round(examples / sum(seconds), 2) if seconds else None,
-              "losses": losses, "train_query_ids": [q.id for q in train_queries],
-              "tune_query_ids": [q.id for q in tune_queries], "tune_queries": len(tune_queries),
-              "tune_split": tune_split(plan),
-              "corpus": ws.corpus.info() if ws.corpus else None, "tuned_int8": plan.int8,
-              "tune_candidates": plan.candidates, "expand_depth": plan.expand_depth,
-              "thresholds": {}, "cuts": {}, "tuned_f1": {}, "sweeps": {}}
+    with atomic_directory(target) as staged:  # an earlier model at target stays until this one is tuned and recorded
+        classifier.save(staged)  # the adapter as trained, before merge() and quantize() change the model in place
+        classifier.merge()
+        if plan.int8:
+            classifier.quantize()
+        examples = len(losses) * config.batch_size
+        record = {**budget_record(budget, config), "backbone": backbone, "train_queries": len(train_queries),
+                  "train_pairs": len(pairs), "positive_share": sum(label for _, label in pairs) / len(pairs),
+                  "steps": len(losses), "examples_seen": examples, "train_seconds": round(train_seconds, 1),
+                  "examples_per_second": round(examples / sum(seconds), 2) if seconds else None,
+                  "losses": losses, "train_query_ids": [q.id for q in train_queries],
+                  "tune_query_ids": [q.id for q in tune_queries], "tune_queries": len(tune_queries),
+                  "tune_split": tune_split(plan),
+                  "corpus": ws.corpus.info() if ws.corpus else None, "tuned_int8": plan.int8,
+                  "tune_candidates": plan.candidates, "expand_depth": plan.expand_depth,
+                  "thresholds": {}, "cuts": {}, "tuned_f1": {}, "sweeps": {}}
+        runs = tune_rules_into(record, ws, classifier, plan, tune_queries)
+        write_training_record(staged, record)
+    if plan.runs is not None:
+        write_runs(plan.runs, runs)
+    return record
+
+
+def tune_rules_into(record: dict, ws: Workspace, classifier, plan: TuningPlan, tune_queries: list[Query]) -> dict[str, Run]:
+    """Tune every retriever's set rules, fusion weight and the shipped pipelines' rules on ``tune_queries`` (into
+    ``record``); return the scored tuning runs."""
+    from sleuth.systems.quest.protocol import RANKING_DEPTH, record_rules, tune_rules
+
     tune_gold = QuestTask(tune_queries).gold
     classify = Classify(classifier, threshold=None, show_progress=ws.show_progress)
     runs: dict[str, Run] = {}
@@ -121,15 +135,10 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
         weight, cut, f1 = tune_fusion(runs[f"{kind} >> classify"], candidates, tune_gold)
         record.setdefault("retriever_weights", {})[kind] = weight
         record["cuts"][kind], record["thresholds"][kind], record["tuned_f1"][kind] = cut.record(), cut.threshold, f1
-        from sleuth.systems.quest.protocol import RANKING_DEPTH, record_rules, tune_rules
-
         scored = {"ranking": retriever(ws, kind, RANKING_DEPTH).transform(tune_queries), "candidates": candidates,
                   "classify": runs[f"{kind} >> classify"], "setops": runs[f"{kind} >> setops"]}
         record_rules(record, tune_rules(scored, QuestTask(tune_queries)), kind, tune_split(plan))
-    write_training_record(target, record)
-    if plan.runs is not None:
-        write_runs(plan.runs, runs)
-    return record
+    return runs
 
 
 def tuning_queries(plan: TuningPlan, usable: list[Query], documents: Documents) -> tuple[list[Query], list[Query]]:
