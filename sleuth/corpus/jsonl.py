@@ -85,9 +85,13 @@ def require_id(obj: Mapping[str, Any], key: str, path: str | Path, line: int | N
     (``1.0``, ``1e3``, ``NaN``) is an InputError: its text would not be the id written (qrels say ``1``, not
     ``1.0``)."""
     if isinstance(obj.get(key), float):
-        raise InputError(f"id {obj[key]!r} is a JSON number with a fraction or exponent; write it as a string (\"{obj[key]}\") or an "
-                         "integer", path=path, line=line, field=key)
+        raise InputError(f"id {fractional_id(obj[key])}", path=path, line=line, field=key)
     return require_nonblank(obj, key, path, line, "empty id; every record needs one")
+
+
+def fractional_id(value: float) -> str:
+    """Why a JSON number with a fraction or exponent is not an id, and what to write instead."""
+    return f"{value!r} is a JSON number with a fraction or exponent; write it as a string (\"{value}\") or an integer"
 
 
 def require_new_id(first_lines: dict[str, int], item_id: str, path: str | Path, line: int,

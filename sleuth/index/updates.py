@@ -51,6 +51,7 @@ import bm25s
 import faiss
 import numpy as np
 
+from sleuth.corpus.jsonl import fractional_id
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, InputError
 from sleuth.index.bm25 import BM25Index, BM25Params
@@ -151,8 +152,7 @@ def record_passage(record: Any, error: Callable[[str, str | None], InputError]) 
     if isinstance(item_id, int) and not isinstance(item_id, bool):
         item_id = str(item_id)
     if isinstance(item_id, float):  # as the corpus readers say it (sleuth.corpus.jsonl.require_id)
-        raise error(f"{item_id!r} is a JSON number with a fraction or exponent; write it as a string "
-                    f"(\"{item_id}\") or an integer", "id")
+        raise error(fractional_id(item_id), "id")
     if not isinstance(item_id, str) or not item_id.strip():
         raise error("must be a non-empty string", "id")
     if "text" not in record:
