@@ -23,7 +23,7 @@ from sleuth.corpus.frames import frame_queries, is_frame, require_columns
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError, MissingExtraError, QueryError
 from sleuth.stages.base import Stage, as_queries
-from sleuth.stages.run import Hit, Run, rank_hits
+from sleuth.stages.run import Run
 
 #: hit fields carried in results frames when any hit has them
 TEXT_COLUMNS = ("title", "text")
@@ -63,16 +63,6 @@ def results_frame(queries: Sequence[Query], run: Run) -> Any:
     return frame
 
 
-def frame_run(frame: Any) -> Run:
-    """A Run from a results frame (``docno``, ``score``; optional title / text), each ranking by descending score."""
-    columns = [c for c in TEXT_COLUMNS if c in frame.columns]
-    run: dict[str, list[Hit]] = {}
-    for row in frame.itertuples(index=False):
-        fields = {c: getattr(row, c) for c in columns}
-        run.setdefault(str(row.qid), []).append(Hit(str(row.docno), float(row.score), str(row.docno), **fields))
-    return Run({qid: rank_hits(hits) for qid, hits in run.items()})
-
-
 def qrels_frame(qrels: Qrels) -> Any:
     """sleuth qrels (``{qid: {docno: label}}``) as PyTerrier's frame: ``qid``, ``docno``, ``label``; checked as an
     Experiment checks them (a relevance that is not a whole number is a ConfigError)."""
@@ -104,7 +94,7 @@ def transformer_class() -> type:
             else:
                 require_columns(inp, ("qid", "query"), "queries", QueryError)
             queries = as_queries(frame_queries(inp))  # checked as a stage's call checks them (an empty query)
-            candidates = frame_run(inp) if "docno" in inp.columns else None
+            candidates = Run.from_frame(inp) if "docno" in inp.columns else None
             return results_frame(queries, self.stage.transform(queries, candidates))
 
         def __repr__(self) -> str:
@@ -140,7 +130,7 @@ class TransformerStage(Stage):
             got = f"a frame with the columns {', '.join(columns)}" if columns is not None else type(output).__name__
             raise ConfigError(f"stage '{self.name}': the PyTerrier transformer returned {got}; a stage needs a "
                               "results frame with the columns qid, docno and score")
-        return frame_run(output)
+        return Run.from_frame(output, ConfigError, f"stage '{self.name}' output")
 
 
 def from_transformer(transformer: Any, name: str | None = None) -> Stage:

@@ -59,6 +59,34 @@ def as_queries(queries: str | Query | Iterable[str | Query] | Mapping[str, str])
     return result
 
 
+def as_candidates(candidates: Run | Mapping[str, Sequence[Hit]] | None) -> Run | None:
+    """Normalise the candidates a stage is called with: None, a Run, a ``{query id: [Hit, ...]}`` mapping (each
+    ranking sorted by score) or a PyTerrier results frame (``qid``, ``docno``, ``score``). Anything else, a hit that
+    is not a :class:`Hit` or a document given twice for one query is a QueryError (before: an AttributeError from
+    inside the stage)."""
+    if candidates is None or isinstance(candidates, Run):
+        return candidates
+    if is_frame(candidates):
+        return Run.from_frame(candidates)
+    if not isinstance(candidates, Mapping):
+        raise QueryError(f"candidates must be a sleuth Run ({{query id: [Hit, ...]}}) or a results frame with qid, "
+                         f"docno and score columns; got {type(candidates).__name__}")
+    run = Run()
+    for qid, hits in candidates.items():
+        key = checked_id(qid, "a ranking of the candidates")
+        if isinstance(hits, (str, bytes)) or not isinstance(hits, Sequence):
+            raise QueryError(f"candidates of query '{key}' must be a list of sleuth Hits, got {type(hits).__name__}")
+        seen: set[str] = set()
+        for hit in hits:
+            if not isinstance(hit, Hit):
+                raise QueryError(f"candidates of query '{key}' hold {type(hit).__name__} {hit!r:.40}, not a sleuth Hit")
+            if hit.id in seen:
+                raise QueryError(f"candidates of query '{key}' rank document '{hit.id}' twice")
+            seen.add(hit.id)
+        run[key] = list(hits)
+    return run.sorted()
+
+
 def checked_id(value: object, where: str) -> str:
     """A query id as a string (:func:`id_string`), else a QueryError naming ``where``."""
     text = id_string(value)
@@ -132,10 +160,10 @@ class Stage(ABC):
         """Score candidates (or retrieve them when ``candidates`` is None) for every query."""
 
     def __call__(self, queries: str | Query | Iterable[str | Query] | Mapping[str, str],
-                 candidates: Run | None = None) -> Run:
+                 candidates: Run | Mapping[str, Sequence[Hit]] | None = None) -> Run:
         """Run the stage on queries given in any form :func:`as_queries` takes (a string, a list, ``{id: text}``, a
-        PyTerrier topics frame)."""
-        return self.transform(as_queries(queries), candidates)
+        PyTerrier topics frame), with candidates in any form :func:`as_candidates` takes."""
+        return self.transform(as_queries(queries), as_candidates(candidates))
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
         """Convenience: the top ``k`` hits of one query string."""

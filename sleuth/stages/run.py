@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sleuth.errors import InputError
+from sleuth.corpus.frames import frame_id, require_columns
+from sleuth.errors import InputError, QueryError, SleuthError
 
 
 @dataclass
@@ -140,6 +141,32 @@ class Run(dict):
             lines[qid, docid] = number
             scores.setdefault(qid, {})[docid] = score
         return cls.from_scores(scores)
+
+    @classmethod
+    def from_frame(cls, frame: Any, error: type[SleuthError] = QueryError, what: str = "results") -> Run:
+        """A Run from a PyTerrier results frame (``qid``, ``docno``, ``score``; title / text when present), each
+        ranking by descending score. A missing id, a score that is not a number, or a document ranked twice for one
+        query (before: both rows were kept) raises ``error`` naming the row of the ``what`` frame."""
+        require_columns(frame, ("qid", "docno", "score"), what, error)
+        columns = [c for c in ("title", "text") if c in frame.columns]
+        run: dict[str, list[Hit]] = {}
+        rows: dict[tuple[str, str], Any] = {}
+        for row, record in zip(frame.index, frame.itertuples(index=False)):
+            qid = frame_id(record.qid, "qid", row, what, error)
+            docno = frame_id(record.docno, "docno", row, what, error)
+            try:
+                score = float(record.score)
+            except (TypeError, ValueError):
+                score = math.nan
+            if math.isnan(score):
+                raise error(f"row {row!r} of the {what} frame: score {record.score!r:.40} is not a number")
+            if (qid, docno) in rows:
+                raise error(f"row {row!r} of the {what} frame: document '{docno}' is ranked twice for query '{qid}' "
+                            f"(first on row {rows[qid, docno]!r})")
+            rows[qid, docno] = row
+            fields = {c: getattr(record, c) for c in columns}
+            run.setdefault(qid, []).append(Hit(docno, score, docno, **fields))
+        return cls({qid: rank_hits(hits) for qid, hits in run.items()})
 
     @classmethod
     def concat(cls, runs: Iterable[Run]) -> Run:

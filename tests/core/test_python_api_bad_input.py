@@ -142,3 +142,35 @@ def test_save_runs_into_a_file_is_a_config_error(bm25, relevant, tmp_path):
         result.save_runs(taken)
     assert taken.read_text() == "keep me"
     assert result.save_runs(tmp_path / "new" / "runs")["bm25"].read_text().startswith("1 Q0 ")
+
+
+def test_candidates_in_any_documented_form_and_anything_else_named(bm25, relevant):
+    """Before: a list (or a mapping of ids) as ``candidates`` was an AttributeError from inside the stage."""
+    from sleuth.stages.run import Hit
+
+    given = {"q1": [Hit(relevant[1], 9.0), Hit(relevant[0], 1.0)]}  # BM25 rescores them: relevant[0] first again
+    assert bm25(TOPIC, candidates=given)["q1"][0].id == relevant[0]
+    frame = pd.DataFrame({"qid": ["q1", "q1"], "docno": [relevant[1], relevant[0]], "score": [9.0, 1.0]})
+    assert bm25(TOPIC, candidates=frame).ids("q1") == bm25(TOPIC, candidates=given).ids("q1")
+    with pytest.raises(QueryError, match="candidates must be a sleuth Run .* got list"):
+        bm25(TOPIC, candidates=[relevant[0]])
+    with pytest.raises(QueryError, match=f"candidates of query 'q1' hold str '{relevant[0]}', not a sleuth Hit"):
+        bm25(TOPIC, candidates={"q1": [relevant[0]]})
+    with pytest.raises(QueryError, match=f"candidates of query 'q1' rank document '{relevant[0]}' twice"):
+        bm25(TOPIC, candidates={"q1": [Hit(relevant[0], 1.0), Hit(relevant[0], 2.0)]})
+
+
+def test_a_results_frame_ranking_a_document_twice_is_refused(bm25, relevant):
+    """Before: both rows became hits, and the document was counted twice by the stage and by the measures."""
+    twice = pd.DataFrame({"qid": ["q1", "q1"], "query": [TOPIC, TOPIC], "docno": [relevant[0]] * 2,
+                          "score": [1.0, 2.0]})
+    with pytest.raises(QueryError, match=f"row 1 of the results frame: document '{relevant[0]}' is ranked twice for "
+                                         r"query 'q1' \(first on row 0\)"):
+        bm25(TOPIC, candidates=twice)
+    pytest.importorskip("pyterrier")
+    from sleuth.pyterrier import as_transformer
+
+    with pytest.raises(QueryError, match="is ranked twice for query 'q1'"):
+        as_transformer(bm25)(twice)
+    with pytest.raises(QueryError, match="row 0 of the results frame: score 'high' is not a number"):
+        as_transformer(bm25)(twice.assign(score=["high", 1.0]))
