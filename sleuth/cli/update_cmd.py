@@ -9,27 +9,31 @@ from pathlib import Path
 import typer
 
 from sleuth.cli.common import DEVICE, console
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 
 
 def update(
     index: Path = typer.Argument(..., help="Index folder (bm25, dense, or a kind a system can update, e.g. hierarchical) to update."),
     add: Path | None = typer.Option(None, "--add", help="JSONL file of documents to add: id, title, text."),
-    delete: str | None = typer.Option(None, "--delete", help="Comma-separated passage ids to delete."),
+    delete: str | None = typer.Option(None, "--delete", help="Comma-separated passage ids to delete (spaces around "
+                                      "each are dropped)."),
+    delete_file: Path | None = typer.Option(None, "--delete-file", help="File of passage ids to delete, one per line, "
+                                            "each taken exactly as written (ids with commas or surrounding spaces)."),
     encoder: str | None = typer.Option(None, help="Encoder of new dense documents (default: the index's)."),
     device: str = DEVICE,
 ) -> None:
-    """Add (--add) or delete (--delete) documents; searches see the old or the new index, never half."""
+    """Add (--add) or delete (--delete, --delete-file) documents; searches see the old or the new index, never
+    half."""
     from sleuth.index.updates import add_documents, delete_documents, passages_from_jsonl
 
-    if (add is None) == (delete is None):
-        raise ConfigError("give exactly one of --add FILE or --delete ID,ID")
+    if sum(option is not None for option in (add, delete, delete_file)) != 1:
+        raise ConfigError("give exactly one of --add FILE, --delete ID,ID or --delete-file FILE")
     if encoder is not None:  # not loaded for nothing and then ignored
         from sleuth.index.manifest import current_generation, read_manifest
         from sleuth.index.updates import refuse_encoder
 
-        if delete is not None:
-            raise ConfigError("--encoder encodes added documents: it goes with --add, not --delete")
+        if add is None:
+            raise ConfigError("--encoder encodes added documents: it goes with --add, not with a deletion")
         refuse_encoder(read_manifest(current_generation(index), verify=False).kind, index)
     start = time.perf_counter()
     if add is not None:
@@ -41,12 +45,28 @@ def update(
         passages = passages_from_jsonl(add)
         manifest = add_documents(index, passages, encoder=loaded, device=device)
         done = f"added {len(passages):,}"
-    elif delete is not None:  # always so here: exactly one of --add / --delete was checked above
-        ids = list(dict.fromkeys(item.strip() for item in delete.split(",") if item.strip()))  # a,a deletes one
+    else:  # exactly one of --add / --delete / --delete-file was checked above
+        ids = ids_in_file(delete_file) if delete_file is not None else ids_to_delete(str(delete))
         manifest = delete_documents(index, ids)
         done = f"deleted {len(ids):,}"
     console.print(f"[green]{manifest.kind}[/green] index at {index}: {done}, now {manifest.count:,} passages "
                   f"({time.perf_counter() - start:.1f} s)")
+
+
+def ids_to_delete(option: str) -> list[str]:
+    """The ids of ``--delete a,b``: split at commas, spaces around each dropped, each id once."""
+    return list(dict.fromkeys(item.strip() for item in option.split(",") if item.strip()))
+
+
+def ids_in_file(path: Path) -> list[str]:
+    """The ids of ``--delete-file``: one per non-blank line, exactly as written (the line end aside), each once; a
+    file without any is an InputError naming it."""
+    from sleuth.io import text_lines
+
+    ids = list(dict.fromkeys(line for _, line in text_lines(path)))
+    if not ids:
+        raise InputError("no ids to delete (one per line)", path=path)
+    return ids
 
 
 def register(app: typer.Typer) -> None:

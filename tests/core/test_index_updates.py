@@ -272,7 +272,7 @@ def test_update_command_adds_and_deletes(sleuth, tmp_path, scifact_passages):
     assert_one_line_error(sleuth("update", target, "--add", corpus, "--encoder", "minilm"),
                           f"an encoder is for dense indexes; {target} is a bm25 index (it encodes nothing)")
     assert_one_line_error(sleuth("update", target, "--delete", scifact_passages[62].id, "--encoder", "minilm"),
-                          "--encoder encodes added documents: it goes with --add, not --delete")
+                          "--encoder encodes added documents: it goes with --add, not with a deletion")
     assert len(BM25Index.load(target)) == 64
 
 

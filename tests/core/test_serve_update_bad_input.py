@@ -101,3 +101,23 @@ def test_a_fractional_id_to_add_is_named_as_such(sleuth, tmp_path, scifact_passa
     assert_one_line_error(sleuth("update", index, "--add", tmp_path / "new.jsonl"),
                           "new.jsonl:2: field 'id': 1.5 is a JSON number with a fraction or exponent")
     assert len(BM25Index.load(index)) == 20
+
+
+def test_ids_with_commas_or_surrounding_spaces_are_deleted_from_a_file(sleuth, tmp_path, scifact_passages):
+    """Before: --delete split at commas and dropped spaces, so such an id, though indexed, could not be deleted."""
+    index = tmp_path / "ix"
+    BM25Index.build(scifact_passages[:20], index, show_progress=False)
+    odd = [" padded ", "a,b"]
+    (tmp_path / "new.jsonl").write_text("".join(json.dumps({"_id": i, "text": "an odd id"}) + "\n" for i in odd),
+                                        encoding="utf-8")
+    assert sleuth("update", index, "--add", tmp_path / "new.jsonl").returncode == 0
+    assert_one_line_error(sleuth("update", index, "--delete", " padded "), "unknown passage id 'padded'")
+    (tmp_path / "gone.txt").write_text(" padded \n\na,b\n", encoding="utf-8")
+    result = sleuth("update", index, "--delete-file", tmp_path / "gone.txt")
+    assert result.returncode == 0 and "deleted 2, now 20 passages" in result.stderr, result.stderr
+    assert set(BM25Index.load(index).docstore.ids) == {p.id for p in scifact_passages[:20]}
+    (tmp_path / "none.txt").write_text("\n", encoding="utf-8")
+    assert_one_line_error(sleuth("update", index, "--delete-file", tmp_path / "none.txt"),
+                          "none.txt: no ids to delete (one per line)")
+    assert_one_line_error(sleuth("update", index, "--delete", "x", "--delete-file", tmp_path / "gone.txt"),
+                          "give exactly one of --add FILE, --delete ID,ID or --delete-file FILE")
