@@ -16,11 +16,12 @@ from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
-from sleuth.eval.experiment import Experiment, JudgedQueries, run_file_names, trec_id_problem
+from sleuth.eval.experiment import Experiment, JudgedQueries, run_file_names
 from sleuth.eval.self_hits import exclusion_note
 from sleuth.overwrite import check_writable
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.progress import format_duration
+from sleuth.stages.run import trec_id_problem
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
 DEFAULT_DEPTH = 1000

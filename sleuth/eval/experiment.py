@@ -212,20 +212,10 @@ def run_file_names(names: Iterable[str]) -> dict[str, str]:
     return stems
 
 
-def trec_id_problem(value: str) -> str | None:
-    """Why a TREC run file (columns split on whitespace) cannot hold an id: "is empty", "has whitespace" or None."""
-    if not value:
-        return "is empty"
-    return "has whitespace" if len(value.split()) != 1 or value.strip() != value else None
-
-
 def check_trec_ids(run: Run, name: str) -> None:
     """A ConfigError naming the first query or document id of ``run`` that a TREC run file cannot hold."""
-    for qid, hits in run.items():
-        ids = [("query", qid)] + [("document", hit.id) for hit in hits]
-        bad = next(((what, value, why) for what, value in ids if (why := trec_id_problem(value))), None)
-        if bad is not None:
-            raise ConfigError(f"cannot write pipeline '{name}' as a TREC run file: {bad[0]} id {bad[1]!r} {bad[2]}")
+    if problem := run.trec_problem():
+        raise ConfigError(f"cannot write pipeline '{name}' as a TREC run file: {problem}")
 
 
 @dataclass

@@ -80,6 +80,13 @@ def jsonable(value: Any, depth: int = 0) -> Any:
     return str(value)
 
 
+def trec_id_problem(value: str) -> str | None:
+    """Why a TREC run file (columns split on whitespace) cannot hold an id: "is empty", "has whitespace" or None."""
+    if not value:
+        return "is empty"
+    return "has whitespace" if len(value.split()) != 1 or value.strip() != value else None
+
+
 class Run(dict):
     """Query id -> list of Hits, best first. The value passed between stages and written as a TREC run."""
 
@@ -106,14 +113,29 @@ class Run(dict):
 
     # --- TREC run files ---------------------------------------------------------------------------------------
     def write_trec(self, path: str | Path, tag: str = "sleuth") -> None:
-        """Write a TREC run file (``qid Q0 docid rank score tag``) atomically."""
+        """Write a TREC run file (``qid Q0 docid rank score tag``) atomically. An id or a tag that such a file
+        cannot hold (:func:`trec_id_problem`) is an InputError naming it, and nothing is written (before: a line of
+        more columns, which no reader takes back)."""
         from sleuth.io import atomic_write_text
 
+        problem = self.trec_problem() or (f"tag {tag!r} {why}" if (why := trec_id_problem(tag)) else None)
+        if problem:
+            raise InputError(f"cannot write a TREC run file: {problem}", path=path)
         lines = []
         for qid, hits in self.items():
             for rank, hit in enumerate(hits, start=1):
                 lines.append(f"{qid} Q0 {hit.id} {rank} {hit.score:.6f} {tag}\n")
         atomic_write_text(path, "".join(lines))
+
+    def trec_problem(self) -> str | None:
+        """Why a TREC run file cannot hold this run (its first query or document id that such a file cannot hold:
+        :func:`trec_id_problem`), or None."""
+        for qid, hits in self.items():
+            ids = [("query", qid)] + [("document", hit.id) for hit in hits]
+            bad = next(((what, value, why) for what, value in ids if (why := trec_id_problem(value))), None)
+            if bad is not None:
+                return f"{bad[0]} id {bad[1]!r} {bad[2]}"
+        return None
 
     @classmethod
     def read_trec(cls, path: str | Path) -> Run:

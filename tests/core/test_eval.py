@@ -101,6 +101,22 @@ def test_trec_run_round_trip(tmp_path):
     assert evaluate(back, QRELS, ["nDCG@10", "AP"]) == evaluate(RUN, QRELS, ["nDCG@10", "AP"])
 
 
+
+@pytest.mark.parametrize("run, tag, named", [
+    (Run({"q1": [Hit("Albert Einstein", 1.0)]}), "demo", "document id 'Albert Einstein' has whitespace"),
+    (Run({"q 1": [Hit("d1", 1.0)]}), "demo", "query id 'q 1' has whitespace"),
+    (Run({"q1": [Hit("d1", 1.0)]}), "my run", "tag 'my run' has whitespace"),
+])
+def test_a_trec_run_file_refuses_what_it_cannot_hold(tmp_path, run, tag, named):
+    """Before: `Albert Einstein` was written as two columns, a line that Run.read_trec (and trec_eval) refuse, over
+    the file that was there."""
+    path = tmp_path / "demo.run"
+    RUN.write_trec(path, tag="demo")
+    kept = path.read_text()
+    with pytest.raises(InputError, match=f"demo.run: cannot write a TREC run file: {named}"):
+        run.write_trec(path, tag=tag)
+    assert path.read_text() == kept
+
 # --- answers ------------------------------------------------------------------------------------------------------
 
 def test_tokenize_like_dpr_simple_tokenizer():
