@@ -21,6 +21,10 @@ from tests.cli_support import one_line_error
      "--pooling do not apply"),
     (["--lora-rank", "4", "--lora-alpha", "8"], "--variant attention has no LoRA experts: --lora-rank and "
                                                  "--lora-alpha do not apply"),
+    # before: a rank-100000 adapter of every expert was allocated (gigabytes) before training began
+    (["--variant", "lora", "--lora-rank", "100000"], "--lora-rank 100000: the backbone 'minilm' has 384 hidden units, "
+                                                     "and a LoRA rank above them adds nothing; give --lora-rank 384 "
+                                                     "or less (4 to 64 is usual)"),
 ])
 def test_model_and_nq_options_are_checked_before_the_data_is_read(args, message, tmp_path, capsys):
     """Before: the architecture options were checked only when the model was built, after every training file had

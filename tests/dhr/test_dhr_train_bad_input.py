@@ -48,6 +48,29 @@ def test_dhr_train_refuses_a_max_length_the_base_model_cannot_read(tiny, tmp_pat
     assert not (tmp_path / "out").exists()
 
 
+def test_dhr_train_refuses_a_lora_rank_wider_than_its_models(tiny, tmp_path, capsys):
+    """Before: --lora-rank 5000 was accepted (an adapter larger than MiniLM, whose rank above its 384 hidden units adds
+    nothing)."""
+    error = one_line_error(train(tiny, tmp_path / "out", "--lora-rank", "5000"), capsys)
+    assert "--lora-rank 5000: --document-model 'minilm' has 384 hidden units" in error, error
+    assert not (tmp_path / "out").exists()
+
+
+def test_dhr_train_keeps_out_of_a_folder_of_other_files(tiny, tmp_path, capsys):
+    """Before: --out a folder of the user's files got split.json, round1/ and report.json written among them (exit 0).
+    An earlier run's folder may be trained into again."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("important\n", encoding="utf-8")
+    error = one_line_error(train(tiny, folder), capsys)
+    assert f"--out {folder}: a folder of other files, not an earlier dhr train run" in error, error
+    assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+    from sleuth.train.checks import DHR_RUN_FILES, refuse_other_files
+
+    (folder / "split.json").write_text("{}\n", encoding="utf-8")
+    refuse_other_files(folder, markers=DHR_RUN_FILES)
+
+
 def test_dhr_train_refuses_a_question_given_twice(tiny, tmp_path, capsys):
     """Before: `--questions Q --questions Q` trained on every question twice (exit 0; the two copies of a question
     even fell on the same side of the split, as it hashes the id)."""

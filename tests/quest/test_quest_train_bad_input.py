@@ -78,6 +78,17 @@ def test_quest_training_keeps_a_folder_of_other_files(quest, tmp_path, capsys, c
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
 
 
+@pytest.mark.parametrize("command, extra", [("train", CLASSIFIER), ("train-dense", TINY)])
+def test_quest_training_refuses_a_lora_rank_wider_than_the_backbone(quest, tmp_path, capsys, command, extra):
+    """Before: --lora-rank 5000 was accepted and trained an adapter larger than MiniLM itself (a rank above its 384
+    hidden units adds nothing). Refused before any file is read (the documents given are not a corpus)."""
+    error = one_line_error(["quest", command, "--examples", str(quest / "val.jsonl"), "--documents",
+                            str(quest / "val.jsonl"), "--out", str(tmp_path / "m"), "--lora-rank", "5000", *extra],
+                           capsys)
+    assert "--lora-rank 5000: " in error and "'minilm' has 384 hidden units" in error, error
+    assert not (tmp_path / "m").exists()
+
+
 def test_an_empty_folder_or_a_saved_model_may_be_replaced(tmp_path):
     from sleuth.train.checks import refuse_other_files
 

@@ -260,6 +260,10 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
         raise ConfigError("--lora-target and --frozen-expert need --variant lora")
     if architecture.model == UNTRAINED:  # variant, pooling, expert layers, LoRA spec against MiniLM's layers
         fresh_config(architecture).resolved(backbone_layers(UNTRAINED))
+        if architecture.variant == "lora":
+            from sleuth.train.checks import check_lora_rank
+
+            check_lora_rank(architecture.lora_rank, {"the backbone": UNTRAINED})
 
 
 #: the options that shape a fresh model (a saved one keeps its own)

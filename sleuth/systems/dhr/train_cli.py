@@ -110,7 +110,7 @@ def train_dhr_command(
     from sleuth.pipelines.mixed_source import with_distractors
     from sleuth.systems.dhr.structure import documents_to_groups
     from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
-    from sleuth.train.checks import check_max_length
+    from sleuth.train.checks import DHR_RUN_FILES, check_lora_rank, check_max_length, refuse_other_files
     from sleuth.train.contrastive import TrainConfig
 
     if mined and rounds == 1 and not mine_from_base:  # before: accepted, recorded, never used
@@ -118,7 +118,10 @@ def train_dhr_command(
                           "--mine-from-base; give --rounds 2 or more, or --mine-from-base, or leave out --mined")
     backbone_dir(document_model, "--document-model")  # neither minilm nor a folder: refused before the data is read
     backbone_dir(passage_model, "--passage-model")
-    check_max_length(max_length, {"--document-model": document_model, "--passage-model": passage_model})
+    models: dict[str, str | Path] = {"--document-model": document_model, "--passage-model": passage_model}
+    check_max_length(max_length, models)
+    check_lora_rank(lora_rank, models)
+    refuse_other_files(out, markers=DHR_RUN_FILES, what="an earlier dhr train run")
     refuse_overwriting_inputs(out, [corpus, *questions, *(distractors or []),
                                     train_articles if train_articles and Path(train_articles).is_file() else None],
                               folder=True)

@@ -68,7 +68,7 @@ def train_classifier_command(
     from sleuth.systems.quest.methods import RETRIEVERS, default_classifier_dir, quest_workspace
     from sleuth.systems.quest.task import load_task
     from sleuth.systems.quest.training import TuningPlan, train_and_tune
-    from sleuth.train.checks import check_max_length, refuse_other_files
+    from sleuth.train.checks import check_lora_rank, check_max_length, refuse_other_files
 
     unknown = [r for r in tune_retriever or () if r not in RETRIEVERS]
     if unknown:
@@ -77,6 +77,7 @@ def train_classifier_command(
         raise ConfigError("--lora-layer places a LoRA: it needs --lora-rank")
     backbone_dir(backbone, "--backbone")
     check_max_length(max_length, {"--backbone": backbone})
+    check_lora_rank(lora_rank, {"--backbone": backbone})
     if out_dir is not None:
         refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples], folder=True)
     refuse_other_files(out_dir or default_classifier_dir())

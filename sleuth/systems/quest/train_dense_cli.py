@@ -38,10 +38,11 @@ def train_dense_command(
     from sleuth.systems.quest.dense_training import DenseExampleBudget, dense_examples
     from sleuth.systems.quest.methods import quest_workspace
     from sleuth.systems.quest.task import load_task
-    from sleuth.train.checks import check_max_length, refuse_other_files
+    from sleuth.train.checks import check_lora_rank, check_max_length, refuse_other_files
     from sleuth.train.contrastive import TrainConfig, train_contrastive
 
     check_max_length(max_length, {"the backbone": "minilm"})
+    check_lora_rank(lora_rank, {"the backbone": "minilm"})
     refuse_overwriting_inputs(out_dir, [examples, documents], folder=True)
     refuse_other_files(out_dir)
     ws = quest_workspace(documents, device)
