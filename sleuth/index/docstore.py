@@ -54,7 +54,12 @@ class DocStore:
 
     def contents(self) -> list[str]:
         """Title and text of every row, as the encoder and BM25 see them."""
-        return [f"{t} {x}" if t else x for t, x in zip(self.titles, self.texts)]
+        return [self.content(row) for row in range(len(self.texts))]
+
+    def content(self, row: int) -> str:
+        """Title and text of one row, as the encoder and BM25 see them."""
+        title, text = self.titles[row], self.texts[row]
+        return f"{title} {text}" if title else text
 
     def save(self, directory: Path) -> None:
         import pyarrow as pa  # imported on use: pyarrow costs half a second of every CLI start

@@ -89,7 +89,7 @@ def _commit_bm25(index_dir: Path, current: ShardedBM25Index, parts: list[DocStor
 def add_dense(index_dir: Path, passages: list[Passage], encoder: Any = None, device: str = "cpu") -> Manifest:
     current = ShardedDenseIndex.load(index_dir)
     check_new_ids(current.docstore, passages, index_dir)
-    encoder = new_passage_encoder(encoder, current.encoder_spec, current.dim, index_dir, device)
+    encoder = new_passage_encoder(encoder, current, index_dir, device)
     added = DocStore.from_passages(passages)
     vectors = np.ascontiguousarray(encoder.encode_passages(added.contents(), show_progress=False), dtype=np.float32)
     shards = list(current.shards)

@@ -67,7 +67,7 @@ from sleuth.index.manifest import (
     read_manifest,
     write_manifest,
 )
-from sleuth.index.sharded import SHARDED_BM25
+from sleuth.index.sharded import SHARDED_BM25, ShardedDenseIndex
 from sleuth.io import write_error
 from sleuth.models.encoder import Encoder
 
@@ -192,7 +192,7 @@ def add_documents(index_dir: str | Path, passages: Sequence[Passage], encoder=No
         docstore = DocStore.concat([current.docstore, added])
         if isinstance(current, BM25Index):
             return _write_bm25(index_dir, current, docstore)
-        encoder = new_passage_encoder(encoder, current.encoder_spec, current.dim, index_dir, device)
+        encoder = new_passage_encoder(encoder, current, index_dir, device)
         vectors = encoder.encode_passages(added.contents(), show_progress=False)
         index = current.index  # a private copy read from disk by _current: appending leaves the served one alone
         index.add(np.ascontiguousarray(vectors, dtype=np.float32))
@@ -232,21 +232,51 @@ def refuse_encoder(kind: str, index_dir: str | Path) -> None:
         raise ConfigError(f"an encoder is for dense indexes; {index_dir} is a {kind} index (it encodes nothing)")
 
 
-def new_passage_encoder(encoder: Encoder | None, spec: dict[str, Any], dim: int, index_dir: str | Path,
+def new_passage_encoder(encoder: Encoder | None, current: DenseIndex | ShardedDenseIndex, index_dir: str | Path,
                         device: str = "cpu") -> Encoder:
     """The encoder of an update's new dense passages, for sharded and unsharded indexes alike: ``encoder`` when
-    given, else the one the index's manifest records, loaded on ``device`` as a search loads it
-    (:func:`sleuth.models.registry.encoder_from_spec`: name, prefixes, normalisation, maximum length); a
-    ConfigError when its dimension is not the index's."""
+    given (checked by :func:`check_same_space`), else the one the index's manifest records, loaded on ``device`` as a
+    search loads it (:func:`sleuth.models.registry.encoder_from_spec`: name, prefixes, normalisation, maximum
+    length); a ConfigError when its dimension is not the index's."""
+    spec = current.encoder_spec
     if encoder is None:
         from sleuth.models.registry import encoder_from_spec
 
         if not spec.get("name"):
             raise ConfigError(f"{index_dir}: the manifest records no encoder; name the encoder of new documents")
-        encoder = encoder_from_spec(spec, device)
-    if encoder.dim != dim:
-        raise ConfigError(f"encoder '{encoder.name}' gives {encoder.dim} dimensions, the index has {dim}")
+        return encoder_from_spec(spec, device)
+    if encoder.dim != current.dim:
+        raise ConfigError(f"encoder '{encoder.name}' gives {encoder.dim} dimensions, the index has {current.dim}")
+    check_same_space(encoder, current, index_dir)
     return encoder
+
+
+#: passages of the index that a given encoder re-encodes to check it gives the index's vectors
+SPACE_SAMPLE = 16
+
+
+def check_same_space(encoder: Encoder, current: DenseIndex | ShardedDenseIndex, index_dir: str | Path) -> None:
+    """A ConfigError unless ``encoder`` puts the index's own passages where the index holds them: re-encoded, at
+    least three in four of up to :data:`SPACE_SAMPLE` passages (evenly spaced) must be nearest their own stored
+    vector among the sample's (PQ's approximate vectors pass; another model of the same dimension, whose vectors
+    would be searched as if they were the index's, does not). Indexes of under four passages are not checked."""
+    count = len(current.docstore)
+    if count < 4:
+        return
+    rows = sorted({int(i) for i in np.linspace(0, count - 1, min(SPACE_SAMPLE, count))})
+    texts = [current.docstore.content(row) for row in rows]
+    fresh = np.asarray(encoder.encode_passages(texts, show_progress=False), dtype=np.float32)
+    stored = np.asarray(current.vectors(rows), dtype=np.float32)
+    fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-12)
+    stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
+    similarity = fresh @ stored.T
+    own = int((similarity.argmax(axis=1) == np.arange(len(rows))).sum())
+    if own * 4 < 3 * len(rows):
+        built = current.encoder_spec.get("name") or "an unrecorded encoder"
+        raise ConfigError(f"encoder '{encoder.name}' does not give the vectors of {index_dir}: of {len(rows)} of its "
+                          f"passages re-encoded, {own} land nearest their own stored vector (mean cosine "
+                          f"{float(np.diag(similarity).mean()):.2f}); the index was built with '{built}' (leave out "
+                          "--encoder to use it)")
 
 
 def check_new_ids(current: DocStore, passages: Sequence[Passage], index_dir: str | Path) -> None:

@@ -211,6 +211,35 @@ def test_dense_add_and_delete_keep_untouched_scores(tmp_path, scifact_passages, 
     np.testing.assert_allclose([left[i] for i in left], [after[i] for i in left], rtol=1e-6)
 
 
+def test_an_encoder_of_another_vector_space_is_refused(tmp_path, scifact_passages, onnx_encoder):
+    """Before: only the dimension was checked, so new passages encoded by another 384-d model (here MiniLM's
+    weights with its word embeddings shuffled) were added to a MiniLM index and searched as if comparable. The same
+    model on another backend (torch for an index built by ONNX) is taken, for an unsharded and a sharded index
+    alike."""
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    from sleuth.index.sharded import ShardedDenseIndex
+    from sleuth.models.registry import backbone_dir, load_encoder
+
+    model = SentenceTransformer(str(backbone_dir("minilm")), device="cpu")
+    words = model[0].auto_model.embeddings.word_embeddings.weight
+    with torch.no_grad():
+        words.copy_(words[torch.randperm(len(words), generator=torch.Generator().manual_seed(0))])
+    model.save(str(tmp_path / "other-model"))
+    other = load_encoder(str(tmp_path / "other-model"))
+    passages, new = scifact_passages[:20], scifact_passages[20:22]
+    DenseIndex.build(passages, onnx_encoder, tmp_path / "dense", show_progress=False)
+    ShardedDenseIndex.build(passages, onnx_encoder, tmp_path / "sharded", shards=2, show_progress=False)
+    for target, kind in ((tmp_path / "dense", DenseIndex), (tmp_path / "sharded", ShardedDenseIndex)):
+        with pytest.raises(ConfigError, match=r"does not give the vectors of .*: of 16 of its passages re-encoded, "
+                                              r"\d+ land nearest their own stored vector .* built with 'minilm-onnx'"):
+            add_documents(target, new, encoder=other)
+        assert len(kind.load(target)) == 20
+        add_documents(target, new, encoder=load_encoder("minilm"))
+        assert len(kind.load(target)) == 22
+
+
 def short_dense_indexes(tmp_path, passages) -> list[tuple]:
     """A dense and a sharded dense index of ``passages`` made by MiniLM (ONNX) at a maximum length of 16 tokens,
     recorded in their manifests: ``[(folder, index class), ...]``."""
