@@ -87,7 +87,7 @@ def serve(
     from sleuth.service.admin import read_api_key
     from sleuth.service.app import create_app
     from sleuth.service.hosts import loopback_hosts
-    from sleuth.service.limits import Limits
+    from sleuth.service.limits import LimitError, Limits
     from sleuth.service.query_log import QueryLog
 
     if index and pipeline:
@@ -106,6 +106,14 @@ def serve(
         raise ConfigError(f"--port must be between 0 and 65535, got {port}")
     if not read_timeout > 0:
         raise ConfigError(f"--read-timeout must be positive, got {read_timeout}")
+    try:
+        limits = Limits(max_query_chars=max_query_chars, max_k=max_k, max_batch=max_batch,
+                        max_body_bytes=max_body_bytes, max_obfuscations=max_obfuscations, timeout_seconds=timeout,
+                        text_chars=text_chars, max_text_chars=max_text_chars, max_response_bytes=max_response_bytes,
+                        workers=workers, max_queued=max_queued)
+    except LimitError as exc:  # before: "limit 'max_k' must be positive", a name the command line does not take
+        option = "--timeout" if exc.field == "timeout_seconds" else f"--{exc.field.replace('_', '-')}"
+        raise ConfigError(f"{option} {exc.problem}") from None
     names = check_index_names(index or [])
     listener = bind_port(host, port)  # held from now on: nothing can take the port while the stages load
     port = listener.getsockname()[1]  # --port 0: the port the system chose
@@ -128,10 +136,6 @@ def serve(
             stages = pipeline_stages(served_pipelines(corpus, pipeline), ws)
         return stages
 
-    limits = Limits(max_query_chars=max_query_chars, max_k=max_k, max_batch=max_batch, max_body_bytes=max_body_bytes,
-                    max_obfuscations=max_obfuscations, timeout_seconds=timeout, text_chars=text_chars,
-                    max_text_chars=max_text_chars, max_response_bytes=max_response_bytes, workers=workers,
-                    max_queued=max_queued)
     if not index:
         note_bundled(corpus, "serving")
     try:

@@ -27,6 +27,14 @@ class RequestError(SleuthError):
         self.status = status
 
 
+class LimitError(SleuthError):
+    """A limit of :class:`Limits` out of range; ``field`` names it, ``problem`` says what is wrong."""
+
+    def __init__(self, field: str, problem: str):
+        super().__init__(f"limit '{field}' {problem}")
+        self.field, self.problem = field, problem
+
+
 @dataclass(frozen=True)
 class Limits:
     """Named request limits (all inclusive maxima)."""
@@ -50,10 +58,10 @@ class Limits:
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
             if not value > 0:
-                raise SleuthError(f"limit '{name}' must be positive, got {value!r}")
+                raise LimitError(name, f"must be positive, got {value!r}")
         if self.max_obfuscations > MAX_OBFUSCATIONS:
-            raise SleuthError(f"limit 'max_obfuscations' must be at most {MAX_OBFUSCATIONS} (the cap shared with "
-                              f"sleuth privacy), got {self.max_obfuscations}")
+            raise LimitError("max_obfuscations", f"must be at most {MAX_OBFUSCATIONS} (the cap shared with sleuth "
+                                                 f"privacy), got {self.max_obfuscations}")
 
     def query(self, query: Any, field: str = "query") -> str:
         """``query`` checked: a non-empty string of at most ``max_query_chars`` characters."""

@@ -121,3 +121,13 @@ def test_ids_with_commas_or_surrounding_spaces_are_deleted_from_a_file(sleuth, t
                           "none.txt: no ids to delete (one per line)")
     assert_one_line_error(sleuth("update", index, "--delete", "x", "--delete-file", tmp_path / "gone.txt"),
                           "give exactly one of --add FILE, --delete ID,ID or --delete-file FILE")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-k", "0"], "--max-k must be positive, got 0"),
+    (["--timeout", "0"], "--timeout must be positive, got 0.0"),
+    (["--max-obfuscations", "51"], "--max-obfuscations must be at most 50 (the cap shared with sleuth privacy), got 51"),
+])
+def test_a_request_limit_out_of_range_is_named_by_its_option(sleuth, args, message):
+    """Before: "limit 'max_k' must be positive" (and 'timeout_seconds'), names the command line does not take."""
+    assert_one_line_error(refused(sleuth, *args), message)
