@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import os
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, work
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.service.admin import ENV_VAR
 from sleuth.service.hosts import LOOPBACK_ADDRESSES
+from sleuth.service.served import check_index_names
 
 if TYPE_CHECKING:
     from sleuth.stages.base import Stage
@@ -257,19 +257,6 @@ def startup_line(stages: dict[str, Stage]) -> str:
     later = [name for name in stages if name not in ready]
     line = f"ready: {', '.join(ready)}"
     return f"{line}; building in the background: {', '.join(later)}" if later else line
-
-
-def check_index_names(folders: list[Path]) -> dict[str, Path]:
-    """The index folders by the name they are served under, their folder's name (that of the absolute path, so
-    ``--index .`` is not served as ''); two with the same name are refused (naming both)."""
-    seen: dict[str, Path] = {}
-    for folder in folders:
-        name = Path(os.path.abspath(folder)).name
-        if name in seen:
-            raise ConfigError(f"--index {seen[name]} and --index {folder} are both named '{name}' "
-                              "(indexes are served by folder name): rename one of the folders")
-        seen[name] = folder
-    return seen
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sleuth.errors import ConfigError
 from sleuth.scale.session import quiet_ray_logs, ray_session, require_ray
 
 APP_NAME = "sleuth"
@@ -32,6 +33,13 @@ class ServeSettings:
     max_k: int = 1000
     device: str = "cpu"
 
+    def index_names(self) -> dict[str, Path]:
+        """The index folders by the name they are served under, as ``sleuth serve`` names them (two of one name
+        are a ConfigError; before, the later replaced the earlier, unsaid)."""
+        from sleuth.service.served import check_index_names
+
+        return check_index_names([Path(folder) for folder in self.index])
+
 
 def load_stages(settings: ServeSettings) -> dict[str, Any]:
     """The served stages, as ``sleuth serve`` loads them (index folders first, else pipelines)."""
@@ -39,19 +47,23 @@ def load_stages(settings: ServeSettings) -> dict[str, Any]:
     from sleuth.pipelines.index_stage import stage_for_index
 
     stages: dict[str, Any] = {}
-    for folder in settings.index:
-        path = Path(folder)
+    for name, path in settings.index_names().items():
         stage: Any = stage_for_index(path, settings.max_k, settings.device)
-        stage.description = f"{index_kind(path)} index {path.name}"
-        stages[path.name] = stage
+        stage.description = f"{index_kind(path)} index {name}"
+        stages[name] = stage
     if not settings.index:
         from sleuth.paths import home_dir
         from sleuth.pipelines.sources import corpus_source
         from sleuth.scale.ray_eval import named_pipeline
 
         source = corpus_source(Path(settings.corpus) if settings.corpus else None)
-        for name in settings.pipelines or ["bm25"]:
-            stage = named_pipeline(name, source, settings.home or str(home_dir()), settings.device)
+        given: dict[str, str] = {}
+        for pipeline in settings.pipelines or ["bm25"]:
+            stage = named_pipeline(pipeline, source, settings.home or str(home_dir()), settings.device)
+            if stage.name in given:  # before: the later one replaced the earlier, unsaid
+                raise ConfigError(f"--pipeline {given[stage.name]} and --pipeline {pipeline} are both named "
+                                  f"'{stage.name}' (pipelines are served by name): rename one of them")
+            given[stage.name] = pipeline
             stages[stage.name] = stage
     return stages
 
@@ -86,6 +98,7 @@ def start(settings: ServeSettings, replicas: int = 2, replica_cpus: float = 0.5,
     require_ray()
     from ray import serve
 
+    settings.index_names()  # two folders of one name are refused here, not in every replica
     quiet_ray_logs()
     serve.start(http_options={"host": host, "port": port})
     serve.run(deployment(settings, replicas, replica_cpus), name=APP_NAME, route_prefix="/", blocking=False)

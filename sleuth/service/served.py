@@ -3,10 +3,12 @@ given as :class:`~sleuth.service.lazy.LazyStage` are built in the background (:m
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sleuth.errors import ConfigError
@@ -79,3 +81,16 @@ class ServedPipelines:
             self.current = Snapshot(pipelines)
             self.builds = BackgroundBuilds(pipelines.values(), previous=self.builds)
         return {"reloaded": list(pipelines)}
+
+
+def check_index_names(folders: list[Path]) -> dict[str, Path]:
+    """The index folders by the name they are served under, their folder's name (that of the absolute path, so
+    ``--index .`` is not served as ''); two with the same name are refused (naming both)."""
+    seen: dict[str, Path] = {}
+    for folder in folders:
+        name = Path(os.path.abspath(folder)).name
+        if name in seen:
+            raise ConfigError(f"--index {seen[name]} and --index {folder} are both named '{name}' "
+                              "(indexes are served by folder name): rename one of the folders")
+        seen[name] = folder
+    return seen

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.cli.serve_cmd import check_index_names
 from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index
 from sleuth.index.manifest import current_generation
 from sleuth.service.admin import ENV_VAR, read_api_key
+from sleuth.service.served import check_index_names
 from tests.core.test_cli import assert_one_line_error
 
 #: seconds a refused start may take; a server that starts instead runs until this and fails the test
@@ -131,3 +131,18 @@ def test_ids_with_commas_or_surrounding_spaces_are_deleted_from_a_file(sleuth, t
 def test_a_request_limit_out_of_range_is_named_by_its_option(sleuth, args, message):
     """Before: "limit 'max_k' must be positive" (and 'timeout_seconds'), names the command line does not take."""
     assert_one_line_error(refused(sleuth, *args), message)
+
+
+def test_ray_serve_names_indexes_and_pipelines_as_sleuth_serve_does(tmp_path, scifact_passages, corpus):
+    """Before: the Ray Serve replicas named an index by its folder's name and let a second folder (or pipeline) of
+    one name replace the first, unsaid; now both refusals are those of `sleuth serve`."""
+    from sleuth.scale.ray_serve import ServeSettings, load_stages
+
+    for parent in ("a", "b"):
+        BM25Index.build(scifact_passages[:20], tmp_path / parent / "ix", show_progress=False)
+    with pytest.raises(ConfigError, match=f"--index {tmp_path / 'a' / 'ix'} and --index {tmp_path / 'b' / 'ix'} are "
+                                          "both named 'ix'"):
+        load_stages(ServeSettings(index=[str(tmp_path / "a" / "ix"), str(tmp_path / "b" / "ix")]))
+    assert list(load_stages(ServeSettings(index=[str(tmp_path / "a" / "ix")]))) == ["ix"]
+    with pytest.raises(ConfigError, match="--pipeline bm25 and --pipeline bm25 are both named 'bm25'"):
+        load_stages(ServeSettings(pipelines=["bm25", "bm25"], corpus=str(corpus), home=str(tmp_path / "home")))
