@@ -247,7 +247,9 @@ def new_passage_encoder(encoder: Encoder | None, current: DenseIndex | ShardedDe
         return encoder_from_spec(spec, device)
     if encoder.dim != current.dim:
         raise ConfigError(f"encoder '{encoder.name}' gives {encoder.dim} dimensions, the index has {current.dim}")
-    check_same_space(encoder, current, index_dir)
+    rows = space_sample(len(current.docstore))
+    check_same_space(encoder, [current.docstore.content(row) for row in rows], current.vectors(rows),
+                     spec.get("name"), index_dir)
     return encoder
 
 
@@ -255,28 +257,32 @@ def new_passage_encoder(encoder: Encoder | None, current: DenseIndex | ShardedDe
 SPACE_SAMPLE = 16
 
 
-def check_same_space(encoder: Encoder, current: DenseIndex | ShardedDenseIndex, index_dir: str | Path) -> None:
-    """A ConfigError unless ``encoder`` puts the index's own passages where the index holds them: re-encoded, at
-    least three in four of up to :data:`SPACE_SAMPLE` passages (evenly spaced) must be nearest their own stored
-    vector among the sample's (PQ's approximate vectors pass; another model of the same dimension, whose vectors
-    would be searched as if they were the index's, does not). Indexes of under four passages are not checked."""
-    count = len(current.docstore)
-    if count < 4:
+def space_sample(count: int) -> list[int]:
+    """The rows :func:`check_same_space` re-encodes of an index of ``count`` passages: up to :data:`SPACE_SAMPLE`,
+    evenly spaced; none under four passages (too few to tell)."""
+    return [] if count < 4 else sorted({int(i) for i in np.linspace(0, count - 1, min(SPACE_SAMPLE, count))})
+
+
+def check_same_space(encoder: Encoder, texts: Sequence[str], stored: np.ndarray, built: str | None,
+                     index_dir: str | Path) -> None:
+    """A ConfigError unless ``encoder`` puts an index's own passages where the index holds them: ``texts`` (the
+    encoder inputs of the rows :func:`space_sample` picks), re-encoded, must land nearest their own ``stored``
+    vector among the sample's for at least three in four (PQ's approximate vectors pass; another model of the same
+    dimension, whose vectors would be searched as if they were the index's, does not). ``built`` names the encoder
+    the index records. No texts: nothing to check."""
+    if not texts:
         return
-    rows = sorted({int(i) for i in np.linspace(0, count - 1, min(SPACE_SAMPLE, count))})
-    texts = [current.docstore.content(row) for row in rows]
-    fresh = np.asarray(encoder.encode_passages(texts, show_progress=False), dtype=np.float32)
-    stored = np.asarray(current.vectors(rows), dtype=np.float32)
+    fresh = np.asarray(encoder.encode_passages(list(texts), show_progress=False), dtype=np.float32)
+    stored = np.array(stored, dtype=np.float32)
     fresh /= np.maximum(np.linalg.norm(fresh, axis=1, keepdims=True), 1e-12)
     stored /= np.maximum(np.linalg.norm(stored, axis=1, keepdims=True), 1e-12)
     similarity = fresh @ stored.T
-    own = int((similarity.argmax(axis=1) == np.arange(len(rows))).sum())
-    if own * 4 < 3 * len(rows):
-        built = current.encoder_spec.get("name") or "an unrecorded encoder"
-        raise ConfigError(f"encoder '{encoder.name}' does not give the vectors of {index_dir}: of {len(rows)} of its "
+    own = int((similarity.argmax(axis=1) == np.arange(len(texts))).sum())
+    if own * 4 < 3 * len(texts):
+        raise ConfigError(f"encoder '{encoder.name}' does not give the vectors of {index_dir}: of {len(texts)} of its "
                           f"passages re-encoded, {own} land nearest their own stored vector (mean cosine "
-                          f"{float(np.diag(similarity).mean()):.2f}); the index was built with '{built}' (leave out "
-                          "--encoder to use it)")
+                          f"{float(np.diag(similarity).mean()):.2f}); the index was built with "
+                          f"'{built or 'an unrecorded encoder'}' (leave out --encoder to use it)")
 
 
 def check_new_ids(current: DocStore, passages: Sequence[Passage], index_dir: str | Path) -> None:

@@ -20,6 +20,7 @@ from sleuth.pipelines.index_stage import stage_for_index
 from sleuth.service.app import create_app
 from sleuth.service.limits import Limits
 from tests.core.test_cli import assert_one_line_error
+from tests.model_support import shuffled_minilm
 
 KEY = "update-key-51ab"
 
@@ -216,18 +217,10 @@ def test_an_encoder_of_another_vector_space_is_refused(tmp_path, scifact_passage
     weights with its word embeddings shuffled) were added to a MiniLM index and searched as if comparable. The same
     model on another backend (torch for an index built by ONNX) is taken, for an unsharded and a sharded index
     alike."""
-    import torch
-    from sentence_transformers import SentenceTransformer
-
     from sleuth.index.sharded import ShardedDenseIndex
-    from sleuth.models.registry import backbone_dir, load_encoder
+    from sleuth.models.registry import load_encoder
 
-    model = SentenceTransformer(str(backbone_dir("minilm")), device="cpu")
-    words = model[0].auto_model.embeddings.word_embeddings.weight
-    with torch.no_grad():
-        words.copy_(words[torch.randperm(len(words), generator=torch.Generator().manual_seed(0))])
-    model.save(str(tmp_path / "other-model"))
-    other = load_encoder(str(tmp_path / "other-model"))
+    other = shuffled_minilm(tmp_path / "other-model")
     passages, new = scifact_passages[:20], scifact_passages[20:22]
     DenseIndex.build(passages, onnx_encoder, tmp_path / "dense", show_progress=False)
     ShardedDenseIndex.build(passages, onnx_encoder, tmp_path / "sharded", shards=2, show_progress=False)

@@ -16,6 +16,7 @@ from sleuth.index.updates import add_documents, delete_documents, generations
 from sleuth.models.registry import load_encoder
 from sleuth.systems.dhr.index import HierarchicalIndex
 from sleuth.systems.dhr.structure import group_passages_into_documents
+from tests.model_support import shuffled_minilm
 
 ARTICLES = ("Normans", "Huguenot", "Steam_engine")
 
@@ -91,6 +92,19 @@ def test_add_and_delete_keep_untouched_scores(tmp_path, paragraphs, encoder):
     with pytest.raises(InputError, match="empty index"):
         delete_documents(target, ["Normans", "Steam engine"])
     assert generations(target) == ["gen-000001", "gen-000002"]  # the served one and the one before
+
+
+def test_an_encoder_of_another_vector_space_is_refused(tmp_path, paragraphs, encoder):
+    """Before: only the dimension of a given encoder was checked, so another 384-d model's passages were added to a
+    MiniLM index; MiniLM itself (here on torch, the index built on ONNX) is taken."""
+    normans, huguenot, steam = (paragraphs[a] for a in ARTICLES)
+    target = tmp_path / "ix"
+    build(normans + huguenot, encoder, target)
+    with pytest.raises(ConfigError, match=r"does not give the vectors of .*: of 8 of its passages re-encoded"):
+        add_documents(target, steam, encoder=shuffled_minilm(tmp_path / "other-model"))
+    assert len(HierarchicalIndex.load(target)) == 8 and generations(target) == []
+    add_documents(target, steam, encoder=load_encoder("minilm"))
+    assert len(HierarchicalIndex.load(target)) == 12
 
 
 def test_killed_update_keeps_the_previous_generation(tmp_path, paragraphs, encoder, killed_update):

@@ -21,10 +21,10 @@ from sleuth.errors import ConfigError, InputError
 from sleuth.index.dense import add_vectors, make_faiss_index
 from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import Manifest
-from sleuth.index.updates import Updater, commit_generation, next_manifest
+from sleuth.index.updates import Updater, check_same_space, commit_generation, next_manifest, space_sample
 from sleuth.models.encoder import Encoder
 from sleuth.models.registry import encoder_from_spec
-from sleuth.systems.dhr.index import HierarchicalIndex, passage_offsets, passage_text
+from sleuth.systems.dhr.index import HierarchicalIndex, passage_offsets, passage_text, with_title
 from sleuth.systems.dhr.structure import DEFAULT_SEPARATOR, document_representation
 
 
@@ -33,9 +33,11 @@ def take(store: DocStore, rows: Sequence[int]) -> DocStore:
     return DocStore(*([getattr(store, name)[i] for i in rows] for name in ("ids", "doc_ids", "titles", "texts")))
 
 
-def encoders(index: HierarchicalIndex, encoder: Encoder | None, device: str = "cpu") -> tuple[Encoder, Encoder]:
+def encoders(index: HierarchicalIndex, encoder: Encoder | None, index_dir: Path, separator: str = DEFAULT_SEPARATOR,
+             device: str = "cpu") -> tuple[Encoder, Encoder]:
     """Document and passage encoders: the given one for passages (and for documents when the index used one model
-    for both), else the ones the manifest records, on ``device``; dimensions are checked."""
+    for both), else the ones the manifest records, on ``device``; dimensions are checked, and a given encoder must
+    give the index's passage vectors (:func:`sleuth.index.updates.check_same_space`)."""
     shared = index.document_encoder_spec == index.passage_encoder_spec
     passage = encoder or encoder_from_spec(index.passage_encoder_spec, device)
     document = passage if shared else encoder_from_spec(index.document_encoder_spec, device)
@@ -43,6 +45,11 @@ def encoders(index: HierarchicalIndex, encoder: Encoder | None, device: str = "c
                              ("document", document, index.document_vectors.shape[1])):
         if model.dim != dim:
             raise ConfigError(f"{what} encoder '{model.name}' gives {model.dim} dimensions, the index has {dim}")
+    if encoder is not None:  # before: only its dimension was checked
+        rows = space_sample(len(index.passages))
+        texts = [with_title(index.passages.titles[row], index.passages.texts[row], separator) for row in rows]
+        check_same_space(encoder, texts, index.passage_vectors[rows], index.passage_encoder_spec.get("name"),
+                         index_dir)
     return document, passage
 
 
@@ -61,7 +68,7 @@ def add(index_dir: Path, passages: list[Passage], encoder: Encoder | None = None
     for p in passages:
         groups.setdefault(p.doc_id, []).append(p)
     new_docs = [doc_id for doc_id in groups if current.documents.position(doc_id) is None]
-    document_encoder, passage_encoder = encoders(current, encoder, device)
+    document_encoder, passage_encoder = encoders(current, encoder, index_dir, separator, device)
     firsts = [groups[doc_id][0] for doc_id in new_docs]
     representations = [document_representation(Document(p.doc_id, p.title, p.text), separator) for p in firsts]
     added_passages = DocStore.from_passages(passages, title_separator=separator)
