@@ -10,13 +10,14 @@ routes, limits, errors). On a cluster, the index folders must be readable at the
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, SleuthError
 from sleuth.scale.session import quiet_ray_logs, ray_session, require_ray
 
 APP_NAME = "sleuth"
@@ -39,6 +40,16 @@ class ServeSettings:
         from sleuth.service.served import check_index_names
 
         return check_index_names([Path(folder) for folder in self.index])
+
+    def check(self) -> None:
+        """What a replica would fail on, refused here, once, before anything is deployed: two index folders of one
+        name, a folder that is not an index (its manifest is read), a ``max_k`` below 1."""
+        from sleuth.index.sharded import index_kind
+
+        if self.max_k < 1:
+            raise ConfigError(f"--max-k must be positive, got {self.max_k}")
+        for path in self.index_names().values():
+            index_kind(path)
 
 
 def load_stages(settings: ServeSettings) -> dict[str, Any]:
@@ -98,7 +109,7 @@ def start(settings: ServeSettings, replicas: int = 2, replica_cpus: float = 0.5,
     require_ray()
     from ray import serve
 
-    settings.index_names()  # two folders of one name are refused here, not in every replica
+    settings.check()  # here, not in every replica
     quiet_ray_logs()
     serve.start(http_options={"host": host, "port": port})
     serve.run(deployment(settings, replicas, replica_cpus), name=APP_NAME, route_prefix="/", blocking=False)
@@ -119,6 +130,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     settings = ServeSettings(index=[str(Path(p).resolve()) for p in args.index], pipelines=args.pipeline,
                              corpus=args.corpus, max_k=args.max_k)
+    try:
+        settings.check()
+    except SleuthError as exc:  # before: a traceback from every replica, after Ray had started
+        print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
+        sys.exit(2)
     with ray_session(args.ray_address):
         from ray import serve
 

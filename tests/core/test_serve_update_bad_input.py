@@ -146,3 +146,15 @@ def test_ray_serve_names_indexes_and_pipelines_as_sleuth_serve_does(tmp_path, sc
     assert list(load_stages(ServeSettings(index=[str(tmp_path / "a" / "ix")]))) == ["ix"]
     with pytest.raises(ConfigError, match="--pipeline bm25 and --pipeline bm25 are both named 'bm25'"):
         load_stages(ServeSettings(pipelines=["bm25", "bm25"], corpus=str(corpus), home=str(tmp_path / "home")))
+
+
+def test_ray_serve_refuses_a_folder_that_is_no_index_before_starting_ray(tmp_path, capsys):
+    """Before: Ray started, and every replica failed to load the folder in a traceback."""
+    from sleuth.scale.ray_serve import main
+
+    for args, message in ((["--index", str(tmp_path / "nope")], f"error: no index at {tmp_path / 'nope'}"),
+                          (["--index", str(tmp_path), "--max-k", "0"], "error: --max-k must be positive, got 0")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(args)
+        assert exit_info.value.code == 2
+        assert capsys.readouterr().err.strip().startswith(message)
