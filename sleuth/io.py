@@ -30,6 +30,10 @@ def atomic_write_text(path: str | Path, text: str) -> None:
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: readers see the old file or the new one, never half of it."""
     path = Path(path)
+    if path.is_dir():  # before: a temporary file beside the folder, then "<that file>: cannot write (Is a directory)"
+        from sleuth.errors import StorageError
+
+        raise StorageError(f"{path}: is a folder, not a file; give a file name (nothing was written)")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

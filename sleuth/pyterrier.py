@@ -22,7 +22,7 @@ from typing import Any
 from sleuth.corpus.frames import frame_queries, is_frame, require_columns
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError, MissingExtraError, QueryError
-from sleuth.stages.base import Stage, as_queries
+from sleuth.stages.base import Stage, as_queries, pipeline_hint
 from sleuth.stages.run import Run
 
 #: hit fields carried in results frames when any hit has them
@@ -106,8 +106,7 @@ def transformer_class() -> type:
 def as_transformer(stage: Stage) -> Any:
     """``stage`` (any sleuth stage or pipeline) as a ``pt.Transformer``; anything else is a ConfigError."""
     if not isinstance(stage, Stage):  # before: an AttributeError ('...' object has no attribute 'name')
-        hint = f"; build it with ws.pipeline('{stage}')" if isinstance(stage, str) else ""
-        raise ConfigError(f"as_transformer takes a sleuth Stage, got {type(stage).__name__}{hint}")
+        raise ConfigError(f"as_transformer takes a sleuth Stage, got {type(stage).__name__}{pipeline_hint(stage)}")
     return transformer_class()(stage)
 
 

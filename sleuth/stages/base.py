@@ -95,6 +95,11 @@ def checked_id(value: object, where: str) -> str:
     return text
 
 
+def pipeline_hint(value: object) -> str:
+    """For a pipeline's name given where a stage is wanted: ``"; build it with ws.pipeline('NAME')"``, else ``""``."""
+    return f"; build it with ws.pipeline('{value}')" if isinstance(value, str) else ""
+
+
 def check_query(query: Query, max_chars: int = MAX_QUERY_CHARS) -> None:
     """Reject empty, oversized, non-string or non-Unicode queries with a QueryError naming the query id ("the query"
     where it has none)."""

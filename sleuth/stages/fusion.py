@@ -8,7 +8,7 @@ import numpy as np
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.stages.base import Stage, check_k
+from sleuth.stages.base import Stage, check_k, pipeline_hint
 from sleuth.stages.run import Hit, Run
 
 
@@ -76,8 +76,14 @@ class Fuse(Stage):
 
     def __init__(self, branches: Sequence[Stage], method: str = "rrf", weights: Sequence[float] | None = None,
                  normalise: str | None = None, rrf_k: int = 60, depth: int = 1000, name: str | None = None):
+        if isinstance(branches, (str, Stage)) or not isinstance(branches, Sequence):
+            raise ConfigError(f"fuse: branches are a list of stages, got {type(branches).__name__}")
         if len(branches) < 2:
             raise ConfigError("fuse: needs at least two branches")
+        for i, branch in enumerate(branches, start=1):  # before: an AttributeError ('str' has no attribute 'name')
+            if not isinstance(branch, Stage):
+                raise ConfigError(f"fuse: branch {i} is {type(branch).__name__} {branch!r:.40}, not a sleuth "
+                                  f"stage{pipeline_hint(branch)}")
         if method not in METHODS:
             raise ConfigError(f"fuse: unknown method '{method}' (known: {', '.join(METHODS)})")
         if normalise is not None and method == "rrf":  # before: accepted and without effect

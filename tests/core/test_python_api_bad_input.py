@@ -174,3 +174,25 @@ def test_a_results_frame_ranking_a_document_twice_is_refused(bm25, relevant):
         as_transformer(bm25)(twice)
     with pytest.raises(QueryError, match="row 0 of the results frame: score 'high' is not a number"):
         as_transformer(bm25)(twice.assign(score=["high", 1.0]))
+
+
+def test_fuse_branches_that_are_not_stages_are_named(bm25):
+    """Before: Fuse([bm25, "dense"]) was an AttributeError ('str' object has no attribute 'name'), and Fuse("bm25")
+    took the string's letters for branches."""
+    with pytest.raises(ConfigError, match=r"fuse: branch 2 is str 'dense', not a sleuth stage; build it with "
+                                          r"ws.pipeline\('dense'\)"):
+        sleuth.Fuse([bm25, "dense"])
+    with pytest.raises(ConfigError, match="fuse: branches are a list of stages, got str"):
+        sleuth.Fuse("bm25")
+    assert sleuth.Fuse([bm25, bm25 % 2])(TOPIC)["q1"]
+
+
+def test_a_run_written_over_a_folder_is_named_and_nothing_is_written(bm25, tmp_path):
+    """Before: a temporary file was made beside the folder, and the error named that file ("Is a directory")."""
+    from sleuth.errors import StorageError
+
+    out = tmp_path / "out"
+    (out / "runs").mkdir(parents=True)
+    with pytest.raises(StorageError, match=r"runs: is a folder, not a file; give a file name"):
+        bm25(TOPIC).write_trec(out / "runs")
+    assert [p.name for p in out.iterdir()] == ["runs"] and not any((out / "runs").iterdir())
