@@ -22,8 +22,7 @@ def update(
     encoder: str | None = typer.Option(None, help="Encoder of new dense documents (default: the index's)."),
     device: str = DEVICE,
 ) -> None:
-    """Add (--add) or delete (--delete, --delete-file) documents; searches see the old or the new index, never
-    half."""
+    """Add (--add) or delete (--delete, --delete-file) documents; searches see the old or the new index, never half."""
     from sleuth.index.updates import add_documents, delete_documents, passages_from_jsonl
 
     if sum(option is not None for option in (add, delete, delete_file)) != 1:
