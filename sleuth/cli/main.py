@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from sleuth.cli.help_format import tidy_help
+from sleuth.cli.help_format import summarise_commands, tidy_help
 from sleuth.errors import SleuthError
 from sleuth.plugins import systems
 
@@ -35,6 +35,7 @@ def register() -> typer.Typer:
             if system.cli is not None:
                 system.module(system.cli).register(app, train_app)
         app.add_typer(train_app, name="train", hidden=True)
+        summarise_commands(app)
         _registered = True
     return app
 

@@ -65,6 +65,35 @@ def test_help_has_no_typer_artifacts(sleuth):
     assert "sleuth[ray]" in " ".join(sleuth("index", "--help").stdout.split()).replace("│ ", "")
 
 
+def broken_summary_lines(help_text: str) -> list[str]:
+    """Rows of a ``--help`` commands list after which the summary breaks early: the next row (the same command's)
+    begins with a word that would have fitted on this one (rich wraps greedily, so only a line break in the text
+    itself does that)."""
+    rows = help_text.split("Commands")[1].splitlines()[1:]
+    rows = [row.strip()[1:-1] for row in rows if row.strip().startswith("│")]
+    if not rows:
+        return []
+    offset = len(rows[0]) - len(rows[0].lstrip()) + len(rows[0].split()[0])  # the text column starts after a name
+    offset += len(rows[0][offset:]) - len(rows[0][offset:].lstrip())
+    width = max(len(row) for row in rows) - offset - 1  # one space of padding before the closing border
+    broken = []
+    for row, following in zip(rows, rows[1:]):
+        if following[:offset].strip():  # the next row starts another command
+            continue
+        if len(row[offset:].rstrip()) + 1 + len(following[offset:].split()[0]) <= width:
+            broken.append(row.strip())
+    return broken
+
+
+@pytest.mark.parametrize("group", [[], ["dhr"], ["cos"], ["quest"]])
+def test_command_summaries_wrap_as_one_paragraph(sleuth, group):
+    """Before: the commands list kept the line breaks of each docstring's first paragraph, so `sleuth dhr --help`
+    read "... and the passage" / "encoder (in-batch, ..." with the rest of the row empty."""
+    result = sleuth(*group, "--help", env={"COLUMNS": "100"})
+    assert "Commands" in result.stdout, result.stdout
+    assert broken_summary_lines(result.stdout) == []
+
+
 def test_non_utf8_and_binary_input_name_file_and_line(sleuth, tmp_path):
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(b'{"_id": "a", "text": "plain"}\n{"_id": "b", "text": "caf\xe9 au lait"}\n')
