@@ -161,7 +161,7 @@ def test_eval_privacy_rejects_bad_options(capsys):
                            (["--system", "cmp@3"], "--system is for the effectiveness part"),
                            (["--reranker", "minilm-onnx"], "--reranker is for the effectiveness part"),
                            (["--no-table"], "nothing to evaluate"),
-                           (["--epsilon", "-3"], "epsilon must be a positive number, got -3.0"),
+                           (["--epsilon", "-3"], "--epsilon must be a positive number, got -3.0"),
                            (["--encoder", "nosuch"], "unknown encoder 'nosuch'"),
                            # checked only after the corpus was encoded (2 min on SciFact) before
                            (["-n", "0"], "-n must be a positive integer of at most 50, got 0"),

@@ -84,9 +84,10 @@ def test_private_search_against_a_hostile_engine_fails_in_one_line(sleuth):
 
 def test_obfuscate_refuses_a_negative_seed_and_a_meaningless_epsilon(sleuth):
     assert_one_line_error(sleuth("privacy", "obfuscate", "do goldfish grow", "--seed", -1),
-                          "seed must be an integer >= 0, got -1")
+                          "Invalid value for '--seed': Input should be greater than or equal to 0")
+    # before: "epsilon must be ...", "seed must be ...": names the command line does not take
     assert_one_line_error(sleuth("privacy", "obfuscate", "do goldfish grow", "--epsilon", "1e-300"),
-                          "epsilon must be at least 0.001", "constant word")
+                          "--epsilon must be at least 0.001", "constant word")
 
 
 

@@ -182,7 +182,7 @@ def test_obfuscate_command_defaults_to_the_calibrated_epsilon(sleuth):
 @pytest.mark.parametrize("args, fragment", [
     (["--mechanism", "laplace", "--epsilon", "1"], "unknown mechanism 'laplace'"),
     (["--epsilon", "1", "-n", "0"], "-n must be a positive integer"),
-    (["--epsilon", "-3"], "epsilon must be a positive number"),
+    (["--epsilon", "-3"], "--epsilon must be a positive number"),
     (["--mechanism", "aed", "--epsilon", "3"], "takes no --epsilon"),
     (["--epsilon", "3", "--oov", "leak"], "out-of-vocabulary policy"),
 ])

@@ -42,7 +42,7 @@ def chosen_epsilon(mechanism: str, epsilon: float | None) -> float | None:
     """The epsilon ``mechanism`` runs with: ``--epsilon`` (checked) or the default for a DP mechanism, none for a
     baseline (which refuses an ``--epsilon``)."""
     if mechanism in MECHANISMS:
-        return check_epsilon(DEFAULT_EPSILON if epsilon is None else epsilon)
+        return check_epsilon(DEFAULT_EPSILON if epsilon is None else epsilon, "--epsilon")
     if epsilon is not None:
         raise ConfigError(f"{mechanism} is not a DP mechanism and takes no --epsilon")
     return None
@@ -70,7 +70,7 @@ def obfuscate(
     mechanism: str = typer.Option(DEFAULT_MECHANISM, help=f"One of {', '.join(OBFUSCATORS)}."),
     epsilon: float | None = typer.Option(None, help=EPSILON_HELP, show_default=False),
     n: int = typer.Option(20, "-n", help="How many obfuscated queries."),
-    seed: int | None = typer.Option(None, help="Seed for reproducible output (default: OS randomness)."),
+    seed: int | None = typer.Option(None, min=0, help="Seed for reproducible output (default: OS randomness)."),
     oov: str | None = typer.Option(None, help="Out-of-vocabulary words: drop (default), random, error or keep "
                                                "(sends them!); aed: keep (default: WordNet lacks them) or error.",
                                    show_default=False),
@@ -114,7 +114,7 @@ def private_search(
                                                         "128 tokens per passage)."),
     rerank_depth: int = typer.Option(50, min=0, help="Rerank the top N of the pool by local BM25 with the original query "
                                               "(0: the whole pool, slower)."),
-    seed: int | None = typer.Option(None, help="Seed (default: OS randomness)."),
+    seed: int | None = typer.Option(None, min=0, help="Seed (default: OS randomness)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     device: str = DEVICE,
 ) -> None:
@@ -186,7 +186,7 @@ def eval_privacy(
                                                           + ", ".join(PAPER_SYSTEMS) + ")."),
     n: int = typer.Option(20, "-n", help="Obfuscated queries per query."),
     depth: int = typer.Option(100, min=1, help="Top documents pooled per obfuscated query."),
-    seed: int = typer.Option(0, help="Seed of the experiment."),
+    seed: int = typer.Option(0, min=0, help="Seed of the experiment."),
     vocabulary: str = typer.Option("all", help="DP vocabulary: all (alphabetic GloVe words) or collection "
                                                "(only words of --corpus)."),
     fsh_corpus: str | None = typer.Option(None, help="FSH's local corpus: a path, or sample:F (a seeded "
@@ -229,7 +229,7 @@ def eval_privacy(
     for name in (encoder, reranker):
         check_encoder_name(name)
     for value in epsilon or []:
-        check_epsilon(value)
+        check_epsilon(value, "--epsilon")
     check_obfuscation_count(n)
     if out_dir is not None:
         refuse_overwriting_inputs(out_dir, [queries, corpus, qrels], folder=True)

@@ -36,16 +36,17 @@ DEFAULT_EPSILON = 6.25
 MIN_EPSILON = 1e-3
 
 
-def check_epsilon(epsilon: float) -> float:
-    """The privacy budget as a float; it must be a finite number of at least :data:`MIN_EPSILON`."""
+def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
+    """The privacy budget as a float; it must be a finite number of at least :data:`MIN_EPSILON`. Errors call it
+    ``name`` (the command line: ``--epsilon``)."""
     try:
         value = float(epsilon)
     except (TypeError, ValueError):
-        raise ConfigError(f"epsilon must be a number, got {epsilon!r}") from None
+        raise ConfigError(f"{name} must be a number, got {epsilon!r}") from None
     if not np.isfinite(value) or value <= 0:
-        raise ConfigError(f"epsilon must be a positive number, got {epsilon!r}")
+        raise ConfigError(f"{name} must be a positive number, got {epsilon!r}")
     if value < MIN_EPSILON:
-        raise ConfigError(f"epsilon must be at least {MIN_EPSILON:g}, got {epsilon!r}: below it the noise already "
+        raise ConfigError(f"{name} must be at least {MIN_EPSILON:g}, got {epsilon!r}: below it the noise already "
                           "replaces every word by a random one (no more privacy), and far below it every word "
                           "becomes one constant word")
     return value
