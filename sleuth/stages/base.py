@@ -178,6 +178,8 @@ class Stage(ABC):
         return self.transform([query_obj]).get("q1", [])[:k]
 
     def __rshift__(self, other: Stage) -> Stage:
+        if isinstance(other, str):  # before: Python's "unsupported operand type(s) for >>: 'Sequential' and 'str'"
+            raise ConfigError(f"a >> b needs a stage on the right, got the string '{other}'{pipeline_hint(other)}")
         if not isinstance(other, Stage):
             return NotImplemented  # Python then raises "unsupported operand type(s) for >>"
         return Sequential([self, other])

@@ -176,7 +176,7 @@ def test_a_results_frame_ranking_a_document_twice_is_refused(bm25, relevant):
         as_transformer(bm25)(twice.assign(score=["high", 1.0]))
 
 
-def test_fuse_branches_that_are_not_stages_are_named(bm25):
+def test_fuse_branches_and_a_next_stage_that_are_not_stages_are_named(bm25):
     """Before: Fuse([bm25, "dense"]) was an AttributeError ('str' object has no attribute 'name'), and Fuse("bm25")
     took the string's letters for branches."""
     with pytest.raises(ConfigError, match=r"fuse: branch 2 is str 'dense', not a sleuth stage; build it with "
@@ -185,6 +185,9 @@ def test_fuse_branches_that_are_not_stages_are_named(bm25):
     with pytest.raises(ConfigError, match="fuse: branches are a list of stages, got str"):
         sleuth.Fuse("bm25")
     assert sleuth.Fuse([bm25, bm25 % 2])(TOPIC)["q1"]
+    with pytest.raises(ConfigError, match=r"a >> b needs a stage on the right, got the string 'dense'; build it with "
+                                          r"ws.pipeline\('dense'\)"):
+        bm25 >> "dense"  # before: Python's "unsupported operand type(s) for >>"
 
 
 def test_a_run_written_over_a_folder_is_named_and_nothing_is_written(bm25, tmp_path):
