@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import json
 import os
 import signal
 import subprocess
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,9 +28,58 @@ def run_sleuth(*args, env: dict[str, str] | None = None, timeout: int = 600) -> 
                           timeout=timeout, env={**os.environ, "COLUMNS": "250", **(env or {})})
 
 
+def run_sleuth_here(*args, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    """``sleuth ARGS`` through its entry point in this process (no interpreter start, models loaded once per test
+    worker), with ``env`` set for the call and what it prints on stdout and stderr captured; an exception that
+    escapes the entry point becomes its traceback on stderr and exit code 1, as in a process. ``timeout`` is not
+    enforced here (kept for run_sleuth's signature)."""
+    from sleuth.cli.main import main
+    from sleuth.progress import console
+
+    if env and "SLEUTH_FAULT" in env:
+        raise ValueError("SLEUTH_FAULT kills the process it runs in: use the sleuth_process fixture")
+    saved_env, saved_cwd, saved_threads = dict(os.environ), os.getcwd(), _torch_threads()
+    os.environ.update({"COLUMNS": "250", **(env or {})})
+    console.width = int(os.environ["COLUMNS"])  # as a process's console, made at import, takes COLUMNS
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code = 0
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            try:
+                main([str(arg) for arg in args])
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except Exception:
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.environ.clear()
+        os.environ.update(saved_env)
+        os.chdir(saved_cwd)
+        if saved_threads is not None:
+            import torch
+
+            torch.set_num_threads(saved_threads)
+    return subprocess.CompletedProcess(["sleuth", *map(str, args)], code, stdout.getvalue(), stderr.getvalue())
+
+
+def _torch_threads() -> int | None:
+    """torch's thread count when torch is imported (a training command may change it), else None."""
+    torch = sys.modules.get("torch")
+    return torch.get_num_threads() if torch is not None else None
+
+
 @pytest.fixture(scope="session")
 def sleuth():
-    """The `sleuth` command in a subprocess: ``sleuth("index", path, env={...})`` -> CompletedProcess."""
+    """The `sleuth` command run in this process (run_sleuth_here): ``sleuth("index", path, env={...})`` ->
+    CompletedProcess. Tests of what only a process shows (third-party warnings and logs, C-level output, the
+    ``python -m sleuth`` entry, a process that kills itself) use ``sleuth_process``."""
+    return run_sleuth_here
+
+
+@pytest.fixture(scope="session")
+def sleuth_process():
+    """The `sleuth` command in a subprocess, as a user runs it: ``sleuth_process("index", path)``."""
     return run_sleuth
 
 

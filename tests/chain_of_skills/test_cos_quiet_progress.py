@@ -9,8 +9,8 @@ import re
 NOISE = ("UNEXPECTED", "LOAD REPORT", "Loading weights", "Warning", "deprecated")
 
 
-def test_cos_eval_reports_progress_per_chain_without_third_party_noise(sleuth, data_dir):
-    result = sleuth("cos", "eval", "--questions", data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json",
+def test_cos_eval_reports_progress_per_chain_without_third_party_noise(sleuth_process, data_dir):
+    result = sleuth_process("cos", "eval", "--questions", data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json",
                     "--limit", "3", "--chain", "retrieval", "--chain", "hotpotqa", "--int8",
                     env={"SLEUTH_PROGRESS_SECONDS": "0.02", "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr

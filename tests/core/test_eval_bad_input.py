@@ -152,15 +152,15 @@ def test_judged_documents_missing_from_an_index_folder_are_warned(sleuth, tmp_pa
     assert json.loads(fitting.stdout)["judged_documents"] == {"total": 4, "not_in_corpus": 0}
 
 
-def test_ray_evaluation_of_an_index_folder_checks_judged_documents_and_is_quiet(sleuth, tmp_path, beir):
+def test_ray_evaluation_of_an_index_folder_checks_judged_documents_and_is_quiet(sleuth_process, tmp_path, beir):
     """The Ray path reads the folders' ids in the driver; before, it also printed Ray's "Token authentication is
     enabled" warning on every local start."""
     pytest.importorskip("ray", reason="ray is not installed (pip install 'sleuth[ray]')")
     index = tmp_path / "idx"
-    assert sleuth("index", beir / "corpus.jsonl", "--kind", "bm25", "--out", index).returncode == 0
+    assert sleuth_process("index", beir / "corpus.jsonl", "--kind", "bm25", "--out", index).returncode == 0
     qrels = tmp_path / "qrels.tsv"
     qrels.write_text("q1\tzz\t1\nq2\td1\t1\nq2\td4\t1\n")
-    result = sleuth("eval", "--index", index, "--queries", beir / "queries.jsonl", "--qrels", qrels, "--json",
+    result = sleuth_process("eval", "--index", index, "--queries", beir / "queries.jsonl", "--qrels", qrels, "--json",
                     "--ray-address", "local")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["judged_documents"] == {"total": 3, "not_in_corpus": 1}

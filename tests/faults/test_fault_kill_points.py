@@ -124,16 +124,18 @@ def test_a_kill_at_any_rename_or_fsync_leaves_the_old_or_the_new_index(tmp_path,
     assert nth - 1 >= MIN_POINTS[operation], f"only {nth - 1} {operation} point(s) reached"
 
 
-def test_the_sleuth_fault_switch_kills_a_rebuild_and_the_next_build_recovers(tmp_path, scifact_jsonl, sleuth):
+def test_the_sleuth_fault_switch_kills_a_rebuild_and_the_next_build_recovers(tmp_path, scifact_jsonl,
+                                                                             sleuth_process):
     """The issue's strace reproduction, with sleuth's own switch: a rebuild killed at its 2nd and 3rd renames (the
     first switch of CURRENT, the new generation moved in) leaves the index at --out, and the next build leaves no
     .ix.tmp-* / .ix.old-* behind."""
     target = tmp_path / "ix"
-    assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", target).returncode == 0
+    assert sleuth_process("index", scifact_jsonl, "--kind", "bm25", "--out", target).returncode == 0
     built = fingerprint(target)
     for nth in (2, 3):
-        done = sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", target, env={"SLEUTH_FAULT": f"rename:{nth}"})
+        done = sleuth_process("index", scifact_jsonl, "--kind", "bm25", "--out", target,
+                              env={"SLEUTH_FAULT": f"rename:{nth}"})
         assert done.returncode == -signal.SIGKILL, done.stderr
         assert fingerprint(target) == built
-    assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", target).returncode == 0
+    assert sleuth_process("index", scifact_jsonl, "--kind", "bm25", "--out", target).returncode == 0
     assert leftovers(target) == [] and fingerprint(target) == built

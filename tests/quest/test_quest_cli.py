@@ -124,11 +124,11 @@ def test_build_and_parse(sleuth, data_dir, tmp_path, val_head):
     assert json.loads(result.stdout)["overall"]["count"] == 12
 
 
-def test_predict_with_the_classifier_is_quiet_and_reports_progress(sleuth, val_head, tmp_path):
+def test_predict_with_the_classifier_is_quiet_and_reports_progress(sleuth_process, val_head, tmp_path):
     """The shipped classifier loads without transformers' FutureWarning; the queries done show in a log."""
     documents = tmp_path / "documents.jsonl"
-    assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
-    result = sleuth("quest", "predict", val_head, "--documents", documents, "--pipeline", "quest-bm25-classify",
+    assert sleuth_process("quest", "corpus", val_head, "--out", documents).returncode == 0
+    result = sleuth_process("quest", "predict", val_head, "--documents", documents, "--pipeline", "quest-bm25-classify",
                     "--max-queries", 3, "--out", tmp_path / "pred.jsonl",
                     env={"SLEUTH_PROGRESS_SECONDS": "0.02", "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr
