@@ -9,6 +9,7 @@ from typing import Any
 
 import typer
 
+from sleuth.cli.empty_paths import refuse_empty_paths
 from sleuth.cli.help_format import summarise_commands, tidy_help
 from sleuth.errors import SleuthError
 from sleuth.plugins import systems
@@ -43,9 +44,10 @@ def register() -> typer.Typer:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning usage errors, sleuth errors and file errors into one line on stderr and
     exit code 2 (bare ``sleuth`` or a bare group prints its help and exits 0)."""
-    register()
+    command = typer.main.get_command(register())
+    refuse_empty_paths(command)
     try:
-        app(args=argv, prog_name="sleuth", standalone_mode=False)
+        command(args=argv, prog_name="sleuth", standalone_mode=False)
     except SleuthError as exc:
         fail(str(exc))
     except UnicodeDecodeError as exc:  # a reader that opened a binary or non-UTF-8 file without naming it

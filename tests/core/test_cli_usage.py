@@ -160,3 +160,15 @@ def test_a_runs_dir_that_cannot_be_written_fails_before_the_evaluation(sleuth, t
     result = sleuth("eval", "--corpus", scifact_jsonl, "--queries", "missing-queries.jsonl", "--qrels",
                     "missing-qrels.tsv", "--runs-dir", blocker / "runs")
     assert_one_line_error(result, f"--runs-dir {blocker / 'runs'}: {blocker} is a file, not a folder")
+
+
+@pytest.mark.parametrize("args", [
+    ["quest", "parse", ""],
+    ["index", "", "--kind", "bm25"],
+    ["search", "q", "--corpus", " "],
+    ["cos", "eval", "--questions", "questions.json", "--questions", ""],
+])
+def test_an_empty_path_names_the_parameter(sleuth, args):
+    """Typer turns '' into Path('.'): `sleuth quest parse ''` read the current folder and said ".: is a folder"."""
+    name = {"quest": "'examples'", "index": "'corpus'", "search": "'--corpus'", "cos": "'--questions'"}[args[0]]
+    assert_one_line_error(sleuth(*args), f"Invalid value for {name}: an empty path")
