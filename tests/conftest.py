@@ -21,11 +21,14 @@ from sleuth.corpus.model import Passage
 from sleuth.io import open_text
 from sleuth.paths import shared_data_dir
 
+#: the terminal width every `sleuth` call of the tests runs with: wide tables, so titles never wrap
+WIDE = {"COLUMNS": "250"}
+
 
 def run_sleuth(*args, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    """``python -m sleuth ARGS`` as a user runs it (wide tables, so titles never wrap), output captured."""
+    """``python -m sleuth ARGS`` as a user runs it (WIDE tables), output captured."""
     return subprocess.run([sys.executable, "-m", "sleuth", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, "COLUMNS": "250", **(env or {})})
+                          timeout=timeout, env={**os.environ, **WIDE, **(env or {})})
 
 
 def run_sleuth_here(*args, env: dict[str, str] | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
@@ -39,7 +42,7 @@ def run_sleuth_here(*args, env: dict[str, str] | None = None, timeout: int = 600
     if env and "SLEUTH_FAULT" in env:
         raise ValueError("SLEUTH_FAULT kills the process it runs in: use the sleuth_process fixture")
     saved_env, saved_cwd, saved_threads = dict(os.environ), os.getcwd(), _torch_threads()
-    os.environ.update({"COLUMNS": "250", **(env or {})})
+    os.environ.update({**WIDE, **(env or {})})
     console.width = int(os.environ["COLUMNS"])  # as a process's console, made at import, takes COLUMNS
     stdout, stderr = io.StringIO(), io.StringIO()
     code = 0
