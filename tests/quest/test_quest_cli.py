@@ -55,6 +55,27 @@ def test_corpus_predict_and_eval(sleuth, val_head, tmp_path):
     assert table.returncode == 0 and "F1" in table.stdout and "_ or _" in table.stdout
 
 
+def test_a_classify_pipelines_ranking_goes_past_its_set(sleuth, val_head, tmp_path):
+    """metadata.ranking is the classified top 30 uncut, then BM25's ranking beyond them (it was the set itself, so a
+    classify pipeline's Recall@K was its set's recall at every K)."""
+    documents, bm25, classify = tmp_path / "documents.jsonl", tmp_path / "bm25.jsonl", tmp_path / "classify.jsonl"
+    assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
+    for pipeline, out in (("quest-bm25", bm25), ("quest-bm25-classify", classify)):
+        result = sleuth("quest", "predict", val_head, "--documents", documents, "--pipeline", pipeline,
+                        "--max-queries", 3, "--ranking-depth", 60, "--out", out)
+        assert result.returncode == 0, result.stderr
+    retrieved, classified = read_quest_predictions(bm25), read_quest_predictions(classify)
+    for qid, prediction in classified.items():
+        docs, ranking, bm25_ranking = (prediction.metadata["docs"], prediction.metadata["ranking"],
+                                       retrieved[qid].metadata["ranking"])
+        assert ranking[:len(docs)] == docs and len(ranking) == len(bm25_ranking[:60])
+        assert set(ranking[:30]) == set(bm25_ranking[:30]) and ranking[30:] == bm25_ranking[30:60]
+    assert any(len(p.metadata["ranking"]) > 30 > len(p.metadata["docs"]) for p in classified.values())
+    result = sleuth("quest", "eval", val_head, "--predictions", classify, "--json")
+    overall = json.loads(result.stdout)["classify"]["overall"]
+    assert overall["Recall@50"] > overall["R"]
+
+
 def test_train_without_queries_left_after_the_tuning_hold_out_is_one_line(sleuth, val_head, tmp_path):
     documents = tmp_path / "documents.jsonl"
     assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0

@@ -12,6 +12,7 @@ from sleuth.stages.run import Hit, Run
 from sleuth.systems.quest.classifier_training import ExampleBudget, TrainingConfig, training_pairs
 from sleuth.systems.quest.cut import THRESHOLDS, SetCut, best_cut, cut_sweep, predicted_sets
 from sleuth.systems.quest.methods import corpus_documents, quest_workspace, retriever
+from sleuth.systems.quest.ranking import SetWithRanking, set_members
 from sleuth.systems.quest.set_ops import SetOperations
 from sleuth.systems.quest.task import load_task
 from sleuth.systems.quest.templates import ParsedQuery
@@ -103,6 +104,30 @@ def test_an_atomic_query_keeps_the_scorers_order_and_a_threshold_cuts(quest_setu
         SetOperations(retriever(ws, "bm25", 5)).transform([query], None)
     with pytest.raises(ConfigError, match="normalise"):
         SetOperations(retriever(ws, "bm25", 5), normalise="zscore")
+
+
+def test_a_set_pipelines_full_ranking_continues_past_its_set_and_its_candidates(quest_setup):
+    """SetWithRanking: the set's members first (the pipeline's own set), then every candidate it scored, then the
+    first-stage retriever's ranking beyond them; a pipeline without a set rule keeps its run, all members."""
+    ws, task = quest_setup
+    queries = [q for q in task.queries if " and " in q.text or " not " in q.text][:3]
+    first = retriever(ws, "bm25", 15)
+    setops = SetOperations(retriever(ws, "bm25", 15), normalise="minmax", anchor=True, not_weight=0.5,
+                           threshold=SetCut(0.6), set_threshold=SetCut(0.8, keep_top=True))
+    pipeline = first >> setops
+    sets = pipeline.transform(queries)
+    ranked = SetWithRanking(pipeline, 40).transform(queries)
+    deep = retriever(ws, "bm25", 40).transform(queries)
+    for query in queries:
+        hits, members = ranked[query.id], [h.id for h in sets[query.id]]
+        assert [h.id for h in set_members(hits)] == members and len(members) < 15
+        assert [h.id for h in hits[:len(members)]] == members
+        assert len(hits) == 40 and len({h.id for h in hits}) == 40
+        scored = {h.id for h in hits[:15]}
+        assert scored == {h.id for h in first.transform([query])[query.id]}
+        assert [h.id for h in hits[15:]] == [h.id for h in deep[query.id] if h.id not in scored][:25]
+    plain = SetWithRanking(retriever(ws, "bm25", 10), 40).transform(queries[:1])[queries[0].id]
+    assert len(plain) == 10 and set_members(plain) == plain
 
 
 def test_training_pairs_follow_the_budget(quest_setup):

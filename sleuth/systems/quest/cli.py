@@ -50,7 +50,9 @@ def predict_command(
     out_path: Path = typer.Option(..., "--out", help="Predictions file (QUEST example format, with ids)."),
     set_size: int | None = typer.Option(None, min=1, help="Keep only the first N hits as the predicted set (for a "
                                                           "retriever alone); the full ranking stays in metadata."),
-    ranking_depth: int = typer.Option(1000, min=1, help="How much of the ranking to keep in metadata.ranking."),
+    ranking_depth: int = typer.Option(1000, min=1, help="How much of the ranking to keep in metadata.ranking: "
+                                                        "a pipeline that classifies its retriever's top k ranks "
+                                                        "them all, then the retriever's ranking beyond them."),
     domain: list[str] | None = typer.Option(None, help="Only these domains (repeatable)."),
     max_queries: int | None = typer.Option(None, min=1, help="Only the first N queries."),
     device: str = DEVICE,
@@ -61,6 +63,7 @@ def predict_command(
     from sleuth.pipelines.config import load_pipeline, validate_pipeline
     from sleuth.stages.base import transform_counted
     from sleuth.systems.quest.methods import quest_workspace
+    from sleuth.systems.quest.ranking import SetWithRanking, set_members
     from sleuth.systems.quest.task import load_task
 
     refuse_overwriting_inputs(out_path, [examples, documents, pipeline if Path(pipeline).is_file() else None],
@@ -69,11 +72,12 @@ def predict_command(
     task = load_task(examples, domain)
     queries = task.queries[:max_queries] if max_queries is not None else task.queries
     stage = load_pipeline(pipeline, quest_workspace(documents, device))
-    run = transform_counted(stage, queries, f"predicting with {stage.name}")
+    run = transform_counted(SetWithRanking(stage, ranking_depth), queries, f"predicting with {stage.name}")
     predictions = []
     for query in queries:
         hits = run.get(query.id, [])
-        chosen = hits[:set_size] if set_size is not None else hits
+        members = set_members(hits)
+        chosen = members[:set_size] if set_size is not None else members
         metadata = {"docs": [h.id for h in chosen], "scores": [round(h.score, 6) for h in chosen],
                     "original_query": query.metadata.get("original_query"),
                     "template": query.metadata.get("template"), "domain": query.metadata.get("domain"),

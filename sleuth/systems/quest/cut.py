@@ -9,8 +9,10 @@ best average F1 (ties: the simplest rule, then the lowest threshold).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Self
 
 from sleuth.errors import ConfigError
 from sleuth.stages.run import Hit, Run
@@ -53,6 +55,21 @@ class SetCut:
         if isinstance(record, (int, float)):
             return cls(float(record))
         return cls(float(record["threshold"]), record.get("gap"), bool(record.get("keep_top", False)))
+
+
+class CutsToSet:
+    """A stage that keeps only the members of a predicted set, by the :class:`SetCut` rules in its ``cut`` (and
+    ``set_cut``, the rule of the queries parsed as set operations, where it has one); :meth:`uncut` is the same stage
+    keeping and ranking every candidate."""
+
+    cut: SetCut | None
+    set_cut: SetCut | None = None
+
+    def uncut(self) -> Self:
+        """A shallow copy without its set rules (it shares the caches, so no candidate is scored twice)."""
+        whole = copy.copy(self)
+        whole.cut = whole.set_cut = None
+        return whole
 
 
 def as_cut(cut: SetCut | float) -> SetCut:

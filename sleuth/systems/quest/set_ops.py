@@ -31,7 +31,7 @@ from sleuth.stages.base import Stage
 from sleuth.stages.hits import input_score_key
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.quest.classify import fused
-from sleuth.systems.quest.cut import SetCut, as_cut
+from sleuth.systems.quest.cut import CutsToSet, SetCut, as_cut
 from sleuth.systems.quest.fuzzy import check_t_norm, combine, combine_anchored
 from sleuth.systems.quest.query_parser import parse_query
 from sleuth.systems.quest.templates import ParsedQuery
@@ -41,7 +41,7 @@ SEPARATOR = "\x1f"  # joins a query id and a constraint number into a sub-query 
 WHOLE = "whole"  # the sub-query number of the whole query (anchor=True)
 
 
-class SetOperations(Stage):
+class SetOperations(Stage, CutsToSet):
     """Ranks candidates by the fuzzy combination of their constraint scores; keeps the members of the set
     ``threshold`` (a number or a :class:`~sleuth.systems.quest.cut.SetCut`) gives, or every candidate with None
     (``set_threshold``, when given, for the queries parsed as intersections or differences)."""
