@@ -36,13 +36,13 @@ def repeated_id(rows):
     (repeated_id, "[1]: field '_id': question id '5a7613c15542994ccc9186bf' appears twice in the file (first at [0])"),
 ])
 def test_questions_whose_gold_cannot_be_found_or_whose_id_repeats_are_refused(change, message, dev2, tmp_path,
-                                                                             capsys):
+                                                                             sleuth):
     """Before: exit 0 and "2 questions" with the second scored a miss (no paragraphs, or supporting titles its
     context lacks: R@10 0.5), or "1 questions" (a different question repeating an _id silently dropped)."""
     change(dev2)
     path = tmp_path / "dev.json"
     path.write_text(json.dumps(dev2), encoding="utf-8")
-    err = one_line_error(["cos", "eval", "--questions", str(path), "--model", "minilm", "--chain", "retrieval"], capsys)
+    err = one_line_error(sleuth("cos", "eval", "--questions", str(path), "--model", "minilm", "--chain", "retrieval"))
     assert err == f"error: {path}{message}"
 
 
@@ -69,19 +69,19 @@ def test_the_real_dev_files_pass_the_checks(data_dir):
     (["--chain", "hotpotqa", "--selection-weights", "9,9"],
      "--selection-weights chooses which hop-2 candidates --k-hop2-rerank keeps: give --k-hop2-rerank N"),
 ])
-def test_options_that_do_not_apply_are_refused(args, message, data_dir, capsys):
+def test_options_that_do_not_apply_are_refused(args, message, data_dir, sleuth):
     """Before: exit 0, the option silently ignored (only the hotpotqa chain ablates skills and has a hop-2 budget;
     without --k-hop2-rerank every hop-2 candidate is reranked, whatever the selection rule)."""
-    err = one_line_error(["cos", "eval", "--questions", str(data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"),
-                          "--limit", "1", "--model", "minilm", *args], capsys)
+    dev = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
+    err = one_line_error(sleuth("cos", "eval", "--questions", dev, "--limit", "1", "--model", "minilm", *args))
     assert err == f"error: {message}"
 
 
-def test_a_json_folder_is_refused_before_the_evaluation(data_dir, tmp_path, capsys):
+def test_a_json_folder_is_refused_before_the_evaluation(data_dir, tmp_path, sleuth):
     """Before: the whole evaluation ran, then "error: .../.out.xxxx.tmp: cannot write (Is a directory)" named a
     temporary file, and the results were lost."""
     (tmp_path / "out").mkdir()
-    err = one_line_error(["cos", "eval", "--questions", str(data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"),
-                          "--limit", "1", "--model", "minilm", "--chain", "retrieval", "--json", str(tmp_path / "out")],
-                         capsys)
+    dev = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
+    err = one_line_error(sleuth("cos", "eval", "--questions", dev, "--limit", "1", "--model", "minilm", "--chain",
+                                "retrieval", "--json", tmp_path / "out"))
     assert err == f"error: --json {tmp_path / 'out'}: is a folder; give a file"

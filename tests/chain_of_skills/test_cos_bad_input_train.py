@@ -26,33 +26,33 @@ from tests.cli_support import one_line_error
                                                      "and a LoRA rank above them adds nothing; give --lora-rank 384 "
                                                      "or less (4 to 64 is usual)"),
 ])
-def test_model_and_nq_options_are_checked_before_the_data_is_read(args, message, tmp_path, capsys):
+def test_model_and_nq_options_are_checked_before_the_data_is_read(args, message, tmp_path, sleuth):
     """Before: the architecture options were checked only when the model was built, after every training file had
     been read ("examples: {...}" printed first; here the broken file was reported instead), and --nq-split without
     --nq-questions was ignored (exit 0, even for an unknown split)."""
     broken = tmp_path / "broken.json"
     broken.write_text("[{", encoding="utf-8")
-    err = one_line_error(["cos", "train", "--hotpotqa", str(broken), *args, "--out", str(tmp_path / "m")], capsys)
+    err = one_line_error(sleuth("cos", "train", "--hotpotqa", str(broken), *args, "--out", str(tmp_path / "m")))
     assert err == f"error: {message}"
 
 
-def test_an_unknown_nq_split_is_named_before_the_data_is_read(data_dir, tmp_path, capsys):
+def test_an_unknown_nq_split_is_named_before_the_data_is_read(data_dir, tmp_path, sleuth):
     """Before: the split was checked only when the NQ examples were built, after the other training files were read
     (here the broken file was reported instead)."""
     broken = tmp_path / "broken.json"
     broken.write_text("[{", encoding="utf-8")
-    err = one_line_error(["cos", "train", "--hotpotqa", str(broken), "--nq-questions",
-                          str(data_dir / "nq" / "questions.jsonl"), "--nq-corpus", str(data_dir / "nq" / "corpus.jsonl"),
-                          "--nq-split", "bogus", "--out", str(tmp_path / "m")], capsys)
+    err = one_line_error(sleuth("cos", "train", "--hotpotqa", broken, "--nq-questions",
+                                data_dir / "nq" / "questions.jsonl", "--nq-corpus", data_dir / "nq" / "corpus.jsonl",
+                                "--nq-split", "bogus", "--out", tmp_path / "m"))
     assert err == "error: --nq-split must be one of all, train, dev, got 'bogus'"
 
 
-def test_a_hotpotqa_file_given_as_twowiki_is_refused(data_dir, tmp_path, capsys):
+def test_a_hotpotqa_file_given_as_twowiki_is_refused(data_dir, tmp_path, sleuth):
     """Before: exit 0; the HotpotQA questions (no evidences) trained as source '2wiki' with HotpotQA's hop orders,
     and cos_training.json recorded 2wiki."""
     hotpot = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
-    err = one_line_error(["cos", "train", "--twowiki", str(hotpot), "--max-steps", "1", "--batch-size", "2",
-                          "--max-length", "32", "--threads", "1", "--out", str(tmp_path / "m")], capsys)
+    err = one_line_error(sleuth("cos", "train", "--twowiki", str(hotpot), "--max-steps", "1", "--batch-size", "2",
+                                "--max-length", "32", "--threads", "1", "--out", str(tmp_path / "m")))
     assert err == (f"error: {hotpot}[0]: field 'evidences': missing (a 2WikiMultihopQA file has evidences: is this a "
                    "HotpotQA file? use --hotpotqa)")
     assert not (tmp_path / "m").exists()

@@ -7,14 +7,7 @@ import subprocess
 
 import pytest
 
-
-def assert_one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0]
+from tests.cli_support import one_line_error
 
 
 def measures(result: subprocess.CompletedProcess) -> dict[str, dict[str, float]]:
@@ -47,16 +40,16 @@ def test_malformed_corpus_line_names_file_and_line(sleuth, tmp_path, scifact_row
     lines = [json.dumps(r) for r in scifact_rows[:5]]
     lines[2] = lines[2][:-7]  # cut the closing of line 3
     corpus.write_text("\n".join(lines) + "\n")
-    assert_one_line_error(sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "ix"), "bad.jsonl:3",
-                          "malformed JSON")
+    one_line_error(sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "ix"), "bad.jsonl:3",
+                   "malformed JSON")
     assert not (tmp_path / "ix").exists()
 
 
 def test_missing_field_is_named(sleuth, tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"_id": "a", "text": "x"}\n{"_id": "b", "body": "y"}\n')
-    assert_one_line_error(sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "ix"), "c.jsonl:2",
-                          "field 'text'")
+    one_line_error(sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "ix"), "c.jsonl:2",
+                   "field 'text'")
 
 
 def test_a_repeated_document_id_names_the_corpus_not_a_pipeline_file(sleuth, tmp_path):
@@ -66,7 +59,7 @@ def test_a_repeated_document_id_names_the_corpus_not_a_pipeline_file(sleuth, tmp
     corpus.write_text('{"_id": "a", "text": "cats and dogs"}\n{"_id": "b", "text": "birds"}\n'
                       '{"_id": "a", "text": "fish"}\n')
     done = sleuth("search", "--corpus", corpus, "cats")
-    assert_one_line_error(done, "dup.jsonl: duplicate passage id 'a' (documents 1 and 3)")
+    one_line_error(done, "dup.jsonl: duplicate passage id 'a' (documents 1 and 3)")
     assert "yaml" not in done.stderr
 
 
@@ -88,13 +81,13 @@ def test_field_mapping_reads_other_keys(sleuth, tmp_path):
 @pytest.mark.parametrize("query", ["", "   "])
 def test_empty_query(sleuth, tmp_path, scifact_jsonl, query):
     sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")
-    assert_one_line_error(sleuth("search", query, "--index", tmp_path / "ix"), "empty")
+    one_line_error(sleuth("search", query, "--index", tmp_path / "ix"), "empty")
 
 
 def test_empty_query_is_refused_before_any_index_is_built(sleuth, tmp_path, scifact_jsonl):
     home = tmp_path / "home"
     result = sleuth("search", " ", "--corpus", scifact_jsonl, "--pipeline", "dense", env={"SLEUTH_HOME": str(home)})
-    assert_one_line_error(result, "the query is empty")
+    one_line_error(result, "the query is empty")
     assert not home.exists() or not any(p.is_file() for p in home.rglob("*")), "an index was built for an empty query"
 
 
@@ -109,29 +102,29 @@ def test_eval_checks_its_judgements_before_any_index_is_built(sleuth, tmp_path, 
     qrels.write_text(qrels_line)
     result = sleuth("eval", "--corpus", scifact_jsonl, "--queries", queries, "--qrels", qrels, "--pipeline", "dense",
                     *option, env={"SLEUTH_HOME": str(home)})
-    assert_one_line_error(result, message)
+    one_line_error(result, message)
     assert not home.exists() or not any(p.is_file() for p in home.rglob("*")), "an index was built first"
 
 
 def test_missing_and_corrupt_index(sleuth, tmp_path, scifact_jsonl):
-    assert_one_line_error(sleuth("search", "x", "--index", tmp_path / "none"), "no index at")
+    one_line_error(sleuth("search", "x", "--index", tmp_path / "none"), "no index at")
     sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")
     (tmp_path / "ix" / "manifest.json").write_text("{not json")
-    assert_one_line_error(sleuth("search", "x", "--index", tmp_path / "ix"), "corrupt manifest")
+    one_line_error(sleuth("search", "x", "--index", tmp_path / "ix"), "corrupt manifest")
 
 
 def test_bad_pipeline_config(sleuth, tmp_path):
     config = tmp_path / "p.yaml"
     config.write_text("stages:\n  - bm25: {k1: 1.2, kay: 3}\n")
-    assert_one_line_error(sleuth("eval", "--pipeline", config), "unknown key 'kay'")
-    assert_one_line_error(sleuth("eval", "--pipeline", "nosuch"), "unknown pipeline 'nosuch'")
+    one_line_error(sleuth("eval", "--pipeline", config), "unknown key 'kay'")
+    one_line_error(sleuth("eval", "--pipeline", "nosuch"), "unknown pipeline 'nosuch'")
 
 
 def test_unknown_format_and_missing_corpus(sleuth, tmp_path, scifact_jsonl):
-    assert_one_line_error(sleuth("index", scifact_jsonl, "--format", "csv", "--kind", "bm25"), "unknown corpus format 'csv'")
-    assert_one_line_error(sleuth("index", tmp_path / "nothing.jsonl"), "not found")
+    one_line_error(sleuth("index", scifact_jsonl, "--format", "csv", "--kind", "bm25"), "unknown corpus format 'csv'")
+    one_line_error(sleuth("index", tmp_path / "nothing.jsonl"), "not found")
     # before: the format was dropped and the bundled SciFact searched
-    assert_one_line_error(sleuth("search", "cats", "--format", "tsv"), "format 'tsv' is for a corpus you give")
+    one_line_error(sleuth("search", "cats", "--format", "tsv"), "format 'tsv' is for a corpus you give")
 
 
 def test_eval_beir_folder_json(sleuth, data_dir):

@@ -10,7 +10,7 @@ import pytest
 
 from sleuth.corpus.model import Passage
 from sleuth.index.bm25 import BM25Index
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 
 DOCS = [("d1", "Vitamin", "vitamin deficiency and tuberculosis risk"), ("d2", "Cats", "cats sleep a lot during the day"),
         ("d3", "Dogs", "dogs bark at cats and chase them"), ("d4", "", "tuberculosis treatment with antibiotics")]
@@ -43,7 +43,7 @@ def test_search_index_refuses_corpus_and_pipeline_options(sleuth, tmp_path, bm25
     (tmp_path / "c.tsv").write_text("d1\tvitamin d and tuberculosis\nd2\tcats sleep\n")
     result = sleuth("search", "cats", "--index", bm25_index, "-k", "2", *[str(tmp_path / o) if o == "c.tsv" else o
                                                                          for o in options])
-    assert_one_line_error(result, "--index searches an index folder", *named, "not apply")
+    one_line_error(result, "--index searches an index folder", *named, "not apply")
     assert result.stdout == ""
 
 
@@ -69,7 +69,7 @@ def test_index_refuses_options_of_what_it_does_not_build(sleuth, tmp_path, corpu
     the window splitter, a dense encoder or FAISS factory for a BM25 index, BM25 parameters for a dense index, Ray
     options without Ray)."""
     out = tmp_path / "ix"
-    assert_one_line_error(sleuth("index", corpus, "--out", out, *options), *named)
+    one_line_error(sleuth("index", corpus, "--out", out, *options), *named)
     assert not out.exists()
 
 
@@ -104,7 +104,7 @@ def test_sections_on_short_documents_only_says_why_nothing_is_indexed(sleuth, tm
     nothing of the splitter that dropped them all."""
     corpus = write_docs(tmp_path / "c.jsonl", ["cats sleep a lot", "dogs bark at cats"])
     out = tmp_path / "ix"
-    assert_one_line_error(sleuth("index", corpus, "--kind", "bm25", "--out", out, "--splitter", "sections"),
-                          "c.jsonl", "none of the 2 documents gives a passage with --splitter sections (a lead or "
-                          "section of 10 words or fewer gives no passage)")
+    one_line_error(sleuth("index", corpus, "--kind", "bm25", "--out", out, "--splitter", "sections"),
+                   "c.jsonl", "none of the 2 documents gives a passage with --splitter sections (a lead or "
+                   "section of 10 words or fewer gives no passage)")
     assert not out.exists()

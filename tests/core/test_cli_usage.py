@@ -8,7 +8,7 @@ import pytest
 
 from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index, BM25Params
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 
 
 @pytest.mark.parametrize(("args", "fragment"), [
@@ -50,7 +50,7 @@ from tests.core.test_cli import assert_one_line_error
      "'--steps'"),
 ])
 def test_usage_errors_are_one_line(sleuth, args, fragment):
-    assert_one_line_error(sleuth(*args), fragment)
+    one_line_error(sleuth(*args), fragment)
 
 
 def test_bare_sleuth_prints_help(sleuth):
@@ -97,14 +97,14 @@ def test_command_summaries_wrap_as_one_paragraph(sleuth, group):
 def test_non_utf8_and_binary_input_name_file_and_line(sleuth, tmp_path):
     latin = tmp_path / "latin.jsonl"
     latin.write_bytes(b'{"_id": "a", "text": "plain"}\n{"_id": "b", "text": "caf\xe9 au lait"}\n')
-    assert_one_line_error(sleuth("index", latin, "--kind", "bm25", "--out", tmp_path / "ix"), "latin.jsonl:2",
-                          "not UTF-8")
+    one_line_error(sleuth("index", latin, "--kind", "bm25", "--out", tmp_path / "ix"), "latin.jsonl:2",
+                   "not UTF-8")
     binary = tmp_path / "blob.jsonl"
     binary.write_bytes(bytes(range(256)) * 4)
-    assert_one_line_error(sleuth("index", binary, "--kind", "bm25", "--out", tmp_path / "ix"), "blob.jsonl:1")
+    one_line_error(sleuth("index", binary, "--kind", "bm25", "--out", tmp_path / "ix"), "blob.jsonl:1")
     trec = tmp_path / "docs.trec"
     trec.write_bytes(b"<DOC>\n<DOCNO>1</DOCNO>\ntext \xff\n</DOC>\n")
-    assert_one_line_error(sleuth("index", trec, "--kind", "bm25", "--out", tmp_path / "ix"), "docs.trec:3")
+    one_line_error(sleuth("index", trec, "--kind", "bm25", "--out", tmp_path / "ix"), "docs.trec:3")
     assert not (tmp_path / "ix").exists()
 
 
@@ -112,11 +112,11 @@ def test_empty_corpus_is_one_line(sleuth, tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     for kind in ("bm25", "dense"):
-        assert_one_line_error(sleuth("index", empty, "--kind", kind, "--out", tmp_path / kind),
-                              "empty.jsonl: the corpus has no passages")
+        one_line_error(sleuth("index", empty, "--kind", kind, "--out", tmp_path / kind),
+                       "empty.jsonl: the corpus has no passages")
     stop = tmp_path / "stop.jsonl"
     stop.write_text(json.dumps({"_id": "a", "text": "the a of"}) + "\n")
-    assert_one_line_error(sleuth("index", stop, "--kind", "bm25", "--out", tmp_path / "ix"), "no indexable words")
+    one_line_error(sleuth("index", stop, "--kind", "bm25", "--out", tmp_path / "ix"), "no indexable words")
 
 
 def test_bm25_params_are_checked():
@@ -142,8 +142,8 @@ def test_eval_of_index_folders_needs_no_corpus(sleuth, tmp_path, data_dir):
                     "--qrels", vaswani / "qrels", "--max-queries", "20", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["pipelines"][0]["measures"]["nDCG@10"] > 0.3
-    assert_one_line_error(sleuth("eval", "--queries", vaswani / "query-text.trec", "--qrels", vaswani / "qrels"),
-                          "--corpus")
+    one_line_error(sleuth("eval", "--queries", vaswani / "query-text.trec", "--qrels", vaswani / "qrels"),
+                   "--corpus")
 
 
 def test_no_progress_bars_when_stderr_is_not_a_terminal(sleuth, tmp_path, scifact_jsonl):
@@ -159,7 +159,7 @@ def test_a_runs_dir_that_cannot_be_written_fails_before_the_evaluation(sleuth, t
     blocker.write_text("not a folder\n")
     result = sleuth("eval", "--corpus", scifact_jsonl, "--queries", "missing-queries.jsonl", "--qrels",
                     "missing-qrels.tsv", "--runs-dir", blocker / "runs")
-    assert_one_line_error(result, f"--runs-dir {blocker / 'runs'}: {blocker} is a file, not a folder")
+    one_line_error(result, f"--runs-dir {blocker / 'runs'}: {blocker} is a file, not a folder")
 
 
 @pytest.mark.parametrize("args", [
@@ -171,4 +171,4 @@ def test_a_runs_dir_that_cannot_be_written_fails_before_the_evaluation(sleuth, t
 def test_an_empty_path_names_the_parameter(sleuth, args):
     """Typer turns '' into Path('.'): `sleuth quest parse ''` read the current folder and said ".: is a folder"."""
     name = {"quest": "'examples'", "index": "'corpus'", "search": "'--corpus'", "cos": "'--questions'"}[args[0]]
-    assert_one_line_error(sleuth(*args), f"Invalid value for {name}: an empty path")
+    one_line_error(sleuth(*args), f"Invalid value for {name}: an empty path")

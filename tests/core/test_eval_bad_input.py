@@ -16,7 +16,8 @@ from sleuth.errors import ConfigError, InputError
 from sleuth.eval import Experiment, parse_measures, per_query
 from sleuth.stages.base import Stage
 from sleuth.stages.run import Hit, Run
-from tests.core.test_cli import assert_one_line_error, measures
+from tests.cli_support import one_line_error
+from tests.core.test_cli import measures
 
 DOCS = [("d1", "Vitamin D", "vitamin d and tuberculosis risk"), ("d2", "Cats", "cats purr and sleep"),
         ("d3", "Dogs", "dogs bark loudly"), ("d4", "TB", "tuberculosis is a disease of the lungs")]
@@ -73,7 +74,7 @@ def test_a_measure_that_cannot_be_computed_is_refused_before_any_index(sleuth, t
     (RBP(p=0), SDCG@5, ...) or perl's CalledProcessError (ERR@10)."""
     home = tmp_path / "home"
     result = sleuth("eval", beir, "--metric", measure, env={"SLEUTH_HOME": str(home)})
-    assert_one_line_error(result, f"measure '{measure}' cannot be computed", reason)
+    one_line_error(result, f"measure '{measure}' cannot be computed", reason)
     assert no_index_built(home), "an index was built first"
 
 
@@ -114,8 +115,8 @@ def test_names_are_shown_as_written_not_as_markup(sleuth, tmp_path, beir):
 def test_a_beir_folder_refuses_the_files_it_would_ignore(sleuth, beir, options):
     """Before: `sleuth eval DATASET --qrels other.tsv` evaluated DATASET's own qrels without a word (a path that did
     not exist included)."""
-    assert_one_line_error(sleuth("eval", beir, *options), f"DATASET {beir} brings its own corpus, queries and "
-                          f"qrels: leave out {options[0]}")
+    one_line_error(sleuth("eval", beir, *options), f"DATASET {beir} brings its own corpus, queries and "
+                   f"qrels: leave out {options[0]}")
 
 
 def test_judged_documents_missing_from_the_corpus_are_warned(sleuth, tmp_path, beir):
@@ -205,11 +206,11 @@ def test_run_files_refuse_ids_with_whitespace_and_names_that_collide(sleuth, tmp
     home = tmp_path / "home"
     result = sleuth("eval", beir, "--pipeline", tmp_path / "ab1.yaml", "--pipeline", tmp_path / "ab2.yaml",
                     "--runs-dir", tmp_path / "runs", env={"SLEUTH_HOME": str(home)})
-    assert_one_line_error(result, "pipelines 'a/b' and 'a_b' would both be written to a_b.run")
+    one_line_error(result, "pipelines 'a/b' and 'a_b' would both be written to a_b.run")
     assert no_index_built(home)
     spaced = write_beir(tmp_path / "spaced", DOCS, {"q 1": "cats"}, "q 1\td2\t1\n")
-    assert_one_line_error(sleuth("eval", spaced, "--runs-dir", tmp_path / "runs"),
-                          "--runs-dir: query id 'q 1' has whitespace")
+    one_line_error(sleuth("eval", spaced, "--runs-dir", tmp_path / "runs"),
+                   "--runs-dir: query id 'q 1' has whitespace")
 
 
 def test_self_exclusion_stays_off_where_the_qrels_judge_a_querys_own_document(sleuth, tmp_path):
@@ -249,7 +250,7 @@ def test_options_that_would_be_ignored_are_refused(sleuth, tmp_path, beir, optio
         "--queries", beir / "queries.jsonl", "--qrels", beir / "qrels" / "train.tsv"]
     home = tmp_path / "home"
     result = sleuth("eval", "--corpus", beir / "corpus.jsonl", *where, *given, env={"SLEUTH_HOME": str(home)})
-    assert_one_line_error(result, message)
+    one_line_error(result, message)
     assert no_index_built(home)
 
 

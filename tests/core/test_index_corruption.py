@@ -8,7 +8,7 @@ import pytest
 from sleuth.errors import IndexError_
 from sleuth.index.bm25 import BM25Index
 from sleuth.index.dense import DenseIndex
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 
 
 def flip_byte(path, where: float = 0.5) -> None:
@@ -23,7 +23,7 @@ def test_flipped_byte_in_a_bm25_index_is_refused(sleuth, tmp_path, scifact_jsonl
     out = tmp_path / "ix"
     assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out).returncode == 0
     flip_byte(out / name, 0.9 if name.endswith(".npy") else 0.5)
-    assert_one_line_error(sleuth("search", scifact_rows[5]["title"], "--index", out), str(out / name), "corrupt")
+    one_line_error(sleuth("search", scifact_rows[5]["title"], "--index", out), str(out / name), "corrupt")
 
 
 def test_flipped_byte_in_dense_vectors_is_refused(tmp_path, scifact_passages, onnx_encoder):

@@ -11,15 +11,15 @@ import sys
 
 from sleuth.corpus.model import Passage
 from sleuth.index.bm25 import BM25Index
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 
 
 def test_out_refuses_a_users_folder_unless_forced(sleuth, tmp_path, scifact_jsonl):
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "notes.txt").write_text("precious")
-    assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", folder),
-                          "is not a sleuth index", "--force")
+    one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", folder),
+                   "is not a sleuth index", "--force")
     assert (folder / "notes.txt").read_text() == "precious"
     assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", folder, "--force").returncode == 0
     assert (folder / "manifest.json").is_file() and not (folder / "notes.txt").exists()
@@ -28,13 +28,13 @@ def test_out_refuses_a_users_folder_unless_forced(sleuth, tmp_path, scifact_json
 def test_out_refuses_the_corpus_file_and_the_current_folder(sleuth, tmp_path, scifact_jsonl):
     before = scifact_jsonl.read_bytes()
     for force in ((), ("--force",)):
-        assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", scifact_jsonl, *force),
-                              "refusing to build an index over")
+        one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", scifact_jsonl, *force),
+                       "refusing to build an index over")
     assert scifact_jsonl.read_bytes() == before
     result = subprocess.run([sys.executable, "-m", "sleuth", "index", str(scifact_jsonl), "--kind", "bm25",
                              "--out", "."], cwd=tmp_path, capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": os.getcwd()})
-    assert_one_line_error(result, "the current folder")
+    one_line_error(result, "the current folder")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus.jsonl"]  # no ..tmp-* left
 
 
@@ -45,8 +45,8 @@ def test_rebuild_replaces_an_index_but_not_its_updates(sleuth, tmp_path, scifact
     added = tmp_path / "add.jsonl"
     added.write_text(json.dumps({"id": "new-1", "text": "a passage added later"}) + "\n")
     assert sleuth("update", out, "--add", added).returncode == 0
-    assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out),
-                          "sleuth update", "401 passages", "--force")
+    one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out),
+                   "sleuth update", "401 passages", "--force")
     assert BM25Index.load(out).manifest.count == 401
     assert sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out, "--force").returncode == 0
     assert BM25Index.load(out).manifest.count == 400
@@ -80,8 +80,8 @@ def test_out_refuses_home_root_and_system_folders_even_forced(sleuth, tmp_path, 
     (home / "work").mkdir(parents=True)
     (home / "notes.txt").write_text("precious")
     for out in (home, home.parent):
-        assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out, "--force",
-                                     env={"HOME": str(home)}), "system or home folder")
+        one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", out, "--force",
+                              env={"HOME": str(home)}), "system or home folder")
     assert (home / "notes.txt").read_text() == "precious"
     for folder in ("/", "/usr", "/etc", "/var/lib", "/tmp", "~", "~/indexes"):
         with pytest.raises(IndexError_, match="system or home folder|'~' is not expanded"):
@@ -89,5 +89,6 @@ def test_out_refuses_home_root_and_system_folders_even_forced(sleuth, tmp_path, 
 
 
 def test_out_below_a_file_says_the_parent_is_a_file(sleuth, scifact_jsonl):
-    assert_one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", scifact_jsonl.parent / "corpus.jsonl" / "sub"),
-                          "corpus.jsonl is a file, not a folder")
+    below_a_file = scifact_jsonl.parent / "corpus.jsonl" / "sub"
+    one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", below_a_file),
+                   "corpus.jsonl is a file, not a folder")

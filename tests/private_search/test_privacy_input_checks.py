@@ -13,7 +13,7 @@ import pytest
 
 from sleuth.errors import SleuthError
 from sleuth.systems.private_search.remote import RemoteEngine
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 from tests.privacy_support import glove_table
 
 GOOD = {"id": "d1", "score": 1.5, "title": "Goldfish", "text": "Goldfish grow with their tank."}
@@ -79,15 +79,15 @@ def test_good_hits_are_read():
 def test_private_search_against_a_hostile_engine_fails_in_one_line(sleuth):
     with engine_answering([{**GOOD, "score": "abc"}]) as url:
         result = sleuth("privacy", "search", "do goldfish grow", "--engine", url, "-n", 2, "--seed", 1)
-    assert_one_line_error(result, "field 'score' must be a finite number, got 'abc'")
+    one_line_error(result, "field 'score' must be a finite number, got 'abc'")
 
 
 def test_obfuscate_refuses_a_negative_seed_and_a_meaningless_epsilon(sleuth):
-    assert_one_line_error(sleuth("privacy", "obfuscate", "do goldfish grow", "--seed", -1),
-                          "Invalid value for '--seed': Input should be greater than or equal to 0")
+    one_line_error(sleuth("privacy", "obfuscate", "do goldfish grow", "--seed", -1),
+                   "Invalid value for '--seed': Input should be greater than or equal to 0")
     # before: "epsilon must be ...", "seed must be ...": names the command line does not take
-    assert_one_line_error(sleuth("privacy", "obfuscate", "do goldfish grow", "--epsilon", "1e-300"),
-                          "--epsilon must be at least 0.001", "constant word")
+    one_line_error(sleuth("privacy", "obfuscate", "do goldfish grow", "--epsilon", "1e-300"),
+                   "--epsilon must be at least 0.001", "constant word")
 
 
 

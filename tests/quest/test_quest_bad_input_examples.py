@@ -9,20 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sleuth.cli.main import main
 from sleuth.errors import InputError
-
-
-def one_line_error(capsys, *args: object) -> str:
-    """Run ``sleuth ARGS`` in process; it must exit 2 with one ``error:`` line, which is returned."""
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_:
-        main([str(a) for a in args])
-    err = capsys.readouterr().err
-    assert exit_.value.code == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
-    return lines[0]
+from tests.cli_support import one_line_error
 
 
 @pytest.fixture(scope="module")
@@ -43,22 +31,22 @@ def same_id(val_rows, tmp_path) -> Path:
     return write_rows(tmp_path / "q_dupid.jsonl", [{**val_rows[0], "id": "x"}, {**val_rows[1], "id": "x"}])
 
 
-def test_predict_refuses_two_queries_with_one_id(same_id, val_rows, tmp_path, capsys):
+def test_predict_refuses_two_queries_with_one_id(same_id, val_rows, tmp_path, sleuth):
     """Before: exit 0, and both queries of id 'x' were written with the second query's documents."""
     documents = write_rows(tmp_path / "documents.jsonl", [{"title": t, "text": t} for t in val_rows[0]["docs"]])
     out = tmp_path / "pred.jsonl"
-    line = one_line_error(capsys, "quest", "predict", same_id, "--documents", documents, "--pipeline", "quest-bm25",
-                          "--out", out)
+    line = one_line_error(sleuth("quest", "predict", same_id, "--documents", documents, "--pipeline", "quest-bm25",
+                                 "--out", out))
     assert line == f"error: {same_id}:2: query id 'x' appears twice (first on line 1)"
     assert not out.exists()
 
 
-def test_eval_and_parse_refuse_a_gold_id_given_twice(same_id, val_rows, tmp_path, capsys):
+def test_eval_and_parse_refuse_a_gold_id_given_twice(same_id, val_rows, tmp_path, sleuth):
     """Before: `quest eval` said "QUEST (2 queries)" but scored one (a perfect 1.0 on the second query alone), and
     `quest parse` ran without a word."""
     predictions = write_rows(tmp_path / "pred.jsonl", [{**val_rows[1], "id": "x"}])
     for command in (("eval", same_id, "--predictions", predictions), ("parse", same_id)):
-        assert one_line_error(capsys, "quest", *command).endswith("q_dupid.jsonl:2: query id 'x' appears twice "
+        assert one_line_error(sleuth("quest", *command)).endswith("q_dupid.jsonl:2: query id 'x' appears twice "
                                                                   "(first on line 1)")
 
 
@@ -77,42 +65,42 @@ def test_a_task_of_two_files_refuses_an_id_of_both(val_rows, tmp_path):
     ({"T": ["a sentence"]}, "field 'metadata.attributions': 'T' holds ['a sentence'], not a list of"),
     ({"T": "a sentence"}, "field 'metadata.attributions': 'T' holds 'a sentence', not a list of"),
 ])
-def test_corpus_refuses_attributions_of_another_shape(val_rows, tmp_path, capsys, attributions, message):
+def test_corpus_refuses_attributions_of_another_shape(val_rows, tmp_path, sleuth, attributions, message):
     """Before: an AttributeError traceback ('list' object has no attribute 'items' / 'str' ... 'values')."""
     bad = {**val_rows[1], "metadata": {**val_rows[1]["metadata"], "attributions": attributions}}
     examples = write_rows(tmp_path / "attr.jsonl", [val_rows[0], bad])
     out = tmp_path / "documents.jsonl"
-    line = one_line_error(capsys, "quest", "corpus", examples, "--out", out)
+    line = one_line_error(sleuth("quest", "corpus", examples, "--out", out))
     assert line.startswith(f"error: {examples}:2: ") and message in line
     assert not out.exists()
 
 
-def test_parse_refuses_an_original_query_that_is_not_text(val_rows, tmp_path, capsys):
+def test_parse_refuses_an_original_query_that_is_not_text(val_rows, tmp_path, sleuth):
     """Before: TypeError: expected string or bytes-like object, got 'int'."""
     examples = write_rows(tmp_path / "numorig.jsonl", [val_rows[0], {**val_rows[1], "original_query": 5}])
-    assert one_line_error(capsys, "quest", "parse", examples) == (
+    assert one_line_error(sleuth("quest", "parse", examples)) == (
         f"error: {examples}:2: field 'original_query': expected the query with its constraints in <mark> spans, "
         "found int")
 
 
-def test_parse_refuses_examples_without_original_query(val_rows, tmp_path, capsys):
+def test_parse_refuses_examples_without_original_query(val_rows, tmp_path, sleuth):
     """Before: exit 0 with a table of n=0 and every score 0.000."""
     examples = write_rows(tmp_path / "noorig.jsonl", [{k: v for k, v in r.items() if k != "original_query"}
                                                       for r in val_rows])
-    assert one_line_error(capsys, "quest", "parse", examples) == (
+    assert one_line_error(sleuth("quest", "parse", examples)) == (
         f"error: {examples}: no example has an original_query (the parser is scored against it)")
 
 
-def test_parse_names_the_file_line_and_field_of_an_unknown_template(val_rows, tmp_path, capsys):
+def test_parse_names_the_file_line_and_field_of_an_unknown_template(val_rows, tmp_path, sleuth):
     """Before: "field 'template': unknown QUEST template '_ and also _'": no file or line, and the field read is
     original_query (the examples' metadata.template was never read)."""
     bad = {**val_rows[1], "original_query": "<mark>a films</mark> and also <mark>b films</mark>"}
     examples = write_rows(tmp_path / "badtmpl.jsonl", [val_rows[0], bad])
-    line = one_line_error(capsys, "quest", "parse", examples)
+    line = one_line_error(sleuth("quest", "parse", examples))
     assert line.startswith(f"error: {examples}:2: field 'original_query': unknown QUEST template '_ and also _'")
 
 
-def test_commands_refuse_an_out_that_is_a_folder_before_the_work(val_rows, tmp_path, capsys):
+def test_commands_refuse_an_out_that_is_a_folder_before_the_work(val_rows, tmp_path, sleuth):
     """Before: `quest corpus --out FOLDER` failed only after the whole run, naming a temporary file
     ('.FOLDER.xxxx.tmp: cannot write (Is a directory)'); predict and build the same."""
     examples = write_rows(tmp_path / "val.jsonl", val_rows)
@@ -122,6 +110,6 @@ def test_commands_refuse_an_out_that_is_a_folder_before_the_work(val_rows, tmp_p
     dump.write_text("<mediawiki></mediawiki>\n", encoding="utf-8")
     for command in (("corpus", examples), ("predict", examples, "--documents", examples, "--pipeline", "quest-bm25"),
                     ("build", dump)):
-        assert one_line_error(capsys, "quest", *command, "--out", folder) == \
+        assert one_line_error(sleuth("quest", *command, "--out", folder)) == \
             f"error: --out {folder}: is a folder; give a file"
     assert list(folder.iterdir()) == []

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.quest.test_quest_bad_input_examples import one_line_error, write_rows
+from tests.cli_support import one_line_error
+from tests.quest.test_quest_bad_input_examples import write_rows
 
 
 @pytest.fixture(scope="module")
@@ -34,39 +35,35 @@ def perfect_predictions(gold_rows: list[dict]) -> list[dict]:
     ("O.G. (film)", "field 'metadata.ranking': expected a list of titles, found str"),
     ([1, 2, 3], "field 'metadata.ranking': doc 1 is 1, not a document title (a string)"),
 ])
-def test_eval_refuses_a_ranking_that_is_not_a_list_of_titles(gold, gold_rows, tmp_path, capsys, ranking, message):
+def test_eval_refuses_a_ranking_that_is_not_a_list_of_titles(gold, gold_rows, tmp_path, sleuth, ranking, message):
     """Before: exit 0 with Recall@20 0.8000: a string was ranked character by character, numbers taken as
     titles."""
     rows = perfect_predictions(gold_rows)
     rows[1]["metadata"]["ranking"] = ranking
     predictions = write_rows(tmp_path / "pred.jsonl", rows)
-    assert one_line_error(capsys, "quest", "eval", gold, "--predictions", predictions) == \
+    assert one_line_error(sleuth("quest", "eval", gold, "--predictions", predictions)) == \
         f"error: {predictions}:2: {message}"
 
 
-def test_eval_refuses_an_empty_predictions_file(gold, tmp_path, capsys):
+def test_eval_refuses_an_empty_predictions_file(gold, tmp_path, sleuth):
     """Before: every measure 0.0000 and exit 0 (an empty gold file was already refused)."""
     empty = tmp_path / "empty.jsonl"
     empty.write_text("", encoding="utf-8")
-    assert one_line_error(capsys, "quest", "eval", gold, "--predictions", empty) == \
+    assert one_line_error(sleuth("quest", "eval", gold, "--predictions", empty)) == \
         f"error: {empty}: no predictions (a JSON object per line with query and docs)"
 
 
-def test_eval_names_the_file_and_line_of_an_empty_gold_set(gold_rows, tmp_path, capsys):
+def test_eval_names_the_file_and_line_of_an_empty_gold_set(gold_rows, tmp_path, sleuth):
     """Before: "field 'docs': query 'e1' has an empty gold set; ...": neither file nor line."""
     gold = write_rows(tmp_path / "gold.jsonl", [gold_rows[0], {**gold_rows[1], "id": "e1", "docs": []}])
     predictions = write_rows(tmp_path / "pred.jsonl", [{"id": "e1", "query": gold_rows[1]["query"], "docs": []}])
-    assert one_line_error(capsys, "quest", "eval", gold, "--predictions", predictions) == \
+    assert one_line_error(sleuth("quest", "eval", gold, "--predictions", predictions)) == \
         f"error: {gold}:2: field 'docs': query 'e1' has an empty gold set; set metrics are undefined for it"
 
 
-def test_eval_still_scores_good_predictions(gold, gold_rows, tmp_path, capsys):
+def test_eval_still_scores_good_predictions(sleuth, gold, gold_rows, tmp_path):
     """The checks leave a well-formed file alone: the gold sets as predictions score 1."""
-    from sleuth.cli.main import main
-
     predictions = write_rows(tmp_path / "pred.jsonl", perfect_predictions(gold_rows))
-    capsys.readouterr()
-    main(["quest", "eval", str(gold), "--predictions", str(predictions), "--json"])
-    report = json.loads(capsys.readouterr().out)["pred"]
+    report = json.loads(sleuth("quest", "eval", gold, "--predictions", predictions, "--json").stdout)["pred"]
     assert report["overall"]["F1"] == 1.0 and report["overall"]["MRecall@20"] == 1.0
     assert report["count"]["overall"] == 3

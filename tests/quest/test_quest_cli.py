@@ -3,19 +3,11 @@
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 from sleuth.corpus.quest import read_quest_examples, read_quest_predictions, write_quest_predictions
-
-
-def one_line_error(result: subprocess.CompletedProcess, *fragments: str) -> None:
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in result.stderr, result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], lines[0]
+from tests.cli_support import one_line_error
 
 
 @pytest.fixture(scope="module")

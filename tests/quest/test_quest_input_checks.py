@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.core.test_cli import assert_one_line_error
+from tests.cli_support import one_line_error
 
 
 @pytest.fixture
@@ -29,10 +29,10 @@ def test_quest_commands_refuse_an_out_that_is_an_input(sleuth, val_head, tmp_pat
     relative = f"../{tmp_path.name}/val.jsonl"
     monkeypatch.chdir(tmp_path)
     for out in (val_head, link, relative):
-        assert_one_line_error(sleuth("quest", "corpus", val_head, "--out", out), "refusing to write over the input")
+        one_line_error(sleuth("quest", "corpus", val_head, "--out", out), "refusing to write over the input")
     for out in (val_head, link, documents):
-        assert_one_line_error(sleuth("quest", "predict", val_head, "--documents", documents, "--pipeline",
-                                     "quest-bm25", "--out", out), "refusing to write over the input")
+        one_line_error(sleuth("quest", "predict", val_head, "--documents", documents, "--pipeline",
+                              "quest-bm25", "--out", out), "refusing to write over the input")
     assert val_head.read_bytes() == before and documents.read_bytes() == documents_before
 
 
@@ -44,24 +44,24 @@ def test_quest_eval_refuses_non_title_docs_and_mismatched_scores(sleuth, val_hea
     for name, (fields, message) in cases.items():
         predictions = tmp_path / f"{name}.jsonl"
         predictions.write_text(json.dumps({"id": "val-0001", "query": first["query"], **fields}) + "\n")
-        assert_one_line_error(sleuth("quest", "eval", val_head, "--predictions", predictions),
-                              f"{name}.jsonl:1", message)
+        one_line_error(sleuth("quest", "eval", val_head, "--predictions", predictions),
+                       f"{name}.jsonl:1", message)
 
 
 def test_quest_commands_refuse_files_without_examples_and_domains_without_queries(sleuth, val_head, tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n", encoding="utf-8")
     for command in (("eval", empty, "--predictions", val_head), ("parse", empty)):
-        assert_one_line_error(sleuth("quest", *command), "empty.jsonl: no QUEST examples")
+        one_line_error(sleuth("quest", *command), "empty.jsonl: no QUEST examples")
     stripped = tmp_path / "no-attributions.jsonl"  # the real examples without their attribution sentences
     stripped.write_text("".join(json.dumps({"query": json.loads(line)["query"], "docs": json.loads(line)["docs"]})
                                 + "\n" for line in val_head.read_text(encoding="utf-8").splitlines()))
     documents = tmp_path / "documents.jsonl"
-    assert_one_line_error(sleuth("quest", "corpus", stripped, "--out", documents), "no attribution sentences")
+    one_line_error(sleuth("quest", "corpus", stripped, "--out", documents), "no attribution sentences")
     assert not documents.exists()
     assert sleuth("quest", "corpus", val_head, "--out", documents).returncode == 0
-    assert_one_line_error(sleuth("quest", "predict", val_head, "--documents", documents, "--domain", "sports",
-                                 "--out", tmp_path / "p.jsonl"), "no examples in domain sports", "films")
+    one_line_error(sleuth("quest", "predict", val_head, "--documents", documents, "--domain", "sports",
+                          "--out", tmp_path / "p.jsonl"), "no examples in domain sports", "films")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -74,7 +74,7 @@ def test_quest_train_refuses_bad_options_before_the_work(sleuth, val_head, tmp_p
     """Refused before any file is read (the documents given are not even a corpus)."""
     result = sleuth("quest", "train", "--examples", val_head, "--documents", val_head, "--out", tmp_path / "m",
                     "--max-steps", 1, *args)
-    assert_one_line_error(result, message)
+    one_line_error(result, message)
     assert not (tmp_path / "m").exists()
 
 

@@ -31,60 +31,58 @@ def quest(data_dir, tmp_path_factory):
     return folder
 
 
-def test_quest_train_refuses_tune_examples_without_a_query_to_tune_on(quest, tmp_path, capsys):
+def test_quest_train_refuses_tune_examples_without_a_query_to_tune_on(quest, tmp_path, sleuth):
     """--tune-examples whose gold documents the corpus does not hold: before, the classifier was trained and its
     set rules "tuned" on no query at all (threshold 0.0, F1 0.0 in training.json), exit 0. Now refused before
     training, for the tuning half and for all of the file."""
     for half, pool in (([], "none of the 4 queries of its tuning half"), (["--all-tune-examples"], "none of its 12")):
-        error = one_line_error(["quest", "train", "--examples", str(quest / "val.jsonl"), "--documents",
-                                str(quest / "documents.jsonl"), "--tune-examples", str(quest / "elsewhere.jsonl"),
-                                "--out", str(tmp_path / "model"), *CLASSIFIER, *half], capsys)
+        error = one_line_error(sleuth("quest", "train", "--examples", str(quest / "val.jsonl"), "--documents",
+                                      str(quest / "documents.jsonl"), "--tune-examples", str(quest / "elsewhere.jsonl"),
+                                      "--out", str(tmp_path / "model"), *CLASSIFIER, *half))
         assert error.startswith("error: --tune-examples: ") and pool in error and "no query to tune" in error, error
     assert not (tmp_path / "model").exists()
 
 
-def test_quest_train_dense_without_a_usable_example_names_the_files(quest, tmp_path, capsys):
+def test_quest_train_dense_without_a_usable_example_names_the_files(quest, tmp_path, sleuth):
     """Examples none of whose gold documents the corpus holds: before, "error: no training examples", naming
     neither the examples nor the documents."""
-    error = one_line_error(["quest", "train-dense", "--examples", str(quest / "elsewhere.jsonl"), "--documents",
-                            str(quest / "documents.jsonl"), "--out", str(tmp_path / "de"), *TINY], capsys)
+    error = one_line_error(sleuth("quest", "train-dense", "--examples", str(quest / "elsewhere.jsonl"), "--documents",
+                                  str(quest / "documents.jsonl"), "--out", str(tmp_path / "de"), *TINY))
     assert f"--examples {quest / 'elsewhere.jsonl'}: none of its 12 queries has a gold document in --documents " \
            f"{quest / 'documents.jsonl'}" in error, error
     assert not (tmp_path / "de").exists()
 
 
 @pytest.mark.parametrize("command, extra", [("train", CLASSIFIER), ("train-dense", TINY)])
-def test_quest_training_refuses_a_max_length_the_backbone_cannot_read(quest, tmp_path, capsys, command, extra):
+def test_quest_training_refuses_a_max_length_the_backbone_cannot_read(quest, tmp_path, sleuth, command, extra):
     """Before: --max-length 1000 was accepted, and the first query and document longer than MiniLM's 512 positions
     ended the run in torch's "The size of tensor a (...) must match the size of tensor b (512)" traceback (the short
     proxy documents trained silently). Refused before any file is read (the documents given are not a corpus)."""
-    error = one_line_error(["quest", command, "--examples", str(quest / "val.jsonl"), "--documents",
-                            str(quest / "val.jsonl"), "--out", str(tmp_path / "m"), "--max-length", "1000", *extra],
-                           capsys)
+    error = one_line_error(sleuth("quest", command, "--examples", str(quest / "val.jsonl"), "--documents",
+                                  quest / "val.jsonl", "--out", tmp_path / "m", "--max-length", "1000", *extra))
     assert "--max-length 1000: " in error and "'minilm' reads at most 512 tokens" in error, error
 
 
 @pytest.mark.parametrize("command, extra", [("train", CLASSIFIER), ("train-dense", [*TINY, "--lora-rank", "2"])])
-def test_quest_training_keeps_a_folder_of_other_files(quest, tmp_path, capsys, command, extra):
+def test_quest_training_keeps_a_folder_of_other_files(quest, tmp_path, sleuth, command, extra):
     """--out a folder of the user's files: before, the trained adapter (train-dense --lora-rank) or classifier
     (train) was swapped in for the whole folder, deleting its files, exit 0. Now refused before the work; an
     empty folder or an earlier model may still be replaced."""
     folder = tmp_path / "project"
     folder.mkdir()
     (folder / "notes.txt").write_text("important\n", encoding="utf-8")
-    error = one_line_error(["quest", command, "--examples", str(quest / "val.jsonl"), "--documents",
-                            str(quest / "documents.jsonl"), "--out", str(folder), *extra], capsys)
+    error = one_line_error(sleuth("quest", command, "--examples", str(quest / "val.jsonl"), "--documents",
+                                  str(quest / "documents.jsonl"), "--out", str(folder), *extra))
     assert f"--out {folder}: a folder of other files, not a saved model" in error, error
     assert [p.name for p in folder.iterdir()] == ["notes.txt"]
 
 
 @pytest.mark.parametrize("command, extra", [("train", CLASSIFIER), ("train-dense", TINY)])
-def test_quest_training_refuses_a_lora_rank_wider_than_the_backbone(quest, tmp_path, capsys, command, extra):
+def test_quest_training_refuses_a_lora_rank_wider_than_the_backbone(quest, tmp_path, sleuth, command, extra):
     """Before: --lora-rank 5000 was accepted and trained an adapter larger than MiniLM itself (a rank above its 384
     hidden units adds nothing). Refused before any file is read (the documents given are not a corpus)."""
-    error = one_line_error(["quest", command, "--examples", str(quest / "val.jsonl"), "--documents",
-                            str(quest / "val.jsonl"), "--out", str(tmp_path / "m"), "--lora-rank", "5000", *extra],
-                           capsys)
+    error = one_line_error(sleuth("quest", command, "--examples", str(quest / "val.jsonl"), "--documents",
+                                  quest / "val.jsonl", "--out", tmp_path / "m", "--lora-rank", "5000", *extra))
     assert "--lora-rank 5000: " in error and "'minilm' has 384 hidden units" in error, error
     assert not (tmp_path / "m").exists()
 

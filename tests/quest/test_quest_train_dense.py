@@ -11,7 +11,8 @@ from sleuth.pipelines.workspace import Workspace
 from sleuth.systems.quest.dense_training import DenseExampleBudget, dense_examples
 from sleuth.systems.quest.methods import quest_workspace
 from sleuth.systems.quest.task import load_task
-from tests.quest.test_quest_cli import one_line_error, val_head  # noqa: F401  (the fixture)
+from tests.cli_support import one_line_error
+from tests.quest.test_quest_cli import val_head  # noqa: F401  (the fixture)
 
 
 @pytest.fixture(scope="module")
