@@ -102,6 +102,22 @@ def test_eval_errors_are_one_line(sleuth, val_head, tmp_path):
     one_line_error(sleuth("quest", "eval", val_head, "--predictions", tmp_path / "missing.jsonl"), "missing.jsonl")
 
 
+def test_eval_scores_a_whole_files_predictions_against_a_gold_subset(sleuth, val_head, tmp_path):
+    """Predictions of all 12 queries against a gold file of 5 of them (with their ids): the 5 are scored, the other
+    7 left out with a note (before: refused, "query id 'val-0006' is not in gold.jsonl")."""
+    rows = [{**json.loads(line), "id": f"val-{i:04d}"} for i, line in enumerate(val_head.read_text().splitlines(), 1)]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("".join(json.dumps(r) + "\n" for r in rows[:5]))
+    predictions = tmp_path / "pred.jsonl"
+    predictions.write_text("".join(json.dumps({**r, "docs": r["docs"][:1]}) + "\n" for r in rows))
+    result = sleuth("quest", "eval", gold, "--predictions", predictions, "--json")
+    assert result.returncode == 0, result.stderr
+    assert "7 of its 12 predictions are for queries not in" in " ".join(result.stderr.split())
+    report = json.loads(result.stdout)["pred"]
+    assert report["count"]["overall"] == 5 and report["overall"]["P"] == 1.0
+    assert report["overall"]["R"] == pytest.approx(sum(1 / len(r["docs"]) for r in rows[:5]) / 5)
+
+
 def test_eval_refuses_predictions_joined_to_another_query(sleuth, val_head, tmp_path):
     """QUEST's own predictions carry no ids: they are joined by line number, which silently scored a file in
     another order (or of another split) against the wrong gold sets before."""

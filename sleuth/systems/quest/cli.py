@@ -96,7 +96,8 @@ def eval_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
     """Average set P / R / F1 and Recall@K / MRecall@K (K in 20, 50, 100, 1000) of prediction files, joined to
-    gold by query id; every gold query counts (a missing prediction is an empty set)."""
+    gold by query id; every gold query counts (a missing prediction is an empty set), predictions of queries the
+    gold file does not hold are left out (with a note)."""
     from sleuth.corpus.quest import read_quest_predictions
     from sleuth.systems.quest.task import evaluate, joined_predictions, load_task
 
@@ -105,7 +106,11 @@ def eval_command(
     task = load_task(gold)
     reports = {}
     for path in predictions:
-        predicted = joined_predictions(task, read_quest_predictions(path, id_prefix=id_prefix), path, gold)
+        read = read_quest_predictions(path, id_prefix=id_prefix)
+        predicted = joined_predictions(task, read, path, gold)
+        if len(predicted) < len(read):
+            console.print(f"note: {path}: {len(read) - len(predicted):,} of its {len(read):,} predictions are for "
+                          f"queries not in {gold}; they are not scored")
         sets = {qid: q.metadata.get("docs") or [] for qid, q in predicted.items()}
         rankings = {qid: q.metadata.get("ranking") or q.metadata.get("docs") or [] for qid, q in predicted.items()}
         reports[path.stem] = evaluate(task, sets, rankings)

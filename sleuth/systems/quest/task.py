@@ -86,15 +86,18 @@ def load_task(paths: str | Path | Sequence[str | Path], domains: Sequence[str] |
 
 def joined_predictions(task: QuestTask, predicted: dict[str, Query], path: str | Path,
                        gold: str | Path) -> dict[str, Query]:
-    """``predicted`` (by query id) checked against the task's queries: every id is a gold query's and asks the
-    same query. A predictions file without ids is joined by line number, so a file in another order, or a
+    """The predictions of the task's queries (by query id), each checked to ask the same query as its gold one.
+    Predictions of queries the gold file does not hold are left out (as trec_eval leaves out a run's unjudged
+    queries: a prediction file of a whole split scores against a gold subset); a file none of whose ids is a gold
+    query's is refused. A predictions file without ids is joined by line number, so a file in another order, or a
     different file, would otherwise be scored against the wrong gold sets without a word."""
     texts = {q.id: q.text for q in task.queries}
     unknown = sorted(set(predicted) - set(texts))
-    if unknown:
-        raise ConfigError(f"{path}: query id '{unknown[0]}' is not in {gold} ({len(unknown)} unknown ids); "
-                          f"predictions are joined to gold by id (a file without ids by line: --id-prefix "
+    if unknown and len(unknown) == len(predicted):
+        raise ConfigError(f"{path}: query id '{unknown[0]}' is not in {gold}, nor is any of its {len(unknown)} "
+                          f"ids; predictions are joined to gold by id (a file without ids by line: --id-prefix "
                           f"{Path(gold).name.split('.')[0]} if it lists {Path(gold).name}'s queries in its order)")
+    predicted = {qid: query for qid, query in predicted.items() if qid in texts}
     for qid, query in predicted.items():
         if " ".join(query.text.split()) != " ".join(texts[qid].split()):
             raise ConfigError(f"{path}: the prediction for '{qid}' is for the query '{query.text}', but {gold}'s "
