@@ -4,7 +4,8 @@
 ([subject, relation, object] triples) and ``entity_ids``: the same reader reads it.
 
 Paragraph documents use the Wikipedia title as id (supporting facts refer to titles) and the sentences joined with
-'' as HotpotQA does (its sentences keep their leading spaces). Whole-file JSON: errors name ``file[record]``.
+'' as HotpotQA does (its sentences keep their leading spaces). A JSON list (the releases) or JSON Lines: errors name
+``file[record]`` or ``file:line``; a record of another dataset (MuSiQue, SQuAD) is named as such.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ def read_hotpotqa_questions(path: str | Path) -> Iterator[Query]:
     supporting_facts, supporting_titles, context_titles and (2WikiMultihopQA) evidences (the fields absent from a file
     are left out)."""
     for where, record in iter_json_records(path):
+        if "_id" not in record and (other := other_dataset(record)) is not None:
+            raise InputError(f"a {other} record, not a HotpotQA-format question (HotpotQA, 2WikiMultihopQA: '_id', "
+                             "'question', 'supporting_facts', 'context')", path=where)
         query_id = require(record, "_id", where, None)
         question = require(record, "question", where, None)
         metadata: dict[str, Any] = {key: record[key] for key in ("answer", "type", "level") if key in record}
@@ -37,6 +41,15 @@ def read_hotpotqa_questions(path: str | Path) -> Iterator[Query]:
             metadata["evidences"] = [_evidence(triple, where) for triple in require(record, "evidences", where, None,
                                                                                      list)]
         yield Query(id=query_id, text=question, metadata=metadata)
+
+
+def other_dataset(record: dict[str, Any]) -> str | None:
+    """The dataset a record given for a HotpotQA question comes from, when its keys tell (MuSiQue, SQuAD)."""
+    if "paragraphs" in record and "id" in record:
+        return "MuSiQue"
+    if "data" in record and "version" in record:
+        return "SQuAD"
+    return None
 
 
 def read_hotpotqa_corpus(path: str | Path) -> Iterator[Document]:

@@ -1,4 +1,5 @@
-"""Whole-file JSON (HotpotQA, MuSiQue, OTT-QA): parsing with file:line errors and record locations for messages."""
+"""Whole-file JSON (HotpotQA, 2WikiMultihopQA, OTT-QA) and record files that come as a JSON list or as JSON Lines
+(MuSiQue's own release is JSON Lines): parsing with file:line errors and record locations for messages."""
 
 from __future__ import annotations
 
@@ -32,11 +33,18 @@ def load_json_object(path: str | Path) -> dict[str, Any]:
 
 
 def iter_json_records(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yield ``(location, record)`` for a JSON file holding a list of objects.
+    """Yield ``(location, record)`` for a JSON file holding a list of objects, or for JSON Lines (one object per
+    line: a file whose first non-blank line is a whole JSON object).
 
-    ``location`` is ``"file[i]"`` (0-based index); pass it as the ``path`` of InputError or ``require`` so that a
-    message names the file and the record.
+    ``location`` is ``"file[i]"`` (0-based index) in a list, ``"file:line"`` in JSON Lines; pass it as the ``path``
+    of InputError or ``require`` so that a message names the file and the record.
     """
+    if is_json_lines(path):
+        from sleuth.corpus.jsonl import iter_jsonl
+
+        for number, record in iter_jsonl(path):
+            yield f"{path}:{number}", record
+        return
     data = load_json(path)
     if not isinstance(data, list):
         raise InputError(f"expected a JSON list of records, found {type(data).__name__}", path=path)
@@ -45,3 +53,21 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
         if not isinstance(record, dict):
             raise InputError(f"expected a JSON object, found {type(record).__name__}", path=where)
         yield where, record
+
+
+def is_json_lines(path: str | Path) -> bool:
+    """Whether ``path`` is JSON Lines: its first non-blank character opens an object and its first non-blank line
+    is a whole JSON object (a list, or one object over several lines, is one JSON document)."""
+    with open_text(path) as handle:
+        head = handle.read(64).lstrip()
+        while not head and (chunk := handle.read(64)):
+            head = chunk.lstrip()
+    if not head.startswith("{"):
+        return False  # a JSON list (HotpotQA's one-line files are never read twice)
+    from sleuth.io import text_lines
+
+    first = next((line for _, line in text_lines(path)), "")
+    try:
+        return isinstance(json.loads(first), dict)
+    except json.JSONDecodeError:
+        return False

@@ -1,8 +1,9 @@
-"""MuSiQue in its original JSON format: questions with 20 paragraphs each (is_supporting), and paragraph corpora.
+"""MuSiQue in its original format: questions with 20 paragraphs each (is_supporting), as JSON Lines (the release's
+``musique_ans_v1.0_*.jsonl``) or a JSON list (HippoRAG's samples), and paragraph corpora.
 
 Titles repeat across different MuSiQue paragraphs, so a paragraph's id is ``"{title}#{8 hex digits of the SHA-1 of
 its text}"`` (:func:`paragraph_id`): stable, and the same for a question's paragraph and its corpus copy, which lets
-``supporting_ids`` serve as qrels. Whole-file JSON: errors name ``file[record]``.
+``supporting_ids`` serve as qrels. Errors name ``file[record]`` (a JSON list) or ``file:line`` (JSON Lines).
 """
 
 from __future__ import annotations

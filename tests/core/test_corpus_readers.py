@@ -155,6 +155,27 @@ def test_musique_questions_and_corpus(data_dir):
     assert {d.id for d in musique_context_documents(data_dir / "musique" / "musique_train_100.json")} == ids
 
 
+def test_musique_in_its_release_format_json_lines(data_dir, tmp_path):
+    """MuSiQue's own files are JSON Lines (the dev sample too): before, "musique_dev_200.jsonl:2: malformed JSON
+    (Extra data)"; a bad line is named by file:line, and a one-question file reads."""
+    dev = data_dir / "musique" / "musique_dev_200.jsonl"
+    questions = list(read_musique_questions(dev))
+    assert len(questions) == len({q.id for q in questions}) == 200
+    assert all(len(q.metadata["paragraphs"]) == 20 and 2 <= len(q.metadata["supporting_ids"]) <= 4 for q in questions)
+    lines = dev.read_text(encoding="utf-8").splitlines()
+    one = write(tmp_path / "one.jsonl", lines[0] + "\n")
+    assert [q.id for q in read_musique_questions(one)] == [questions[0].id]
+    broken = json.loads(lines[1])
+    del broken["paragraphs"][3]["paragraph_text"]
+    bad = write(tmp_path / "bad.jsonl", "\n".join([lines[0], json.dumps(broken)]) + "\n")
+    with pytest.raises(InputError, match=r"bad\.jsonl:2\.paragraphs\[3\]: field 'paragraph_text'"):
+        list(read_musique_questions(bad))
+    with pytest.raises(InputError, match=r"musique_dev_200\.jsonl:1: a MuSiQue record, not a HotpotQA-format question"):
+        list(read_hotpotqa_questions(dev))
+    with pytest.raises(InputError, match=r"dev-v2\.0\.json:1: a SQuAD record"):
+        list(read_hotpotqa_questions(data_dir / "squad2" / "dev-v2.0.json"))
+
+
 # --- QUEST ----------------------------------------------------------------------------------------------------
 
 
