@@ -118,7 +118,8 @@ def eval_command(
     queries: Path | None = typer.Option(None, help="Queries: BEIR queries.jsonl or TREC topics."),
     qrels: Path | None = typer.Option(None, help="Relevance judgements: TREC qrels or BEIR TSV."),
     questions: Path | None = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
-                                                        "answer accuracy."),
+                                                        "answer accuracy, or a SQuAD file (its questions, their "
+                                                        "gold paragraphs as judgements)."),
     fmt: corpus_options.Format = None,
     distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus (repeatable, format "
                                                   "detected) indexed with --corpus as distractor documents."),
@@ -151,9 +152,13 @@ def eval_command(
     titles = table_names([str(validate_pipeline(name)["name"]) for name in names], names, index or [])
     if runs_dir is not None:
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
-    squad = squad_task(corpus, fmt) if queries is None and qrels is None and questions is None else None
+    squad = None
+    if queries is None and qrels is None:  # a SQuAD file holds its questions: gold paragraphs, answers where present
+        squad = squad_task(corpus, fmt) if questions is None else squad_task(questions, None)
     judged: Qrels | None
-    if squad is not None:  # a SQuAD file holds its questions: gold paragraphs as qrels, answers where present
+    if squad is not None:
+        if corpus is None and names:
+            raise ConfigError("--questions needs --corpus (the passages to search) or --index folders")
         corpus_path, (query_list, judged) = corpus, squad
     else:
         corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,

@@ -18,7 +18,7 @@ def read_questions(path: str | Path) -> Iterator[Query]:
     for number, obj in iter_jsonl(path):
         if number == 1 and "id" not in obj and is_squad(obj):
             raise InputError("a SQuAD JSON file, where questions JSONL (id, question, answers per line) is read "
-                             "(sleuth eval --corpus takes a SQuAD file with its questions)", path=path)
+                             "(sleuth eval takes a SQuAD file, with its questions, as --corpus or --questions)", path=path)
         qid = require_new_id(first_lines, require_id(obj, "id", path, number), path, number)
         question = require_query_text(obj, "question", path, number)
         answers = require(obj, "answers", path, number, list)

@@ -99,3 +99,10 @@ def test_eval_on_squad_articles_with_distractors(sleuth, data_dir, nq_slice, tmp
     assert means["dhr"]["R@1"] >= means["dense"]["R@1"]
     result = sleuth("eval", "--corpus", path, "--distractors", tmp_path / "missing.jsonl", "--pipeline", "bm25")
     assert result.returncode == 2 and "distractor corpus not found" in result.stderr
+    # the SQuAD file as --questions (before: refused, "a SQuAD JSON file, where questions JSONL ... is read"), here
+    # with the articles as the distractors of the NQ passages: the same questions, judgements and figures
+    result = sleuth("eval", "--corpus", nq_slice / "corpus.jsonl", "--distractors", path, "--questions", path,
+                    "--pipeline", "bm25", "--metric", "R@1", "--top-k", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    swapped = json.loads(result.stdout)
+    assert swapped["queries"] == table["queries"] and swapped["pipelines"][0]["measures"] == means["bm25"]
