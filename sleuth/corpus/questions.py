@@ -7,18 +7,22 @@ from pathlib import Path
 
 from sleuth.corpus.jsonl import iter_jsonl, require, require_id, require_new_id, require_query_text
 from sleuth.corpus.model import Query
-from sleuth.corpus.squad import is_squad
+from sleuth.corpus.squad import is_squad, read_squad_questions
 from sleuth.errors import InputError
 
 
 def read_questions(path: str | Path) -> Iterator[Query]:
     """Stream Queries from ``{"id", "question", "answers": [...]}`` lines; answers go to ``metadata["answers"]``;
-    an id that comes twice, and a question without a non-empty answer, are InputErrors naming the line."""
+    an id that comes twice, and a question without a non-empty answer, are InputErrors naming the line. A SQuAD
+    file gives its answerable questions (:func:`sleuth.corpus.squad.read_squad_questions`: answers, gold passage)."""
+    if is_squad_file(path):
+        yield from (q for q in read_squad_questions(path) if q.metadata["answers"])
+        return
     first_lines: dict[str, int] = {}
     for number, obj in iter_jsonl(path):
-        if number == 1 and "id" not in obj and is_squad(obj):
-            raise InputError("a SQuAD JSON file, where questions JSONL (id, question, answers per line) is read "
-                             "(sleuth eval takes a SQuAD file, with its questions, as --corpus or --questions)", path=path)
+        if number == 1 and "id" not in obj and is_squad(obj):  # a one-line SQuAD file not named .json
+            yield from (q for q in read_squad_questions(path) if q.metadata["answers"])
+            return
         qid = require_new_id(first_lines, require_id(obj, "id", path, number), path, number)
         question = require_query_text(obj, "question", path, number)
         answers = require(obj, "answers", path, number, list)
@@ -29,3 +33,15 @@ def read_questions(path: str | Path) -> Iterator[Query]:
                              field="answers")
         extra = {k: v for k, v in obj.items() if k not in ("id", "question")}
         yield Query(qid, question, extra)
+
+
+def is_squad_file(path: str | Path) -> bool:
+    """Whether ``path`` is a SQuAD JSON file (``.json`` holding ``{"version", "data": [articles]}``)."""
+    from sleuth.corpus.jsonfile import load_json
+
+    if Path(path).suffix.lower() != ".json":
+        return False
+    try:
+        return is_squad(load_json(path))
+    except InputError:  # not one JSON document (JSON Lines named .json), or missing: read as questions JSONL
+        return False

@@ -183,15 +183,23 @@ def test_failed_builds_leave_no_empty_cache_folders(tmp_path, scifact_rows):
     assert len(list(home.glob("indexes/*/bm25-*/manifest.json"))) == 1
 
 
-def test_a_squad_file_where_questions_jsonl_is_read_says_so(sleuth, data_dir, tmp_path):
-    """`dhr tune --questions dev-v2.0.json` said "field 'id': missing" at line 1; it names the format instead."""
+def test_a_squad_file_where_questions_are_read_gives_its_answerable_questions(data_dir, tmp_path):
+    """Question files (`dhr compare/tune --questions`, `sleuth.read_queries`) take a SQuAD file: its answerable
+    questions with their answers and gold paragraph (before session 32: refused, "a SQuAD JSON file, where
+    questions JSONL ... is read"; before that, "field 'id': missing" at line 1). JSON Lines named .json still read."""
     from sleuth.corpus.questions import read_questions
 
     squad = data_dir / "squad2" / "dev-v2.0.json"
-    with pytest.raises(InputError, match="a SQuAD JSON file, where questions JSONL"):
-        next(read_questions(squad))
-    result = sleuth("dhr", "tune", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions", squad)
-    one_line_error(result, "dev-v2.0.json", "SQuAD JSON file")
+    raw = json.loads(squad.read_text(encoding="utf-8"))
+    answerable = [qa for article in raw["data"] for paragraph in article["paragraphs"] for qa in paragraph["qas"]
+                  if qa["answers"]]
+    questions = list(read_questions(squad))
+    assert [q.id for q in questions] == [qa["id"] for qa in answerable] and len(questions) > 2000
+    assert all(q.metadata["answers"] and "#" in q.metadata["gold_passage"] for q in questions)
+    named_json = tmp_path / "questions.json"
+    named_json.write_text('{"id": "1", "question": "a?", "answers": ["x"]}\n{"id": "2", "question": "b?", '
+                          '"answers": ["y"]}\n', encoding="utf-8")
+    assert [q.id for q in read_questions(named_json)] == ["1", "2"]
 
 
 def test_ray_build_options_are_checked_where_they_are_made():

@@ -106,3 +106,11 @@ def test_eval_on_squad_articles_with_distractors(sleuth, data_dir, nq_slice, tmp
     assert result.returncode == 0, result.stderr
     swapped = json.loads(result.stdout)
     assert swapped["queries"] == table["queries"] and swapped["pipelines"][0]["measures"] == means["bm25"]
+    # dhr compare reads the same file's answerable questions (before: refused as "a SQuAD JSON file")
+    answerable = sum(bool(qa["answers"]) for a in small["data"] for p in a["paragraphs"] for qa in p["qas"])
+    result = sleuth("dhr", "compare", "--corpus", path, "--questions", path, "--split", "all", "--k1", "5",
+                    "--top-k", "1", "--json", tmp_path / "rows.json")
+    assert result.returncode == 0, result.stderr
+    assert f"Passage level: {answerable} all questions" in " ".join(result.stdout.split())
+    rows = {r["name"]: r["measures"] for r in json.loads((tmp_path / "rows.json").read_text())["rows"]}
+    assert 0 < rows["BM25"]["P Top-1"] <= 1 and 0 < rows["DHR parallel (lambda=1)"]["P Top-1"] <= 1

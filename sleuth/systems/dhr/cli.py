@@ -128,7 +128,8 @@ class Setup:
 
 # ---------------------------------------------------------------------------------------------------- options
 CORPUS = typer.Option(..., help="Corpus file or folder (e.g. ../shared/data/nq/corpus.jsonl).")
-QUESTIONS = typer.Option(..., help="Questions JSONL (id, question, answers).")
+QUESTIONS = typer.Option(..., help="Questions JSONL (id, question, answers), or a SQuAD file (its answerable "
+                                       "questions).")
 DISTRACTORS = typer.Option(None, "--distractors", help="Further corpus (repeatable) indexed with --corpus as "
                                                        "distractor documents.")
 INDEX = typer.Option(None, help="A hierarchical index directory (e.g. <train out>/round2/index); default: build "
