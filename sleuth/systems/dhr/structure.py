@@ -95,16 +95,24 @@ def group_passages_into_documents(passages: Iterable[Passage]) -> list[DocumentP
 
 def note_merged_titles(groups: Iterable[DocumentPassages]) -> tuple[int, int]:
     """Say on stderr how many distinct input documents grouping by title merged (9 Cranfield papers with one title
-    become one document; SciFact's three "Summary" abstracts too): ``(documents merged, titles they share)``."""
+    become one document; SciFact's three "Summary" abstracts too): ``(documents merged, titles they share)``.
+    Paragraphs their reader declares to be of one article (``metadata["article"]``, SQuAD's) are meant to be
+    grouped and are not counted."""
     import sys
 
-    shared = [ids for g in groups if len(ids := {p.id for p in g.passages}) > 1]
+    shared = [ids for g in groups if len(ids := {p.id for p in g.passages}) > 1 and not one_article(g.passages)]
     merged = sum(len(ids) for ids in shared)
     if shared:
         print(f"note: dhr groups passages by title (grouping 'title', or 'auto' on a corpus without sections): "
               f"{merged:,} documents with distinct ids share {len(shared):,} title(s) and were merged; "
               "grouping: document keeps every document apart", file=sys.stderr)
     return merged, len(shared)
+
+
+def one_article(passages: list[Passage]) -> bool:
+    """Whether the reader put every passage in one article (the same non-empty ``metadata["article"]``)."""
+    articles = {p.metadata.get("article") for p in passages}
+    return len(articles) == 1 and bool(next(iter(articles)))
 
 
 def documents_to_groups(docs: Iterable[Document], splitter: Callable[[Document], list[Passage]] | None,
