@@ -16,12 +16,12 @@ def read_questions(path: str | Path) -> Iterator[Query]:
     an id that comes twice, and a question without a non-empty answer, are InputErrors naming the line. A SQuAD
     file gives its answerable questions (:func:`sleuth.corpus.squad.read_squad_questions`: answers, gold passage)."""
     if is_squad_file(path):
-        yield from (q for q in read_squad_questions(path) if q.metadata["answers"])
+        yield from answerable_squad_questions(path)
         return
     first_lines: dict[str, int] = {}
     for number, obj in iter_jsonl(path):
         if number == 1 and "id" not in obj and is_squad(obj):  # a one-line SQuAD file not named .json
-            yield from (q for q in read_squad_questions(path) if q.metadata["answers"])
+            yield from answerable_squad_questions(path)
             return
         qid = require_new_id(first_lines, require_id(obj, "id", path, number), path, number)
         question = require_query_text(obj, "question", path, number)
@@ -33,6 +33,11 @@ def read_questions(path: str | Path) -> Iterator[Query]:
                              field="answers")
         extra = {k: v for k, v in obj.items() if k not in ("id", "question")}
         yield Query(qid, question, extra)
+
+
+def answerable_squad_questions(path: str | Path) -> Iterator[Query]:
+    """The questions of a SQuAD file that have an answer (the unanswerable ones of SQuAD 2.0 left out)."""
+    return (q for q in read_squad_questions(path) if q.metadata["answers"])
 
 
 def is_squad_file(path: str | Path) -> bool:
