@@ -14,6 +14,7 @@ import pytest
 from sleuth.corpus.beir import read_beir_corpus
 from sleuth.corpus.question_split import split_questions
 from sleuth.corpus.questions import read_questions
+from sleuth.errors import ConfigError
 from sleuth.systems.dhr.structure import documents_to_groups
 from sleuth.systems.dhr.training_data import (
     DHRCorpus,
@@ -181,3 +182,17 @@ def test_mine_from_base_adds_mined_negatives_to_round_one(data_dir, questions, t
         assert report["rounds"][0]["index"] is None and report["settings"]["mine_base"] is mine
     for kind in ("passage", "document"):
         assert negatives[False][kind] + 0.5 < negatives[True][kind] <= negatives[False][kind] + 1
+
+
+def test_training_questions_read_json_lines_named_json_as_questions(data_dir, tmp_path):
+    """`sleuth dhr train --questions` tells a SQuAD file as every question reader does: a JSON Lines file named .json
+    holds questions (before: refused as not one JSON document), and SQuAD and plain files are not mixed."""
+    from sleuth.systems.dhr.train_cli import training_questions
+
+    named_json = tmp_path / "questions.json"
+    named_json.write_text('{"id": "1", "question": "a?", "answers": ["x"]}\n'
+                          '{"id": "2", "question": "b?", "answers": ["y"]}\n', encoding="utf-8")
+    train, split = training_questions([named_json], None)
+    assert [q.id for q in train] == ["1", "2"] and split is None
+    with pytest.raises(ConfigError, match="questions.json is not a SQuAD JSON file like the others"):
+        training_questions([data_dir / "squad2" / "dev-v2.0.json", named_json], None)

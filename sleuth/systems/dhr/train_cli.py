@@ -26,11 +26,10 @@ def parse_counts(pairs: list[str], what: str) -> dict[str, int]:
 def training_questions(paths: list[Path], train_articles: str | None) -> tuple[list, dict[str, list[str]] | None]:
     """The questions to train on and, for SQuAD files, the article split over all of them (evaluation-article
     questions left out; the default alternation runs over the articles of every file in order)."""
-    from sleuth.corpus.jsonfile import load_json_object
-    from sleuth.corpus.questions import read_questions
-    from sleuth.corpus.squad import is_squad, read_squad_questions
+    from sleuth.corpus.questions import is_squad_file, read_questions
+    from sleuth.corpus.squad import read_squad_questions
 
-    squad = [p.suffix.lower() == ".json" and is_squad(load_json_object(p)) for p in paths]
+    squad = [is_squad_file(p) for p in paths]  # a JSON Lines file named .json is questions, as everywhere else
     if not any(squad):
         if train_articles is not None:
             raise ConfigError(f"--train-articles needs SQuAD questions, {paths[0]} is not a SQuAD JSON file")
