@@ -36,6 +36,7 @@ EXPORTS: dict[str, str] = {
     "Run": "sleuth.stages.run",
     "Hit": "sleuth.stages.run",
     "Fuse": "sleuth.stages.fusion",
+    "RunFile": "sleuth.stages.run_file",
     "Workspace": "sleuth.pipelines.workspace",
     "CorpusSource": "sleuth.pipelines.workspace",
     "load_pipeline": "sleuth.pipelines.config",

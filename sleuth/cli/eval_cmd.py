@@ -22,6 +22,7 @@ from sleuth.overwrite import check_writable
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.progress import format_duration
 from sleuth.stages.run import trec_id_problem
+from sleuth.stages.run_file import RunFile
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
 DEFAULT_DEPTH = 1000
@@ -29,13 +30,14 @@ DEFAULT_DEPTH = 1000
 
 @dataclass
 class Targets:
-    """What is evaluated: pipelines (built-in names or YAML files) and index folders (``depth`` results each),
-    and the names the table shows for them, pipelines first (see :func:`table_names`)."""
+    """What is evaluated: pipelines (built-in names or YAML files), index folders (``depth`` results each) and TREC
+    run files, and the names the table shows for them, pipelines first (see :func:`table_names`)."""
 
     names: list[str]
     indexes: list[Path] = field(default_factory=list)
     depth: int = DEFAULT_DEPTH
     titles: list[str] = field(default_factory=list)
+    runs: dict[str, Path] = field(default_factory=dict)  # --run files by the name the table shows
 
 
 @dataclass
@@ -63,10 +65,11 @@ class ReportOptions:
 
 
 def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None,
-              qrels: Path | None, questions: Path | None,
-              need_corpus: bool = True) -> tuple[Path | None, list[Query], Qrels | None]:
+              qrels: Path | None, questions: Path | None, need_corpus: bool = True,
+              runs_only: bool = False) -> tuple[Path | None, list[Query], Qrels | None]:
     """Work out corpus, queries and judgements from a BEIR folder or explicit files (the corpus only when
-    ``need_corpus``: pipelines need it, --index folders do not)."""
+    ``need_corpus``: pipelines need it, --index folders do not; with ``runs_only``, only run files evaluated, the
+    queries may be left out: the judged query ids stand for them, as for trec_eval)."""
     if questions is not None:
         from sleuth.corpus.questions import read_questions
 
@@ -83,10 +86,14 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
 
         beir = load_beir(dataset, split)
         return beir.corpus_path, beir.queries, beir.qrels
+    from sleuth.corpus.qrels import read_qrels
+
+    if runs_only and queries is None and qrels is not None:
+        judged = read_qrels(qrels)
+        return corpus, [Query(qid, qid) for qid in judged], judged  # the text is never read: runs are looked up
     if (corpus is None and need_corpus) or queries is None or qrels is None:
         what = "--corpus, --queries and --qrels" if need_corpus else "--queries and --qrels"
         raise ConfigError(f"give a BEIR folder, or all of {what} (or --questions)")
-    from sleuth.corpus.qrels import read_qrels
     from sleuth.corpus.smart import align_query_ids
 
     judged = read_qrels(qrels)
@@ -139,6 +146,8 @@ def eval_command(
     ray_address: str | None = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
                                                          "local Ray), auto or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
     ray_workers: int = typer.Option(2, min=1, help="Workers per pipeline with --ray-address (each loads it once)."),
+    run: list[str] | None = typer.Option(None, "--run", help="A TREC run file evaluated as one more row "
+                                         "(repeatable): FILE, or NAME=FILE to name the row; needs --qrels."),
     exclude_self: bool | None = typer.Option(
         None, "--exclude-self/--no-exclude-self",
         help="Ignore a hit whose id is the query's id (BEIR's convention). Default: on when most queries are "
@@ -147,9 +156,14 @@ def eval_command(
 ) -> None:
     """Evaluate pipelines on the same queries: one table, paired t-tests against the first pipeline."""
     check_options(dataset, corpus, queries, qrels, questions, pipeline or [], index or [], depth)
-    names = pipeline or ([] if index else ["bm25"])
+    run_files = named_run_files(run or [])
+    if run_files and dataset is None and qrels is None and corpus is None:  # not the bundled SciFact's qrels unsaid
+        raise ConfigError("--run needs judgements: --qrels FILE (with --queries, or alone for run files only), or "
+                          "a BEIR folder (DATASET)")
+    names = pipeline or ([] if index or run_files else ["bm25"])
     # fail on a bad config before any index is built
-    titles = table_names([str(validate_pipeline(name)["name"]) for name in names], names, index or [])
+    titles = table_names([str(validate_pipeline(name)["name"]) for name in names], names, index or [],
+                         list(run_files))
     if runs_dir is not None:
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
     squad = None
@@ -162,8 +176,12 @@ def eval_command(
         corpus_path, (query_list, judged) = corpus, squad
     else:
         corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
-                                                    need_corpus=bool(names))
+                                                    need_corpus=bool(names), runs_only=bool(run_files) and not
+                                                    (names or index))
     with_answers = questions is not None or squad is not None
+    if run_files and (with_answers or judged is None):
+        raise ConfigError("--run files hold document ids and scores, no texts: they are measured by judged "
+                          "documents (--qrels, or a BEIR folder), not by answers")
     if max_queries is not None:
         query_list = query_list[:max_queries]
         if judged is not None:  # the judgements of the queries left out are not judgements without a topic
@@ -171,6 +189,8 @@ def eval_command(
             judged = {qid: docs for qid, docs in judged.items() if qid in kept}
     if not query_list:
         raise ConfigError("no queries to evaluate")
+    run_stages = {title: RunFile(path, name=title) for title, path in run_files.items()}  # read (and checked) now
+    check_run_coverage(run_stages, run_files, query_list)
     source = corpus_source(corpus_path, fmt, field) if names else None  # --index folders only: no corpus read
     if source is not None and distractors:
         from sleuth.pipelines.mixed_source import with_distractors
@@ -184,7 +204,7 @@ def eval_command(
     if source is not None and (exclude_self is None or judged is not None):
         task.corpus_texts, task.corpus_ids = corpus_facts(query_list, judged, source)
     ws = workspace(source, device, progress=not as_json)
-    targets = Targets(names, index or [], depth or DEFAULT_DEPTH, titles)
+    targets = Targets(names, index or [], depth or DEFAULT_DEPTH, titles, run_files)
     if ray_address is not None:
         run_on_ray(ray_address, ray_workers, targets, ws, task, options)
         return
@@ -194,7 +214,9 @@ def eval_command(
     folders = {title: stage_for_index(path, targets.depth, device)
                for title, path in zip(targets.titles[len(targets.names):], targets.indexes)}
     stages.update(folders)
-    if source is None and judged is not None:  # --index folders only: their passages are the corpus
+    stages.update(run_stages)
+    if source is None and judged is not None and not targets.runs:  # --index folders only: their passages are the
+        # corpus (a run file's corpus is not known: its judged documents are not checked)
         task.corpus_ids = index_ids(stage.index for stage in folders.values())
     report(stages, task, options, ws.build_seconds)
 
@@ -245,10 +267,11 @@ def index_ids(indexes) -> set[str]:
     return ids
 
 
-def table_names(config_names: list[str], names: list[str], indexes: list[Path]) -> list[str]:
+def table_names(config_names: list[str], names: list[str], indexes: list[Path],
+                run_names: list[str] | None = None) -> list[str]:
     """The names the table shows: each pipeline's config name (``names[i]`` as given when an earlier pipeline has
-    it), then each --index folder's name (its folder name, else its path as given or in full). Two pipelines left
-    with the same name are a ConfigError (one would replace the other)."""
+    it), then each --index folder's name (its folder name, else its path as given or in full), then each --run
+    file's name. Two pipelines left with the same name are a ConfigError (one would replace the other)."""
     titles: list[str] = []
     for own, given in zip(config_names, names):
         titles.append(next((title for title in (own, given) if title not in titles), ""))
@@ -259,7 +282,46 @@ def table_names(config_names: list[str], names: list[str], indexes: list[Path]) 
                            ""))
         if not titles[-1]:
             raise ConfigError(f"--index {path} has the name of another pipeline evaluated")
+    for name in run_names or []:
+        if name in titles:
+            raise ConfigError(f"--run {name}=...: another pipeline evaluated has the name '{name}'; name the run "
+                              f"another way (NAME=FILE)")
+        titles.append(name)
     return titles
+
+
+def check_run_coverage(stages: dict[str, RunFile], paths: dict[str, Path], query_list: list[Query]) -> None:
+    """A run file that ranks none of the queries evaluated is a ConfigError (the wrong topics or qrels); one that
+    ranks only some is a warning on stderr (the others count as zero, as every pipeline's missing queries do)."""
+    wanted = {query.id for query in query_list}
+    for title, stage in stages.items():
+        ranked = len(stage.query_ids() & wanted)
+        if ranked == 0:
+            example = next(iter(stage.query_ids()), "none")
+            raise ConfigError(f"--run {paths[title]}: ranks none of the {len(wanted):,} queries evaluated (its query "
+                              f"ids are like '{example}', the queries' like '{query_list[0].id}'): a run of other "
+                              f"topics?")
+        if ranked < len(wanted):
+            console.print(Text(f"warning: run '{title}' ranks {ranked:,} of the {len(wanted):,} queries evaluated; "
+                               f"the others count as zero", style="yellow"), soft_wrap=True)
+
+
+def named_run_files(values: list[str]) -> dict[str, Path]:
+    """``--run`` values (``FILE`` or ``NAME=FILE``) by the name the table shows (a file's name without its suffix
+    when not named); a missing file or a name given twice is a ConfigError."""
+    files: dict[str, Path] = {}
+    for value in values:
+        name, sep, path_text = value.partition("=")
+        if not sep or not name.strip() or Path(value).exists():
+            name, path_text = Path(value).stem, value
+        path = Path(path_text)
+        if not path.is_file():
+            raise ConfigError(f"--run {value}: {path} is not a file" if path.exists() else
+                              f"--run {value}: {path}: file not found")
+        if name in files:
+            raise ConfigError(f"--run {value}: the name '{name}' is given to two runs; name them NAME=FILE")
+        files[name] = path
+    return files
 
 
 def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict[str, float] | None = None,
@@ -345,7 +407,9 @@ def run_on_ray(address: str, workers: int, targets: Targets, ws, task: Task, opt
                       for title, name in zip(targets.titles, targets.names)}
     for title, path in zip(targets.titles[len(targets.names):], targets.indexes):
         builders[title] = partial(stage_for_index, path.resolve(), targets.depth, ws.device)
-    if ws.corpus is None and task.qrels is not None:  # --index folders only: their passages are the corpus
+    for title, path in targets.runs.items():
+        builders[title] = partial(RunFile, path.resolve(), name=title)
+    if ws.corpus is None and task.qrels is not None and not targets.runs:  # --index folders only: as above
         from sleuth.index.sharded import load_index
 
         task.corpus_ids = index_ids(load_index(path, mmap=True) for path in targets.indexes)

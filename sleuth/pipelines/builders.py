@@ -1,4 +1,4 @@
-"""Config builders of the core stages: bm25, dense, fuse, cutoff."""
+"""Config builders of the core stages: bm25, dense, fuse, cutoff, run_file."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from sleuth.stages.base import Cutoff
 from sleuth.stages.fusion import METHODS as FUSION_METHODS
 from sleuth.stages.fusion import NORMALISERS, Fuse, weights_problem
 from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
+from sleuth.stages.run_file import RunFile
 
 
 @register_stage("bm25")
@@ -62,3 +63,10 @@ def fuse_stage(ws: Workspace, *, branches: list, method: Annotated[str, OneOf(FU
 def cutoff_stage(ws: Workspace, *, k: Count) -> Cutoff:
     """Keep the top ``k`` candidates."""
     return Cutoff(k)
+
+
+@register_stage("run_file")
+def run_file_stage(ws: Workspace, *, path: str, k: Count | None = None, name: str | None = None) -> RunFile:
+    """The rankings of a TREC run file (``path``, from the current folder), cut to ``k`` (default: whole); given
+    candidates, the file's scores of those it ranks."""
+    return RunFile(path, k=k, name=name)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from sleuth.corpus.model import Qrels, Query
@@ -28,12 +28,17 @@ def open(corpus: str | Path | None = None, *, format: str | None = None, fields:
 
 def read_queries(path: str | Path, split: str = "train") -> list[Query]:
     """Queries from a BEIR folder (those judged in ``qrels/<split>.tsv``), a BEIR queries.jsonl, a question file
-    (``{"id", "question", "answers"}`` lines; answers in ``metadata["answers"]``) or TREC topics (TSV or SGML)."""
+    (``{"id", "question", "answers"}`` lines; answers in ``metadata["answers"]``), a dataset's own question file
+    (SQuAD: every question, the unanswerable ones too; HotpotQA or 2WikiMultihopQA; MuSiQue), TREC topics (TSV or
+    SGML) or a SMART query file."""
     path = Path(path)
     if path.is_dir():
         from sleuth.corpus.beir import load_beir
 
         return load_beir(path, split).queries
+    dataset_reader = dataset_question_reader(path)
+    if dataset_reader is not None:
+        return list(dataset_reader(path))
     if ".jsonl" in path.name and '"question"' in first_line(path):
         from sleuth.corpus.questions import read_questions
 
@@ -41,6 +46,33 @@ def read_queries(path: str | Path, split: str = "train") -> list[Query]:
     from sleuth.corpus.formats import read_queries as read_query_file
 
     return read_query_file(path)
+
+
+def dataset_question_reader(path: Path) -> Callable[[Path], Iterable[Query]] | None:
+    """The reader of a SQuAD, HotpotQA-format (HotpotQA, 2WikiMultihopQA) or MuSiQue question file (told by a SQuAD
+    file's shape or by the keys of the first record), None for any other file."""
+    from sleuth.corpus.questions import is_squad_file
+
+    if is_squad_file(path):
+        from sleuth.corpus.squad import read_squad_questions
+
+        return read_squad_questions
+    if not path.name.lower().endswith((".json", ".jsonl")) or first_line(path)[:1] not in ("[", "{"):
+        return None
+    from sleuth.corpus.jsonfile import iter_json_records
+
+    record = next((record for _, record in iter_json_records(path)), {})
+    if "question" not in record:
+        return None
+    if "_id" in record:
+        from sleuth.corpus.hotpotqa import read_hotpotqa_questions
+
+        return read_hotpotqa_questions
+    if "id" in record and "paragraphs" in record:
+        from sleuth.corpus.musique import read_musique_questions
+
+        return read_musique_questions
+    return None
 
 
 def read_qrels(path: str | Path, split: str = "train") -> Qrels:

@@ -1,0 +1,115 @@
+"""`sleuth retrieve`: run a pipeline (or an index folder) over a file of queries and write a TREC run file, as
+Pyserini's batch search does; no judgements needed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+from rich.text import Text
+
+from sleuth.cli import corpus_options
+from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, refuse_given, workspace
+from sleuth.corpus.model import Query
+from sleuth.errors import ConfigError
+from sleuth.overwrite import check_writable, refuse_overwriting_inputs
+from sleuth.pipelines.config import load_pipeline, validate_pipeline
+from sleuth.pipelines.front import read_queries
+from sleuth.progress import format_duration
+from sleuth.stages.base import Stage, check_query, transform_counted
+from sleuth.stages.run import Run, trec_id_problem
+
+
+def retrieve(
+    ctx: typer.Context,
+    queries: Path = typer.Argument(..., help="Queries: TREC topics (TSV or SGML), a BEIR queries.jsonl or folder, "
+                                             "a SMART query file, a question JSONL, or a SQuAD, HotpotQA, "
+                                             "2WikiMultihopQA or MuSiQue file."),
+    out: Path = typer.Option(..., "--out", "-o", help="The TREC run file to write (qid Q0 docid rank score tag)."),
+    corpus: Path | None = typer.Option(None, help="Corpus to search (default: the bundled SciFact)."),
+    fmt: corpus_options.Format = None,
+    field: corpus_options.Fields = None,
+    distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus (repeatable, format "
+                                                  "detected) indexed with --corpus as distractor documents."),
+    pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
+    index: Path | None = typer.Option(None, help="Search this index folder directly (instead of a corpus and "
+                                                 "--pipeline)."),
+    k: int = typer.Option(1000, "-k", "--hits", min=1, help="Results per query written (at most what the "
+                                                            "pipeline returns)."),
+    tag: str | None = typer.Option(None, help="The run's tag, the file's last column (default: the pipeline's "
+                                              "name)."),
+    split: corpus_options.Split = "train",
+    max_queries: int | None = typer.Option(None, min=1, help="Retrieve for the first N queries only."),
+    device: str = DEVICE,
+) -> None:
+    """Run a pipeline over a file of queries and write a TREC run file."""
+    check_writable(out, "--out", file=True)  # before any query is read or index built
+    refuse_overwriting_inputs(out, [queries, corpus, index, *(distractors or [])])
+    if index is not None:
+        refuse_given(ctx, ("corpus", "fmt", "field", "distractors", "pipeline"), "--index searches an index folder")
+    elif distractors and corpus is None:
+        raise ConfigError("--distractors go with --corpus (the documents they are mixed with)")
+    name = index.name if index is not None else str(validate_pipeline(pipeline)["name"])
+    run_tag = tag if tag is not None else name
+    if why := trec_id_problem(run_tag):
+        raise ConfigError(f"--tag {run_tag!r} {why}, which a TREC run file cannot hold (its columns are split on "
+                          f"whitespace){'' if tag is not None else '; give --tag'}")
+    query_list = checked_queries(read_queries(queries, split), queries, max_queries)
+    stage = retrieval_stage(index, corpus, fmt, field, distractors, pipeline, k, device)
+    started = time.perf_counter()
+    run = transform_counted(stage, query_list, f"retrieving with {name}")
+    if not isinstance(run, Run):
+        raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a sleuth Run")
+    run = Run({q.id: run.get(q.id, []) for q in query_list}).cut(k)
+    seconds = time.perf_counter() - started
+    problem = run.trec_problem()
+    if problem:
+        raise ConfigError(f"pipeline '{name}' returned a {problem}, which a TREC run file cannot hold")
+    run.write_trec(out, tag=run_tag)
+    console.print(Text(summary(out, run, seconds)), soft_wrap=True)
+
+
+def checked_queries(query_list: list[Query], path: Path, max_queries: int | None) -> list[Query]:
+    """The queries to run (the first ``max_queries``): each one non-empty, within the length limit and with an id a
+    TREC run file can hold; none at all is a ConfigError naming the file."""
+    if max_queries is not None:
+        query_list = query_list[:max_queries]
+    if not query_list:
+        raise ConfigError(f"{path}: no queries in it")
+    for query in query_list:
+        if why := trec_id_problem(query.id):
+            raise ConfigError(f"{path}: query id {query.id!r} {why}, which a TREC run file cannot hold")
+        check_query(query)
+    return query_list
+
+
+def retrieval_stage(index: Path | None, corpus: Path | None, fmt: str | None, field: list[str] | None,
+                    distractors: list[Path] | None, pipeline: str, k: int, device: str) -> Stage:
+    """The stage to run: an index folder's own (``k`` results deep), else the pipeline over the corpus (with its
+    distractors)."""
+    if index is not None:
+        from sleuth.pipelines.index_stage import stage_for_index
+
+        return stage_for_index(index, k, device)
+    source = corpus_source(corpus, fmt, field)
+    if distractors:
+        from sleuth.pipelines.mixed_source import with_distractors
+
+        source = with_distractors(source, distractors)
+    note_bundled(corpus)
+    return load_pipeline(pipeline, workspace(source, device))
+
+
+def summary(out: Path, run: Run, seconds: float) -> str:
+    """``wrote run.trec: 43 queries, 43,000 hits (2 queries without any) in 3.1 s, 14 queries/s``."""
+    hits = sum(len(ranking) for ranking in run.values())
+    empty = sum(1 for ranking in run.values() if not ranking)
+    without = f" ({empty:,} quer{'y' if empty == 1 else 'ies'} without any)" if empty else ""
+    rate = len(run) / seconds if seconds > 0 else float("inf")
+    return (f"wrote {out}: {len(run):,} queries, {hits:,} hits{without} in {format_duration(seconds)}, "
+            f"{rate:,.0f} queries/s")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(retrieve)

@@ -1,0 +1,160 @@
+"""TREC run files in and out: `sleuth retrieve` runs a pipeline over a query file and writes one, `sleuth eval --run`
+measures one beside sleuth's pipelines, and the `run_file` stage puts one in a pipeline (fused, or reranked).
+Real BM25 over the bundled SciFact; real question files of ../shared/data."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sleuth.corpus.bundled import bundled_dataset_dir
+from sleuth.corpus.model import Query
+from sleuth.pipelines.config import load_pipeline
+from sleuth.pipelines.front import open as open_workspace
+from sleuth.pipelines.front import read_queries
+from sleuth.stages.run import Hit, Run
+from sleuth.stages.run_file import RunFile
+from tests.cli_support import one_line_error
+
+QUERIES = 40
+
+
+@pytest.fixture(scope="module")
+def scifact() -> str:
+    return str(bundled_dataset_dir())
+
+
+def test_retrieve_writes_the_pipelines_run_and_eval_run_measures_it_as_the_pipeline(sleuth, scifact, tmp_path):
+    run_path = tmp_path / "bm25.trec"
+    result = sleuth("retrieve", scifact, "--max-queries", QUERIES, "-k", 50, "--out", run_path)
+    assert result.returncode == 0, result.stderr
+    assert f"wrote {run_path}: {QUERIES} queries, " in result.stderr and "queries/s" in result.stderr
+    lines = run_path.read_text().splitlines()
+    assert all(line.split()[5] == "bm25" and line.split()[1] == "Q0" for line in lines)  # tag: the pipeline's name
+    written = Run.read_trec(run_path)
+    queries = read_queries(scifact)[:QUERIES]
+    expected = load_pipeline("bm25", open_workspace(scifact, progress=False)).transform(queries).cut(50)
+    assert list(written) == [q.id for q in queries]  # every query, in file order
+    assert {qid: [h.id for h in hits] for qid, hits in written.items()} == \
+           {qid: [h.id for h in hits] for qid, hits in expected.items()}
+    assert max(len(hits) for hits in written.values()) == 50
+
+    measured = {}
+    for how in (("--pipeline", "bm25"), ("--run", f"mine={run_path}")):
+        result = sleuth("eval", scifact, *how, "--max-queries", QUERIES, "--metric", "nDCG@10", "--metric", "R@50",
+                        "--json")
+        assert result.returncode == 0, result.stderr
+        measured[how[0]] = {row["name"]: row["measures"] for row in json.loads(result.stdout)["pipelines"]}
+    pipeline, run = measured["--pipeline"]["bm25"], measured["--run"]["mine"]
+    assert pipeline["nDCG@10"] == pytest.approx(run["nDCG@10"], abs=1e-6) and pipeline["nDCG@10"] > 0.5
+    assert pipeline["R@50"] == pytest.approx(run["R@50"], abs=1e-6)
+
+
+def test_eval_of_run_files_alone_needs_only_qrels(sleuth, scifact, tmp_path):
+    """As trec_eval: two run files and a qrels file, no corpus and no topics; paired tests between the runs."""
+    for name, k in (("deep", 100), ("shallow", 3)):
+        assert sleuth("retrieve", scifact, "--max-queries", QUERIES, "-k", k, "--out", tmp_path / f"{name}.trec",
+                      "--tag", name).returncode == 0
+    qrels = bundled_dataset_dir() / "qrels" / "train.tsv"
+    result = sleuth("eval", "--run", tmp_path / "deep.trec", "--run", tmp_path / "shallow.trec", "--qrels", qrels,
+                    "--metric", "R@100", "--json")
+    assert result.returncode == 0, result.stderr
+    whole = json.loads(result.stdout)
+    report = {row["name"]: row for row in whole["pipelines"]}
+    assert set(report) == {"deep", "shallow"} and whole["queries"] == 809  # the judged queries stand for topics
+    # judged queries the runs do not rank count as zero; the runs are cut to their common depth (3) first
+    deep, shallow = report["deep"]["measures"]["R@100"], report["shallow"]["measures"]["R@100"]
+    assert deep == pytest.approx(shallow) and 0.02 < deep < QUERIES / 809
+    assert report["shallow"]["comparisons"]["R@100"]["significant"] is False
+    assert "judged document" not in result.stderr  # no corpus: its judged documents are not checked
+    assert f"warning: run 'deep' ranks {QUERIES} of the 809 queries evaluated; the others count as zero" in \
+        " ".join(result.stderr.split())
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (("eval", "--run", "missing.trec", "--qrels", "q.tsv"), ("--run missing.trec", "file not found")),
+    (("eval", "--run", "RUN"), ("--run needs judgements",)),
+    (("eval", "--run", "RUN", "--run", "RUN", "--qrels", "QRELS"), ("the name 'bm25' is given to two runs",)),
+    (("eval", "--run", "bm25=RUN", "--pipeline", "bm25", "--corpus", "SCIFACT", "--queries", "QUERIES", "--qrels",
+      "QRELS"), ("another pipeline evaluated has the name 'bm25'",)),
+    (("eval", "--run", "RUN", "--qrels", "QRELS"), ("ranks none of the 809 queries evaluated", "like '1'")),
+    (("eval", "--run", "BAD", "--qrels", "QRELS"), ("bad.trec:2: expected 6 columns",)),
+    (("retrieve", "QUERIES", "--out", "TMP"), ("--out", "is a folder; give a file")),
+    (("retrieve", "QUERIES", "--out", "TMP/run.trec", "--tag", "my run"), ("--tag 'my run' has whitespace",)),
+    (("retrieve", "SPACED", "--out", "TMP/run.trec"), ("query id 'a b' has whitespace",)),
+    (("retrieve", "QUERIES", "--out", "TMP/run.trec", "--index", "TMP", "--pipeline", "dense"),
+     ("--index searches an index folder", "--pipeline")),
+    (("retrieve", "QUERIES", "--out", "QUERIES"), ("--out",)),
+])
+def test_bad_run_file_input_is_one_line(sleuth, scifact, tmp_path, args, fragments):
+    run_path = tmp_path / "bm25.trec"
+    run_path.write_text("1 Q0 d1 1 2.0 x\n")
+    bad = tmp_path / "bad.trec"
+    bad.write_text("1 Q0 d1 1 2.0 x\n1 Q0 d2 2 1.0\n")
+    spaced = tmp_path / "spaced.tsv"
+    spaced.write_text("a b\tsome query\n")
+    values = {"RUN": str(run_path), "QRELS": str(bundled_dataset_dir() / "qrels" / "train.tsv"), "SCIFACT": scifact,
+              "QUERIES": str(bundled_dataset_dir() / "queries.jsonl"), "SPACED": str(spaced), "TMP": str(tmp_path),
+              "BAD": str(bad)}
+    given = [values.get(arg, arg) for arg in args]
+    given = [arg.replace("TMP/", f"{tmp_path}/").replace("RUN", str(run_path)) if isinstance(arg, str) else arg
+             for arg in given]
+    one_line_error(sleuth(*given), *fragments)
+    assert run_path.read_text() == "1 Q0 d1 1 2.0 x\n"
+
+
+def test_eval_refuses_run_files_where_answers_are_measured(sleuth, data_dir, tmp_path):
+    run_path = tmp_path / "r.trec"
+    run_path.write_text("nqq0000 Q0 d1 1 2.0 x\n")
+    one_line_error(sleuth("eval", "--run", run_path, "--questions", data_dir / "nq" / "questions.jsonl",
+                          "--corpus", data_dir / "nq" / "corpus.jsonl"), "--run files hold document ids", "answers")
+
+
+def test_run_file_stage_fuses_and_is_reranked_in_a_yaml_pipeline(scifact, tmp_path):
+    """A run file as a first stage: cut to k, fused with BM25 by rank, and its candidates rescored by BM25."""
+    ws = open_workspace(scifact, progress=False)
+    queries = read_queries(scifact)[:10]
+    bm25 = load_pipeline("bm25", ws).transform(queries)
+    reversed_run = Run({qid: [Hit(h.id, float(rank)) for rank, h in enumerate(hits[:20])]
+                        for qid, hits in bm25.items()}).sorted()
+    reversed_run.write_trec(tmp_path / "reversed.trec", tag="rev")
+    config = tmp_path / "p.yaml"
+    config.write_text(f"name: fused\nstages:\n  - fuse:\n      branches:\n        - run_file: {{path: "
+                      f"{tmp_path / 'reversed.trec'}, k: 10}}\n        - bm25: {{k: 10}}\n")
+    fused = load_pipeline(config, ws).transform(queries)
+    for query in queries:
+        top_bm25, worst_kept = bm25.ids(query.id)[:10], reversed_run.ids(query.id)[:10]
+        assert set(fused.ids(query.id)) == set(top_bm25) | set(worst_kept)
+    rerank = tmp_path / "rerank.yaml"
+    rerank.write_text(f"name: rerank\nstages:\n  - run_file: {{path: {tmp_path / 'reversed.trec'}}}\n  - bm25: {{}}\n")
+    reranked = load_pipeline(rerank, ws).transform(queries)
+    for query in queries:  # BM25's own order of the 20 the file holds, from the file's reverse order
+        assert reranked.ids(query.id) == bm25.ids(query.id)[:20]
+
+
+def test_run_file_given_candidates_keeps_those_it_ranks_with_its_scores():
+    stage = RunFile(Run({"q": [Hit("a", 3.0), Hit("b", 2.0), Hit("c", 1.0)]}), k=2)
+    assert stage.transform([Query("q", "x"), Query("other", "y")]) == {"q": [Hit("a", 3.0), Hit("b", 2.0)],
+                                                                      "other": []}
+    candidates = Run({"q": [Hit("c", 9.0, title="T"), Hit("z", 8.0), Hit("a", 7.0)]})
+    scored = stage.transform([Query("q", "x")], candidates)
+    assert [(h.id, h.score, h.title) for h in scored["q"]] == [("a", 3.0, None), ("c", 1.0, "T")]
+
+
+@pytest.mark.parametrize("path, count, first", [
+    ("squad2/dev-v2.0.json", 6078, "In what country is Normandy located?"),
+    ("hotpotqa/hotpot_dev_distractor_100.json", 100, None),
+    ("2wikimultihopqa/2wiki_dev.json", 157, None),
+    ("musique/musique_dev_200.jsonl", 200, None),
+    ("musique/musique_train_100.json", 100, None),
+    ("trec-dl19/topics.dl19-passage.txt", 43, "do goldfish grow"),
+])
+def test_query_files_of_every_dataset_read_as_queries(data_dir, path, count, first):
+    """`sleuth retrieve QUERIES` and ``sleuth.read_queries`` read a dataset's own question file (before: SQuAD,
+    HotpotQA, 2Wiki and MuSiQue files were read as TREC topics and refused, "expected 'qid<TAB>query'")."""
+    queries = read_queries(data_dir / path)
+    assert len(queries) == count and len({q.id for q in queries}) == count
+    assert all(q.text.strip() for q in queries)
+    if first is not None:
+        assert queries[0].text == first
