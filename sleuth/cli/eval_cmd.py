@@ -103,17 +103,31 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
     return corpus, topics, judged  # the experiment counts and leaves out the topics without judgements
 
 
-def squad_task(corpus: Path | None, fmt: str | None) -> tuple[list[Query], Qrels] | None:
-    """Questions and gold paragraphs of a SQuAD corpus file (None for any other corpus)."""
-    if corpus is None or corpus.is_dir() or fmt not in (None, "squad"):
+def dataset_task(path: Path | None, fmt: str | None) -> tuple[list[Query], Qrels, bool] | None:
+    """The questions a dataset's own file holds, their judgements and whether their answers are measured: a SQuAD
+    file (gold paragraphs; answers), a HotpotQA or 2WikiMultihopQA question file (supporting paragraphs, by title),
+    a MuSiQue one (supporting paragraphs); None for any other corpus."""
+    if path is None or path.is_dir() or fmt not in (None, "squad", "hotpotqa", "musique"):
         return None
-    from sleuth.corpus.formats import detect_format
-    from sleuth.corpus.squad import read_squad_questions, squad_qrels
+    from sleuth.corpus.formats import detect_format, question_file_format
 
-    if (fmt or detect_format(corpus)) != "squad":
+    kind = fmt or detect_format(path)
+    if kind == "squad":
+        from sleuth.corpus.squad import read_squad_questions, squad_qrels
+
+        query_list = list(read_squad_questions(path))
+        return query_list, squad_qrels(query_list), True
+    if kind != question_file_format(path):  # a corpus file of that format (paragraphs, no questions)
         return None
-    query_list = list(read_squad_questions(corpus))
-    return query_list, squad_qrels(query_list)
+    if kind == "hotpotqa":
+        from sleuth.corpus.hotpotqa import read_hotpotqa_questions
+
+        query_list, key = list(read_hotpotqa_questions(path)), "supporting_titles"
+    else:
+        from sleuth.corpus.musique import read_musique_questions
+
+        query_list, key = list(read_musique_questions(path)), "supporting_ids"
+    return query_list, {q.id: {doc: 1 for doc in q.metadata.get(key, [])} for q in query_list}, False
 
 
 def eval_command(
@@ -121,7 +135,8 @@ def eval_command(
                                                         "default: the bundled SciFact."),
     split: corpus_options.Split = "train",
     corpus: Path | None = typer.Option(None, help="Corpus file or folder; a BEIR folder alone brings its queries "
-                                                  "and qrels (as DATASET does)."),
+                                                  "and qrels (as DATASET does), a SQuAD, HotpotQA, 2Wiki or MuSiQue "
+                                                  "file its questions and gold paragraphs."),
     queries: Path | None = typer.Option(None, help="Queries: BEIR queries.jsonl or TREC topics."),
     qrels: Path | None = typer.Option(None, help="Relevance judgements: TREC qrels or BEIR TSV."),
     questions: Path | None = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
@@ -166,19 +181,19 @@ def eval_command(
                          list(run_files))
     if runs_dir is not None:
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
-    squad = None
-    if queries is None and qrels is None:  # a SQuAD file holds its questions: gold paragraphs, answers where present
-        squad = squad_task(corpus, fmt) if questions is None else squad_task(questions, None)
+    own = None
+    if queries is None and qrels is None:  # a dataset's file holds its questions and what they are judged by
+        own = dataset_task(corpus, fmt) if questions is None else dataset_task(questions, None)
     judged: Qrels | None
-    if squad is not None:
+    if own is not None:
         if corpus is None and names:
             raise ConfigError("--questions needs --corpus (the passages to search) or --index folders")
-        corpus_path, (query_list, judged) = corpus, squad
+        corpus_path, (query_list, judged, with_answers) = corpus, own
     else:
         corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
                                                     need_corpus=bool(names), runs_only=bool(run_files) and not
                                                     (names or index))
-    with_answers = questions is not None or squad is not None
+        with_answers = questions is not None
     if run_files and (with_answers or judged is None):
         raise ConfigError("--run files hold document ids and scores, no texts: they are measured by judged "
                           "documents (--qrels, or a BEIR folder), not by answers")

@@ -13,6 +13,7 @@ from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, refuse_given, workspace
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
+from sleuth.eval.experiment import check_trec_ids
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.pipelines.front import read_queries
@@ -63,9 +64,7 @@ def retrieve(
         raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a sleuth Run")
     run = Run({q.id: run.get(q.id, []) for q in query_list}).cut(k)
     seconds = time.perf_counter() - started
-    problem = run.trec_problem()
-    if problem:
-        raise ConfigError(f"pipeline '{name}' returned a {problem}, which a TREC run file cannot hold")
+    check_trec_ids(run, name)  # e.g. HotpotQA's paragraphs, whose ids are their titles
     run.write_trec(out, tag=run_tag)
     console.print(Text(summary(out, run, seconds)), soft_wrap=True)
 

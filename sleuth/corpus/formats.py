@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from sleuth.corpus.beir import COMPRESSION_SUFFIXES, read_beir_corpus
-from sleuth.corpus.hotpotqa import read_hotpotqa_corpus
+from sleuth.corpus.hotpotqa import read_hotpotqa_documents
 from sleuth.corpus.jsonl import ID_KEYS, read_jsonl_documents
 from sleuth.corpus.mediawiki import read_mediawiki
 from sleuth.corpus.model import Document, Query
-from sleuth.corpus.musique import read_musique_corpus
+from sleuth.corpus.musique import read_musique_documents
 from sleuth.corpus.ottqa import read_ottqa_tables
 from sleuth.corpus.quest import read_quest_documents
 from sleuth.corpus.smart import is_smart, read_smart_documents
@@ -27,8 +27,8 @@ _READERS: dict[str, Callable[[Path], Iterator[Document]]] = {
     "smart": read_smart_documents,  # SMART .I/.T/.A/.B/.W collections (Cranfield, CISI, MED, CACM, NPL)
     "trec": read_trec_documents,  # TREC SGML <DOC> files
     "mediawiki": read_mediawiki,  # MediaWiki XML export dumps
-    "hotpotqa": read_hotpotqa_corpus,  # title -> sentences JSON
-    "musique": read_musique_corpus,  # list of {title, text} JSON
+    "hotpotqa": read_hotpotqa_documents,  # title -> sentences JSON, or the contexts of a question file (2Wiki too)
+    "musique": read_musique_documents,  # list of {title, text} JSON, or the paragraphs of a question file
     "quest": read_quest_documents,  # QUEST documents.jsonl
     "ottqa": read_ottqa_tables,  # an OTT-QA folder with tables/
     "squad": read_squad_documents,  # SQuAD v1.1/v2.0 JSON: one passage per paragraph
@@ -59,7 +59,8 @@ def read_documents(path: str | Path, format: str | None = None,
 
 def detect_format(path: str | Path) -> str:
     """The format of a corpus path: a folder with corpus.jsonl -> beir, with tables/ -> ottqa; *.xml(.bz2/.gz) or
-    a file starting with <mediawiki -> mediawiki; *.trec or a file starting with <DOC -> trec; *.jsonl(.gz/.bz2) ->
+    a file starting with <mediawiki -> mediawiki; *.trec or a file starting with <DOC -> trec; a HotpotQA, 2Wiki or
+    MuSiQue question file (*.json, *.jsonl) -> hotpotqa or musique (its paragraphs); *.jsonl(.gz/.bz2) ->
     quest when its first record is ``{"title", "text"}`` without an id (QUEST documents), else jsonl; a JSON object
     whose articles have "paragraphs" -> squad; a first line ``.I <id>`` -> smart; a first line of 2 or 3
     tab-separated columns -> tsv. Any other folder, or an empty one, raises InputError saying so; any other file
@@ -82,6 +83,8 @@ def detect_format(path: str | Path) -> str:
             return "mediawiki"
         if name.endswith(".trec"):
             return "trec"
+        if (question_format := question_file_format(path)) is not None:
+            return question_format
         if name.endswith(tuple(f".jsonl{suffix}" for suffix in COMPRESSION_SUFFIXES)):
             return "quest" if _quest_documents(path) else "jsonl"
         head = _head(path)
@@ -96,6 +99,25 @@ def detect_format(path: str | Path) -> str:
         if tsv_columns(head):
             return "tsv"
     raise InputError(f"cannot tell the corpus format; pass --format with one of: {', '.join(FORMATS)}", path=path)
+
+
+def question_file_format(path: Path) -> str | None:
+    """``hotpotqa`` for a HotpotQA-format question file (HotpotQA, 2WikiMultihopQA: records with ``_id``,
+    ``question`` and ``context``), ``musique`` for a MuSiQue one (``id``, ``question``, ``paragraphs``), told by the
+    first record of a ``.json`` or ``.jsonl`` file; None for anything else."""
+    from sleuth.corpus.jsonfile import first_json_record
+
+    if not path.name.lower().endswith((".json", ".jsonl")) or _head(path)[:1] not in ("[", "{"):
+        return None
+    try:
+        record = first_json_record(path)
+    except InputError:  # not JSON, or not records: the other rules decide
+        return None
+    if "question" not in record:
+        return None
+    if "_id" in record and "context" in record:
+        return "hotpotqa"
+    return "musique" if "id" in record and "paragraphs" in record else None
 
 
 def _quest_documents(path: Path) -> bool:

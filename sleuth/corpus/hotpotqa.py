@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sleuth.corpus.jsonfile import iter_json_records, load_json_object
+from sleuth.corpus.jsonfile import first_json_record, iter_json_records, load_json_object
 from sleuth.corpus.jsonl import require
 from sleuth.corpus.model import Document, Query
 from sleuth.errors import InputError
@@ -50,6 +50,16 @@ def other_dataset(record: dict[str, Any]) -> str | None:
     if "data" in record and "version" in record:
         return "SQuAD"
     return None
+
+
+def read_hotpotqa_documents(path: str | Path) -> Iterator[Document]:
+    """The ``hotpotqa`` corpus format: a ``*_corpus.json`` file (title -> sentences), or a question file of HotpotQA's
+    format (HotpotQA, 2WikiMultihopQA: records with ``_id`` and ``context``), whose context paragraphs are the corpus
+    (:func:`hotpotqa_context_documents`)."""
+    first = first_json_record(path)
+    if "_id" in first and "context" in first:
+        return hotpotqa_context_documents(path)
+    return read_hotpotqa_corpus(path)
 
 
 def read_hotpotqa_corpus(path: str | Path) -> Iterator[Document]:

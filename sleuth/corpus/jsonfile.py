@@ -55,6 +55,16 @@ def iter_json_records(path: str | Path) -> Iterator[tuple[str, dict[str, Any]]]:
         yield where, record
 
 
+def first_json_record(path: str | Path) -> dict[str, Any]:
+    """The first record of a JSON list or JSON Lines file; ``{}`` for an empty list and for a file holding one JSON
+    object over several lines (a document, not records)."""
+    if not is_json_lines(path):
+        with open_text(path) as handle:
+            if handle.read(4096).lstrip()[:1] != "[":
+                return {}
+    return next((record for _, record in iter_json_records(path)), {})
+
+
 def is_json_lines(path: str | Path) -> bool:
     """Whether ``path`` is JSON Lines: its first non-blank character opens an object and its first non-blank line
     is a whole JSON object (a list, or one object over several lines, is one JSON document)."""

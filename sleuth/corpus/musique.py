@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from sleuth.corpus.jsonfile import iter_json_records
+from sleuth.corpus.jsonfile import first_json_record, iter_json_records
 from sleuth.corpus.jsonl import require
 from sleuth.corpus.model import Document, Query
 from sleuth.errors import InputError
@@ -38,6 +38,14 @@ def read_musique_questions(path: str | Path) -> Iterator[Query]:
         metadata["supporting_ids"] = [p["id"] for p in supporting]
         metadata["supporting_titles"] = list(dict.fromkeys(p["title"] for p in supporting))
         yield Query(id=query_id, text=question, metadata=metadata)
+
+
+def read_musique_documents(path: str | Path) -> Iterator[Document]:
+    """The ``musique`` corpus format: a ``*_corpus.json`` file (``{title, text}`` records), or a question file (records
+    with ``paragraphs``, JSON list or JSON Lines), whose paragraphs are the corpus (:func:`musique_context_documents`)."""
+    if "paragraphs" in first_json_record(path):
+        return musique_context_documents(path)
+    return read_musique_corpus(path)
 
 
 def read_musique_corpus(path: str | Path) -> Iterator[Document]:

@@ -50,25 +50,22 @@ def read_queries(path: str | Path, split: str = "train") -> list[Query]:
 
 def dataset_question_reader(path: Path) -> Callable[[Path], Iterable[Query]] | None:
     """The reader of a SQuAD, HotpotQA-format (HotpotQA, 2WikiMultihopQA) or MuSiQue question file (told by a SQuAD
-    file's shape or by the keys of the first record), None for any other file."""
+    file's shape or by the keys of the first record: :func:`sleuth.corpus.formats.question_file_format`), None for
+    any other file."""
     from sleuth.corpus.questions import is_squad_file
 
     if is_squad_file(path):
         from sleuth.corpus.squad import read_squad_questions
 
         return read_squad_questions
-    if not path.name.lower().endswith((".json", ".jsonl")) or first_line(path)[:1] not in ("[", "{"):
-        return None
-    from sleuth.corpus.jsonfile import iter_json_records
+    from sleuth.corpus.formats import question_file_format
 
-    record = next((record for _, record in iter_json_records(path)), {})
-    if "question" not in record:
-        return None
-    if "_id" in record:
+    kind = question_file_format(path)
+    if kind == "hotpotqa":
         from sleuth.corpus.hotpotqa import read_hotpotqa_questions
 
         return read_hotpotqa_questions
-    if "id" in record and "paragraphs" in record:
+    if kind == "musique":
         from sleuth.corpus.musique import read_musique_questions
 
         return read_musique_questions
