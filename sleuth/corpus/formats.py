@@ -107,11 +107,13 @@ def question_file_format(path: Path) -> str | None:
     first record of a ``.json`` or ``.jsonl`` file; None for anything else."""
     from sleuth.corpus.jsonfile import first_json_record
 
-    if not path.name.lower().endswith((".json", ".jsonl")) or _head(path)[:1] not in ("[", "{"):
+    if not path.name.lower().endswith((".json", ".jsonl")):
         return None
     try:
+        if _head(path)[:1] not in ("[", "{"):
+            return None
         record = first_json_record(path)
-    except InputError:  # not JSON, or not records: the other rules decide
+    except InputError:  # not UTF-8, not JSON, or not records: the reader reports it with its line
         return None
     if "question" not in record:
         return None
