@@ -161,8 +161,9 @@ def eval_command(
     ray_address: str | None = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
                                                          "local Ray), auto or HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
     ray_workers: int = typer.Option(2, min=1, help="Workers per pipeline with --ray-address (each loads it once)."),
-    run: list[str] | None = typer.Option(None, "--run", help="A TREC run file evaluated as one more row "
-                                         "(repeatable): FILE, or NAME=FILE to name the row; needs --qrels."),
+    run: list[str] | None = typer.Option(None, "--run", help="A run file (TREC, or JSON Lines named .jsonl) "
+                                         "evaluated as one more row (repeatable): FILE, or NAME=FILE to name the "
+                                         "row; needs --qrels."),
     exclude_self: bool | None = typer.Option(
         None, "--exclude-self/--no-exclude-self",
         help="Ignore a hit whose id is the query's id (BEIR's convention). Default: on when most queries are "

@@ -1,5 +1,5 @@
-"""`sleuth retrieve`: run a pipeline (or an index folder) over a file of queries and write a TREC run file, as
-Pyserini's batch search does; no judgements needed."""
+"""`sleuth retrieve`: run a pipeline (or an index folder) over a file of queries and write a run file (TREC, or JSON
+Lines), as Pyserini's batch search does; no judgements needed."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from sleuth.pipelines.front import read_queries
 from sleuth.progress import format_duration
 from sleuth.stages.base import Stage, check_query, transform_counted
 from sleuth.stages.run import Run, trec_id_problem
+from sleuth.stages.run_formats import is_jsonl_run, write_run
 
 
 def retrieve(
@@ -27,7 +28,8 @@ def retrieve(
     queries: Path = typer.Argument(..., help="Queries: TREC topics (TSV or SGML), a BEIR queries.jsonl or folder, "
                                              "a SMART query file, a question JSONL, or a SQuAD, HotpotQA, "
                                              "2WikiMultihopQA or MuSiQue file."),
-    out: Path = typer.Option(..., "--out", "-o", help="The TREC run file to write (qid Q0 docid rank score tag)."),
+    out: Path = typer.Option(..., "--out", "-o", help="The run file to write: TREC (qid Q0 docid rank score tag), "
+                                                      "or JSON Lines when named .jsonl (ids with spaces too)."),
     corpus: Path | None = typer.Option(None, help="Corpus to search (default: the bundled SciFact)."),
     fmt: corpus_options.Format = None,
     field: corpus_options.Fields = None,
@@ -44,7 +46,7 @@ def retrieve(
     max_queries: int | None = typer.Option(None, min=1, help="Retrieve for the first N queries only."),
     device: str = DEVICE,
 ) -> None:
-    """Run a pipeline over a file of queries and write a TREC run file."""
+    """Run a pipeline over a file of queries and write a TREC (or JSON Lines) run file."""
     check_writable(out, "--out", file=True)  # before any query is read or index built
     refuse_overwriting_inputs(out, [queries, corpus, index, *(distractors or [])])
     if index is not None:
@@ -53,10 +55,11 @@ def retrieve(
         raise ConfigError("--distractors go with --corpus (the documents they are mixed with)")
     name = index.name if index is not None else str(validate_pipeline(pipeline)["name"])
     run_tag = tag if tag is not None else name
-    if why := trec_id_problem(run_tag):
+    trec = not is_jsonl_run(out)
+    if trec and (why := trec_id_problem(run_tag)):
         raise ConfigError(f"--tag {run_tag!r} {why}, which a TREC run file cannot hold (its columns are split on "
                           f"whitespace){'' if tag is not None else '; give --tag'}")
-    query_list = checked_queries(read_queries(queries, split), queries, max_queries)
+    query_list = checked_queries(read_queries(queries, split), queries, max_queries, trec)
     stage = retrieval_stage(index, corpus, fmt, field, distractors, pipeline, k, device)
     started = time.perf_counter()
     run = transform_counted(stage, query_list, f"retrieving with {name}")
@@ -64,20 +67,24 @@ def retrieve(
         raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a sleuth Run")
     run = Run({q.id: run.get(q.id, []) for q in query_list}).cut(k)
     seconds = time.perf_counter() - started
-    check_trec_ids(run, name)  # e.g. HotpotQA's paragraphs, whose ids are their titles
-    run.write_trec(out, tag=run_tag)
+    if trec:
+        try:
+            check_trec_ids(run, name)  # e.g. HotpotQA's paragraphs, whose ids are their titles
+        except ConfigError as exc:
+            raise ConfigError(f"{exc}; name the --out file .jsonl to write JSON Lines, which holds any id") from None
+    write_run(run, out, tag=run_tag)
     console.print(Text(summary(out, run, seconds)), soft_wrap=True)
 
 
-def checked_queries(query_list: list[Query], path: Path, max_queries: int | None) -> list[Query]:
-    """The queries to run (the first ``max_queries``): each one non-empty, within the length limit and with an id a
-    TREC run file can hold; none at all is a ConfigError naming the file."""
+def checked_queries(query_list: list[Query], path: Path, max_queries: int | None, trec: bool = True) -> list[Query]:
+    """The queries to run (the first ``max_queries``): each one non-empty, within the length limit and (``trec``)
+    with an id a TREC run file can hold; none at all is a ConfigError naming the file."""
     if max_queries is not None:
         query_list = query_list[:max_queries]
     if not query_list:
         raise ConfigError(f"{path}: no queries in it")
     for query in query_list:
-        if why := trec_id_problem(query.id):
+        if trec and (why := trec_id_problem(query.id)):
             raise ConfigError(f"{path}: query id {query.id!r} {why}, which a TREC run file cannot hold")
         check_query(query)
     return query_list

@@ -1,4 +1,4 @@
-"""A stage that answers from a TREC run file: someone else's system (or an earlier run) as a pipeline stage, to
+"""A stage that answers from a run file (TREC or JSON Lines): someone else's system (or an earlier run) as a pipeline stage, to
 evaluate beside sleuth's pipelines, fuse with them, or rerank (``RunFile("bm25.trec") >> dense``)."""
 
 from __future__ import annotations
@@ -9,11 +9,12 @@ from pathlib import Path
 from sleuth.corpus.model import Query
 from sleuth.stages.base import Stage, check_k
 from sleuth.stages.run import Run
+from sleuth.stages.run_formats import read_run
 
 
 class RunFile(Stage):
-    """The rankings of a TREC run file (``qid Q0 docid rank score tag``, read once, ranked by score), cut to ``k``
-    (None: whole).
+    """The rankings of a run file (TREC ``qid Q0 docid rank score tag``, or JSON Lines when named ``.jsonl``:
+    :mod:`sleuth.stages.run_formats`), read once, ranked by score, cut to ``k`` (None: whole).
 
     A query the file does not rank gets no hits (as trec_eval scores it). Given candidates, it scores only those,
     as a retriever does: the candidates the file ranks for the query, with the file's scores, the others left out.
@@ -22,7 +23,7 @@ class RunFile(Stage):
     def __init__(self, run: str | Path | Run, k: int | None = None, name: str | None = None):
         self.k = None if k is None else check_k(k, "run_file")
         self.path = None if isinstance(run, Run) else Path(run)
-        self.run = run if isinstance(run, Run) else Run.read_trec(run)
+        self.run = run if isinstance(run, Run) else read_run(run)
         self.name = name or (self.path.stem if self.path is not None else "run")
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:

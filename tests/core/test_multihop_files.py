@@ -55,11 +55,24 @@ def test_eval_of_a_question_file_measures_its_supporting_paragraphs(sleuth, data
     assert "judged document" not in result.stderr  # every supporting paragraph is in the corpus
 
 
-def test_a_question_file_is_the_queries_of_retrieve_and_its_title_ids_are_refused_in_a_run_file(sleuth, data_dir,
-                                                                                                tmp_path):
-    """HotpotQA's paragraph ids are their titles, which hold spaces: the run is refused in one line naming one, and
-    nothing is written."""
+def test_a_question_file_is_the_queries_of_retrieve_and_its_title_ids_go_to_a_json_lines_run(sleuth, data_dir,
+                                                                                             tmp_path):
+    """HotpotQA's paragraph ids are their titles, which hold spaces: a TREC run file is refused in one line (nothing
+    written) that names the way out, a run file named .jsonl holds them, and `sleuth eval --run` measures it as the
+    pipeline itself."""
+    from sleuth.stages.run_formats import read_run
+
     path = data_dir / "hotpotqa" / "hotpot_dev_distractor_100.json"
-    result = sleuth("retrieve", path, "--corpus", path, "--max-queries", 3, "-o", tmp_path / "run.trec")
+    result = sleuth("retrieve", path, "--corpus", path, "-k", 20, "-o", tmp_path / "run.trec")
     assert result.returncode == 2 and "cannot write pipeline 'bm25' as a TREC run file: document id" in result.stderr
-    assert not (tmp_path / "run.trec").exists()
+    assert "name the --out file .jsonl" in result.stderr and not (tmp_path / "run.trec").exists()
+    assert sleuth("retrieve", path, "--corpus", path, "-k", 20, "-o", tmp_path / "run.jsonl").returncode == 0
+    run = read_run(tmp_path / "run.jsonl")
+    assert len(run) == 100 and any(" " in hit.id for hits in run.values() for hit in hits)
+    first = json.loads((tmp_path / "run.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    assert set(first) == {"qid", "docno", "rank", "score", "tag"} and first["rank"] == 1 and first["tag"] == "bm25"
+    result = sleuth("eval", "--corpus", path, "--pipeline", "bm25", "--run", f"file={tmp_path / 'run.jsonl'}",
+                    "--metric", "R@2", "--metric", "R@20", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {row["name"]: row["measures"] for row in json.loads(result.stdout)["pipelines"]}
+    assert rows["file"] == pytest.approx(rows["bm25"]) and rows["bm25"]["R@20"] > 0.9

@@ -158,3 +158,20 @@ def test_query_files_of_every_dataset_read_as_queries(data_dir, path, count, fir
     assert all(q.text.strip() for q in queries)
     if first is not None:
         assert queries[0].text == first
+
+
+def test_json_lines_run_files_are_checked_line_by_line(tmp_path):
+    from sleuth.errors import InputError
+    from sleuth.stages.run_formats import read_run, write_run
+
+    run = Run({"q 1": [Hit("a b", 2.0), Hit("c", 1.0)], "q2": [Hit("d", 0.5)]})
+    write_run(run, tmp_path / "r.jsonl", tag="x y")
+    assert read_run(tmp_path / "r.jsonl") == run
+    for lines, message in ((['{"qid": "1", "docno": "a", "score": "high"}'], "r2.jsonl:1: field 'score': score 'high'"),
+                           (['{"qid": "1", "docno": "a", "score": 1}', '{"qid": "1", "docno": "a", "score": 2}'],
+                            "r2.jsonl:2: document 'a' ranked twice for query '1' (first on line 1)"),
+                           (['{"qid": "1", "score": 1}'], "r2.jsonl:1: field 'docno': missing")):
+        (tmp_path / "r2.jsonl").write_text("\n".join(lines) + "\n")
+        with pytest.raises(InputError) as error:
+            read_run(tmp_path / "r2.jsonl")
+        assert message in str(error.value)

@@ -1,0 +1,53 @@
+"""Run files on disk, by suffix: TREC (``qid Q0 docid rank score tag``, what trec_eval and ir_measures read) or
+JSON Lines (``.jsonl``: one hit a line, ``{"qid", "docno", "rank", "score", "tag"}``, PyTerrier's column names),
+which holds ids a TREC file cannot: a HotpotQA paragraph's id is its title, spaces and all."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from sleuth.errors import InputError
+from sleuth.stages.run import Run
+
+
+def is_jsonl_run(path: str | Path) -> bool:
+    """Whether a run file is written and read as JSON Lines (its name ends in ``.jsonl``)."""
+    return Path(path).name.lower().endswith(".jsonl")
+
+
+def write_run(run: Run, path: str | Path, tag: str = "sleuth") -> None:
+    """Write ``run`` atomically as JSON Lines (``.jsonl``) or as a TREC run file (any other name; an id it cannot
+    hold is an InputError, see :meth:`Run.write_trec`)."""
+    if not is_jsonl_run(path):
+        run.write_trec(path, tag=tag)
+        return
+    from sleuth.io import atomic_write_text
+
+    atomic_write_text(path, "".join(json.dumps({"qid": qid, "docno": hit.id, "rank": rank, "score": hit.score,
+                                                "tag": tag}, ensure_ascii=False) + "\n"
+                                    for qid, hits in run.items() for rank, hit in enumerate(hits, start=1)))
+
+
+def read_run(path: str | Path) -> Run:
+    """A run file as written by :func:`write_run` (or any TREC run file), each ranking by descending score; a
+    malformed line, a score that is not a number or a document ranked twice for one query is an InputError naming
+    file and line."""
+    if not is_jsonl_run(path):
+        return Run.read_trec(path)
+    from sleuth.corpus.jsonl import iter_jsonl, require_id
+
+    scores: dict[str, dict[str, float]] = {}
+    lines: dict[tuple[str, str], int] = {}
+    for number, record in iter_jsonl(path):
+        qid, docno = require_id(record, "qid", path, number), require_id(record, "docno", path, number)
+        score = record.get("score")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
+            raise InputError(f"score {score!r:.40} is not a number", path=path, line=number, field="score")
+        if (qid, docno) in lines:
+            raise InputError(f"document '{docno}' ranked twice for query '{qid}' (first on line "
+                             f"{lines[qid, docno]:,})", path=path, line=number)
+        lines[qid, docno] = number
+        scores.setdefault(qid, {})[docno] = float(score)
+    return Run.from_scores(scores)
