@@ -85,7 +85,8 @@ def checked_queries(query_list: list[Query], path: Path, max_queries: int | None
         raise ConfigError(f"{path}: no queries in it")
     for query in query_list:
         if trec and (why := trec_id_problem(query.id)):
-            raise ConfigError(f"{path}: query id {query.id!r} {why}, which a TREC run file cannot hold")
+            raise ConfigError(f"{path}: query id {query.id!r} {why}, which a TREC run file cannot hold; name the "
+                              f"--out file .jsonl to write JSON Lines")
         check_query(query)
     return query_list
 

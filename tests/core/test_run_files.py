@@ -82,7 +82,7 @@ def test_eval_of_run_files_alone_needs_only_qrels(sleuth, scifact, tmp_path):
     (("eval", "--run", "BAD", "--qrels", "QRELS"), ("bad.trec:2: expected 6 columns",)),
     (("retrieve", "QUERIES", "--out", "TMP"), ("--out", "is a folder; give a file")),
     (("retrieve", "QUERIES", "--out", "TMP/run.trec", "--tag", "my run"), ("--tag 'my run' has whitespace",)),
-    (("retrieve", "SPACED", "--out", "TMP/run.trec"), ("query id 'a b' has whitespace",)),
+    (("retrieve", "SPACED", "--out", "TMP/run.trec"), ("query id 'a b' has whitespace", "name the --out file .jsonl")),
     (("retrieve", "QUERIES", "--out", "TMP/run.trec", "--index", "TMP", "--pipeline", "dense"),
      ("--index searches an index folder", "--pipeline")),
     (("retrieve", "QUERIES", "--out", "QUERIES"), ("--out",)),
