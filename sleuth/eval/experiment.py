@@ -333,6 +333,7 @@ class Experiment:
                 raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a Run")
             runs[name] = run
         retrieved, notes = dict(runs), list(self.notes)
+        notes += [note for name, run in runs.items() if (note := unjudged_run_note(name, run, self.qrels))]
         excluded = None
         if self.exclude_self:
             excluded = 0
@@ -372,6 +373,19 @@ class Experiment:
             for name, p in zip(others, adjusted):
                 pvalues[name][metric] = p
         return pvalues
+
+
+def unjudged_run_note(name: str, run: Run, qrels: Qrels | None, least: int = 5) -> str | None:
+    """A note when a pipeline that returned hits for at least ``least`` judged queries has none of them judged (for
+    its query), relevant or not: its ids are then rarely the documents the qrels name (a Chain-of-Skills path
+    ``A || B`` against paragraph qrels, another collection's run); None otherwise."""
+    if qrels is None:
+        return None
+    answered = [(qid, hits) for qid, hits in run.items() if hits and qid in qrels]
+    if len(answered) < least or any(hit.id in qrels[qid] for qid, hits in answered for hit in hits):
+        return None
+    return (f"pipeline '{name}' retrieved no judged document for any of its {len(answered):,} judged queries (its "
+            f"ids are like '{answered[0][1][0].id}'): do they name the documents the qrels judge?")
 
 
 def as_qrels(qrels: Any) -> Qrels:

@@ -175,3 +175,20 @@ def test_json_lines_run_files_are_checked_line_by_line(tmp_path):
         with pytest.raises(InputError) as error:
             read_run(tmp_path / "r2.jsonl")
         assert message in str(error.value)
+
+
+def test_a_pipeline_that_retrieves_no_judged_document_is_noted(scifact):
+    """Ids that are not the documents the qrels judge (another collection's run, a chain's paths) score zero; the
+    experiment says so instead of a silent row of zeros (before: no note)."""
+    from sleuth.eval.experiment import Experiment
+    from sleuth.pipelines.front import read_qrels
+
+    queries, qrels = read_queries(scifact)[:20], read_qrels(scifact)
+    bm25 = load_pipeline("bm25", open_workspace(scifact, progress=False))
+    paths = Run({q.id: [Hit(f"{h.id} || {h.id}", h.score) for h in hits] for q, hits in zip(
+        queries, bm25.transform(queries).values())})
+    result = Experiment({"bm25": bm25, "paths": RunFile(paths)}, queries, qrels, ["nDCG@10"]).run()
+    assert result.aggregate["paths"]["nDCG@10"] == 0 < result.aggregate["bm25"]["nDCG@10"]
+    notes = [note for note in result.notes if "retrieved no judged document" in note]
+    assert len(notes) == 1 and notes[0].startswith("pipeline 'paths' retrieved no judged document for any of its 20")
+    assert " || " in notes[0]
