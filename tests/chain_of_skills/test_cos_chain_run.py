@@ -150,6 +150,9 @@ def test_builtin_cos_pipelines_validate_and_config_errors_name_the_key(tmp_path)
         assert validate_pipeline(name)["stages"][0]["cos_chain"]["chain"] in {"hotpotqa", "nq", "retrieval"}
     hotpot = validate_pipeline("cos-hotpotqa")["stages"][0]["cos_chain"]
     assert [hotpot[k] for k in ("k_retrieval", "k_link", "k_hop1", "k_expanded", "k_hop2_link")] == [200, 5, 30, 50, 2]
+    # the hop-2 budget every paper-limit figure was measured with (docs/cos); without it a question took 67 s on two
+    # cores over 1,000 paragraphs, past the service's 30 s request limit (7.7 s with it)
+    assert hotpot["k_hop2_rerank"] == 30
     workspace = Workspace(home=tmp_path)
     with pytest.raises(ConfigError, match="key 'chain'.*'bogus'"):
         load_pipeline(config(tmp_path, "a", chain="bogus"), workspace)
