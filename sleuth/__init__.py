@@ -37,6 +37,7 @@ EXPORTS: dict[str, str] = {
     "Hit": "sleuth.stages.run",
     "Fuse": "sleuth.stages.fusion",
     "RunFile": "sleuth.stages.run_file",
+    "PathPassages": "sleuth.stages.paths",
     "Workspace": "sleuth.pipelines.workspace",
     "CorpusSource": "sleuth.pipelines.workspace",
     "load_pipeline": "sleuth.pipelines.config",

@@ -384,8 +384,11 @@ def unjudged_run_note(name: str, run: Run, qrels: Qrels | None, least: int = 5) 
     answered = [(qid, hits) for qid, hits in run.items() if hits and qid in qrels]
     if len(answered) < least or any(hit.id in qrels[qid] for qid, hits in answered for hit in hits):
         return None
+    first = answered[0][1][0]
+    paths = " (its hits are evidence paths: add the path_passages stage to measure their passages)" \
+        if first.extras.get("path") else ""
     return (f"pipeline '{name}' retrieved no judged document for any of its {len(answered):,} judged queries (its "
-            f"ids are like '{answered[0][1][0].id}'): do they name the documents the qrels judge?")
+            f"ids are like '{first.id}'): do they name the documents the qrels judge?{paths}")
 
 
 def as_qrels(qrels: Any) -> Qrels:

@@ -264,3 +264,21 @@ def test_a_hop2_ensemble_from_yaml_averages_another_models_hop2_reranking(hotpot
     with pytest.raises(SleuthError, match="model directory not found: /nonexistent/model"):
         load_pipeline(config(folder, "missing", chain="hotpotqa", hop2_ensemble=["/nonexistent/model"], **LIMITS),
                       workspace)
+
+
+def test_path_passages_reads_the_chains_paths_as_passages(hotpot):
+    """`cos_chain` then the core `path_passages` stage: each path's two paragraphs, each once at its best path's
+    rank and score, so paragraph qrels measure the chain (a path id `A||B` matches none)."""
+    questions, workspace, folder = hotpot
+    path = folder / "passages.yaml"
+    path.write_text(json.dumps({"name": "passages", "stages": [
+        {"cos_chain": {"chain": "hotpotqa", "fusion": False, **LIMITS}}, {"path_passages": {}}]}), encoding="utf-8")
+    chain = load_pipeline(config(folder, "paths", chain="hotpotqa", fusion=False, **LIMITS), workspace)(questions)
+    passages = load_pipeline(path, workspace)(questions)
+    titles = {t for q in questions for t in q.metadata["context_titles"]}
+    for query in questions:
+        expected = list(dict.fromkeys(part.id for hit in chain[query.id] for part in hit.extras["path"]))
+        hits = passages[query.id]
+        assert [h.id for h in hits] == expected and set(expected) <= titles and PATH_SEPARATOR not in expected[0]
+        first_path = chain[query.id][0]
+        assert [(h.score, h.extras["path_id"]) for h in hits[:2]] == [(first_path.score, first_path.id)] * 2

@@ -192,3 +192,23 @@ def test_a_pipeline_that_retrieves_no_judged_document_is_noted(scifact):
     notes = [note for note in result.notes if "retrieved no judged document" in note]
     assert len(notes) == 1 and notes[0].startswith("pipeline 'paths' retrieved no judged document for any of its 20")
     assert " || " in notes[0]
+
+
+def test_path_passages_expands_paths_and_the_note_names_it(scifact):
+    from sleuth.eval.experiment import Experiment
+    from sleuth.pipelines.front import read_qrels
+    from sleuth.stages.paths import PathPassages
+
+    a, b, c = Hit("a", 0.9), Hit("b", 0.8), Hit("c", 0.7)
+    paths = Run({"q": [Hit("a||b", 3.0, extras={"path": [a, b]}), Hit("b||c", 2.0, extras={"path": [b, c]}),
+                       Hit("d", 1.0)]})
+    expanded = PathPassages().transform([Query("q", "x")], paths)["q"]
+    assert [(h.id, h.score, h.extras.get("path_id")) for h in expanded] == [
+        ("a", 3.0, "a||b"), ("b", 3.0, "a||b"), ("c", 2.0, "b||c"), ("d", 1.0, None)]
+    queries, qrels = read_queries(scifact)[:6], read_qrels(scifact)
+    judged = Run({q.id: [Hit(f"{doc}||x", 1.0, extras={"path": [Hit(doc, 1.0), Hit("x", 0.5)]})
+                         for doc in qrels[q.id]] for q in queries})
+    result = Experiment({"paths": RunFile(judged), "passages": RunFile(judged) >> PathPassages()}, queries, qrels,
+                        ["R@10"]).run()
+    assert result.aggregate["paths"]["R@10"] == 0 and result.aggregate["passages"]["R@10"] == 1
+    assert any("add the path_passages stage" in note for note in result.notes)
