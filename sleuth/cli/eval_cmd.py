@@ -21,7 +21,6 @@ from sleuth.eval.self_hits import exclusion_note
 from sleuth.overwrite import check_writable
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.progress import format_duration
-from sleuth.stages.run import trec_id_problem
 from sleuth.stages.run_file import RunFile
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
@@ -151,7 +150,8 @@ def eval_command(
     metric: list[str] | None = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP."),
     top_k: list[int] | None = typer.Option(None, "--top-k", min=1, help="Answer accuracy cut-offs (repeatable)."),
     max_queries: int | None = typer.Option(None, min=1, help="Evaluate only the first N queries."),
-    runs_dir: Path | None = typer.Option(None, help="Write each pipeline's TREC run file here."),
+    runs_dir: Path | None = typer.Option(None, help="Write each pipeline's run file here (TREC; JSON Lines where "
+                                                   "an id holds whitespace)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = DEVICE,
     index: list[Path] | None = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
@@ -214,9 +214,9 @@ def eval_command(
         source = with_distractors(source, distractors)
     task = Task(query_list, judged, with_answers)
     options = ReportOptions(metric, top_k, runs_dir, as_json, exclude_self)
-    judged_queries = check_task(task, options)  # a wrong qrels file or measure fails here, not after any index build
+    check_task(task, options)  # a wrong qrels file or measure fails here, not after any index build
     if runs_dir is not None:
-        check_run_files(titles, judged_queries.queries)
+        run_file_names(titles)  # two pipelines that would share a file: refused before any runs
     if source is not None and (exclude_self is None or judged is not None):
         task.corpus_texts, task.corpus_ids = corpus_facts(query_list, judged, source)
     ws = workspace(source, device, progress=not as_json)
@@ -367,17 +367,11 @@ def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict
     else:
         out.print(result.to_table())
         out.print(Text(build_note(built)))
-    if options.runs_dir is not None:  # after the table: a document id no run file can hold loses no result
-        result.save_runs(options.runs_dir)
-
-
-def check_run_files(names: list[str], queries: list[Query]) -> None:
-    """What --runs-dir can be refused for before any pipeline runs: two pipelines that would share a file, or a
-    query id a TREC run file cannot hold (its columns are split on whitespace)."""
-    run_file_names(names)
-    for query in queries:
-        if why := trec_id_problem(query.id):
-            raise ConfigError(f"--runs-dir: query id {query.id!r} {why}, which a TREC run file cannot hold")
+    if options.runs_dir is not None:  # after the table: a run file that cannot be written loses no result
+        jsonl = [path.name for path in result.save_runs(options.runs_dir).values() if path.suffix == ".jsonl"]
+        if jsonl:
+            console.print(Text(f"note: {', '.join(jsonl)} written as JSON Lines: their ids hold whitespace, which a "
+                               f"TREC run file cannot", style="yellow"), soft_wrap=True)
 
 
 def task_answers(task: Task) -> dict[str, list[str]] | None:

@@ -13,14 +13,13 @@ from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, refuse_given, workspace
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.eval.experiment import check_trec_ids
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.pipelines.front import read_queries
 from sleuth.progress import format_duration
 from sleuth.stages.base import Stage, check_query, transform_counted
 from sleuth.stages.run import Run, trec_id_problem
-from sleuth.stages.run_formats import is_jsonl_run, write_run
+from sleuth.stages.run_formats import check_trec_ids, is_jsonl_run, write_run
 
 
 def retrieve(

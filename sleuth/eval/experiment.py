@@ -184,18 +184,19 @@ class ExperimentResult:
 
     def save_runs(self, directory: str | Path) -> dict[str, Path]:
         """Write each pipeline's run as retrieved (not cut to the common depth, own documents kept) as
-        ``<directory>/<pipeline-name>.run`` in TREC format, tagged with that name; return the paths. Names that
-        give the same file, an id with whitespace (a TREC run's columns are split on it), or a ``directory`` that
-        is a file or cannot be written in, are a ConfigError, raised before any file is written."""
+        ``<directory>/<pipeline-name>.run`` in TREC format, tagged with that name, or as ``<pipeline-name>.jsonl``
+        (JSON Lines, :mod:`sleuth.stages.run_formats`) where an id holds whitespace, which a TREC run's columns are
+        split on (HotpotQA's paragraph ids are titles); return the paths. Names that give the same file, or a
+        ``directory`` that is a file or cannot be written in, are a ConfigError, raised before any file is written."""
+        from sleuth.stages.run_formats import write_run
+
         directory = Path(directory)
         check_writable(directory, "save_runs", folder=True)  # before: FileExistsError after the first file
         runs = {name: self.retrieved.get(name, self.runs[name]) for name in self.names}
-        for name, run in runs.items():
-            check_trec_ids(run, name)
         paths: dict[str, Path] = {}
         for name, slug in run_file_names(self.names).items():
-            paths[name] = directory / f"{slug}.run"
-            runs[name].write_trec(paths[name], tag=slug)
+            paths[name] = directory / f"{slug}{'.jsonl' if runs[name].trec_problem() else '.run'}"
+            write_run(runs[name], paths[name], tag=slug)
         return paths
 
 
@@ -210,12 +211,6 @@ def run_file_names(names: Iterable[str]) -> dict[str, str]:
             raise ConfigError(f"pipelines '{clash}' and '{name}' would both be written to {stem}.run: rename one")
         stems[name] = stem
     return stems
-
-
-def check_trec_ids(run: Run, name: str) -> None:
-    """A ConfigError naming the first query or document id of ``run`` that a TREC run file cannot hold."""
-    if problem := run.trec_problem():
-        raise ConfigError(f"cannot write pipeline '{name}' as a TREC run file: {problem}")
 
 
 @dataclass

@@ -8,13 +8,20 @@ import json
 import math
 from pathlib import Path
 
-from sleuth.errors import InputError
+from sleuth.errors import ConfigError, InputError
 from sleuth.stages.run import Run
 
 
 def is_jsonl_run(path: str | Path) -> bool:
     """Whether a run file is written and read as JSON Lines (its name ends in ``.jsonl``)."""
     return Path(path).name.lower().endswith(".jsonl")
+
+
+def check_trec_ids(run: Run, name: str) -> None:
+    """A ConfigError naming the first query or document id of pipeline ``name``'s ``run`` that a TREC run file
+    cannot hold."""
+    if problem := run.trec_problem():
+        raise ConfigError(f"cannot write pipeline '{name}' as a TREC run file: {problem}")
 
 
 def write_run(run: Run, path: str | Path, tag: str = "sleuth") -> None:

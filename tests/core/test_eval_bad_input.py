@@ -191,13 +191,17 @@ def test_runs_dir_writes_each_pipelines_whole_run(sleuth, tmp_path, beir):
     assert len(Run.read_trec(tmp_path / "runs" / "shallow.run")["q2"]) == 1
 
 
-def test_run_files_refuse_ids_with_whitespace_and_names_that_collide(sleuth, tmp_path, beir):
-    """Before: a document id 'd 2' was written as is (a 7-column line no reader takes), and pipelines named 'a/b'
-    and 'a_b' were written to a_b.run and a_b_1.run, tagged a_b_1."""
-    result = Experiment({"p": Fixed(Run({"q1": [Hit("d 2", 1.0)]}))}, TOPICS, JUDGED, measures=["RR"]).run()
-    with pytest.raises(ConfigError, match=r"pipeline 'p' as a TREC run file: document id 'd 2' has whitespace"):
-        result.save_runs(tmp_path / "runs")
-    assert not (tmp_path / "runs").exists()
+def test_run_files_with_whitespace_ids_are_json_lines_and_names_that_collide_are_refused(sleuth, tmp_path, beir):
+    """A run whose ids hold whitespace is written as JSON Lines (before session 33: refused, and before that a
+    document id 'd 2' was written as is, a 7-column line no reader takes); pipelines named 'a/b' and 'a_b' were
+    written to a_b.run and a_b_1.run, tagged a_b_1."""
+    from sleuth.stages.run_formats import read_run
+
+    spaced_run = Run({"q1": [Hit("d 2", 1.0)]})
+    result = Experiment({"p": Fixed(spaced_run), "plain": Fixed(RUN)}, TOPICS, JUDGED, measures=["RR"]).run()
+    paths = result.save_runs(tmp_path / "runs")
+    assert paths == {"p": tmp_path / "runs" / "p.jsonl", "plain": tmp_path / "runs" / "plain.run"}
+    assert read_run(paths["p"]) == spaced_run and read_run(paths["plain"]) == Run.read_trec(paths["plain"])
     both = Experiment({"a/b": Fixed(RUN), "a_b": Fixed(RUN)}, TOPICS, JUDGED, measures=["RR"]).run()
     with pytest.raises(ConfigError, match=r"pipelines 'a/b' and 'a_b' would both be written to a_b.run"):
         both.save_runs(tmp_path / "runs")
@@ -209,8 +213,10 @@ def test_run_files_refuse_ids_with_whitespace_and_names_that_collide(sleuth, tmp
     one_line_error(result, "pipelines 'a/b' and 'a_b' would both be written to a_b.run")
     assert no_index_built(home)
     spaced = write_beir(tmp_path / "spaced", DOCS, {"q 1": "cats"}, "q 1\td2\t1\n")
-    one_line_error(sleuth("eval", spaced, "--runs-dir", tmp_path / "runs"),
-                   "--runs-dir: query id 'q 1' has whitespace")
+    result = sleuth("eval", spaced, "--runs-dir", tmp_path / "spaced-runs", env={"SLEUTH_HOME": str(home)})
+    assert result.returncode == 0, result.stderr
+    assert "bm25.jsonl written as JSON Lines" in " ".join(result.stderr.split())
+    assert list(read_run(tmp_path / "spaced-runs" / "bm25.jsonl")) == ["q 1"]
 
 
 def test_self_exclusion_stays_off_where_the_qrels_judge_a_querys_own_document(sleuth, tmp_path):
