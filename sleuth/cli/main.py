@@ -1,5 +1,6 @@
-"""The `sleuth` command: the core commands (index, search, retrieve, eval, serve, update, demo) and one group per registered
-system (``sleuth dhr|cos|quest|privacy <verb>``). Errors in input or configuration print one line and exit 2."""
+"""The `sleuth` command: the core commands (index, search, retrieve, eval, serve, update, demo) and one group per
+registered system (``sleuth dhr|cos|quest|privacy <verb>``). Errors in input or configuration print one line and exit
+2."""
 
 from __future__ import annotations
 

@@ -41,8 +41,9 @@ def read_musique_questions(path: str | Path) -> Iterator[Query]:
 
 
 def read_musique_documents(path: str | Path) -> Iterator[Document]:
-    """The ``musique`` corpus format: a ``*_corpus.json`` file (``{title, text}`` records), or a question file (records
-    with ``paragraphs``, JSON list or JSON Lines), whose paragraphs are the corpus (:func:`musique_context_documents`)."""
+    """The ``musique`` corpus format: a ``*_corpus.json`` file (``{title, text}`` records), or a question file
+    (records with ``paragraphs``, JSON list or JSON Lines), whose paragraphs are the corpus
+    (:func:`musique_context_documents`)."""
     if "paragraphs" in first_json_record(path):
         return musique_context_documents(path)
     return read_musique_corpus(path)

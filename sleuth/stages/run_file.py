@@ -1,5 +1,5 @@
-"""A stage that answers from a run file (TREC or JSON Lines): someone else's system (or an earlier run) as a pipeline stage, to
-evaluate beside sleuth's pipelines, fuse with them, or rerank (``RunFile("bm25.trec") >> dense``)."""
+"""A stage that answers from a run file (TREC or JSON Lines): someone else's system (or an earlier run) as a pipeline
+stage, to evaluate beside sleuth's pipelines, fuse with them, or rerank (``RunFile("bm25.trec") >> dense``)."""
 
 from __future__ import annotations
 
