@@ -182,29 +182,10 @@ def eval_command(
                          list(run_files))
     if runs_dir is not None:
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
-    own = None
-    if queries is None and qrels is None:  # a dataset's file holds its questions and what they are judged by
-        own = dataset_task(corpus, fmt) if questions is None else dataset_task(questions, None)
-    judged: Qrels | None
-    if own is not None:
-        if corpus is None and names:
-            raise ConfigError("--questions needs --corpus (the passages to search) or --index folders")
-        corpus_path, (query_list, judged, with_answers) = corpus, own
-    else:
-        corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
-                                                    need_corpus=bool(names), runs_only=bool(run_files) and not
-                                                    (names or index))
-        with_answers = questions is not None
-    if run_files and (with_answers or judged is None):
-        raise ConfigError("--run files hold document ids and scores, no texts: they are measured by judged "
-                          "documents (--qrels, or a BEIR folder), not by answers")
-    if max_queries is not None:
-        query_list = query_list[:max_queries]
-        if judged is not None:  # the judgements of the queries left out are not judgements without a topic
-            kept = {q.id for q in query_list}
-            judged = {qid: docs for qid, docs in judged.items() if qid in kept}
-    if not query_list:
-        raise ConfigError("no queries to evaluate")
+        run_file_names(titles)  # two pipelines that would share a file: refused before any runs
+    corpus_path, task = evaluation_task(dataset, split, corpus, queries, qrels, questions, fmt, max_queries,
+                                        pipelines=names, indexes=index or [], runs=run_files)
+    query_list, judged = task.queries, task.qrels
     run_stages = {title: RunFile(path, name=title) for title, path in run_files.items()}  # read (and checked) now
     check_run_coverage(run_stages, run_files, query_list)
     source = corpus_source(corpus_path, fmt, field) if names else None  # --index folders only: no corpus read
@@ -212,11 +193,8 @@ def eval_command(
         from sleuth.pipelines.mixed_source import with_distractors
 
         source = with_distractors(source, distractors)
-    task = Task(query_list, judged, with_answers)
     options = ReportOptions(metric, top_k, runs_dir, as_json, exclude_self)
     check_task(task, options)  # a wrong qrels file or measure fails here, not after any index build
-    if runs_dir is not None:
-        run_file_names(titles)  # two pipelines that would share a file: refused before any runs
     if source is not None and (exclude_self is None or judged is not None):
         task.corpus_texts, task.corpus_ids = corpus_facts(query_list, judged, source)
     ws = workspace(source, device, progress=not as_json)
@@ -235,6 +213,38 @@ def eval_command(
         # corpus (a run file's corpus is not known: its judged documents are not checked)
         task.corpus_ids = index_ids(stage.index for stage in folders.values())
     report(stages, task, options, ws.build_seconds)
+
+
+def evaluation_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None, qrels: Path | None,
+                    questions: Path | None, fmt: str | None, max_queries: int | None, *, pipelines: list[str],
+                    indexes: list[Path], runs: dict[str, Path]) -> tuple[Path | None, Task]:
+    """The corpus the pipelines search and the task: the queries (the first ``max_queries``), their judgements and
+    whether answers are measured, from a DATASET, explicit files, or a dataset's own question file; a ConfigError
+    where nothing is left to evaluate or run files would be measured by answers."""
+    own = None
+    if queries is None and qrels is None:  # a dataset's file holds its questions and what they are judged by
+        own = dataset_task(corpus, fmt) if questions is None else dataset_task(questions, None)
+    judged: Qrels | None
+    if own is not None:
+        if corpus is None and pipelines:
+            raise ConfigError("--questions needs --corpus (the passages to search) or --index folders")
+        corpus_path, (query_list, judged, with_answers) = corpus, own
+    else:
+        corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
+                                                    need_corpus=bool(pipelines),
+                                                    runs_only=bool(runs) and not (pipelines or indexes))
+        with_answers = questions is not None
+    if runs and (with_answers or judged is None):
+        raise ConfigError("--run files hold document ids and scores, no texts: they are measured by judged "
+                          "documents (--qrels, or a BEIR folder), not by answers")
+    if max_queries is not None:
+        query_list = query_list[:max_queries]
+        if judged is not None:  # the judgements of the queries left out are not judgements without a topic
+            kept = {q.id for q in query_list}
+            judged = {qid: docs for qid, docs in judged.items() if qid in kept}
+    if not query_list:
+        raise ConfigError("no queries to evaluate")
+    return corpus_path, Task(query_list, judged, with_answers)
 
 
 def check_options(dataset: Path | None, corpus: Path | None, queries: Path | None, qrels: Path | None,
