@@ -4,6 +4,8 @@ Lines), as Pyserini's batch search does; no judgements needed."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import typer
@@ -44,6 +46,9 @@ def retrieve(
     split: corpus_options.Split = "train",
     max_queries: int | None = typer.Option(None, min=1, help="Retrieve for the first N queries only."),
     device: str = DEVICE,
+    ray_address: str | None = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
+                                                         "local Ray), auto or HOST:PORT. Needs sleuth\\[ray]."),
+    ray_workers: int = typer.Option(2, min=1, help="Workers with --ray-address (each loads the pipeline once)."),
 ) -> None:
     """Run a pipeline over a file of queries and write a TREC (or JSON Lines) run file."""
     check_writable(out, "--out", file=True)  # before any query is read or index built
@@ -59,9 +64,19 @@ def retrieve(
         raise ConfigError(f"--tag {run_tag!r} {why}, which a TREC run file cannot hold (its columns are split on "
                           f"whitespace){'' if tag is not None else '; give --tag'}")
     query_list = checked_queries(read_queries(queries, split), queries, max_queries, trec)
-    stage = retrieval_stage(index, corpus, fmt, field, distractors, pipeline, k, device)
+    if ray_address is None:
+        refuse_given(ctx, ("ray_workers",), "without --ray-address nothing runs on Ray")
+    builder = stage_builder(index, corpus, fmt, field, distractors, pipeline, k, device, on_ray=ray_address is not None)
     started = time.perf_counter()
-    run = transform_counted(stage, query_list, f"retrieving with {name}")
+    if ray_address is None:
+        run = transform_counted(builder(), query_list, f"retrieving with {name}")
+    else:
+        from sleuth.scale.ray_eval import ray_pipelines
+        from sleuth.scale.session import ray_session
+
+        with ray_session(ray_address):
+            stage = ray_pipelines({name: builder}, ray_workers)[name]
+            run = transform_counted(stage, query_list, f"retrieving with {name} on {ray_workers} Ray workers")
     if not isinstance(run, Run):
         raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a sleuth Run")
     run = Run({q.id: run.get(q.id, []) for q in query_list}).cut(k)
@@ -90,21 +105,27 @@ def checked_queries(query_list: list[Query], path: Path, max_queries: int | None
     return query_list
 
 
-def retrieval_stage(index: Path | None, corpus: Path | None, fmt: str | None, field: list[str] | None,
-                    distractors: list[Path] | None, pipeline: str, k: int, device: str) -> Stage:
-    """The stage to run: an index folder's own (``k`` results deep), else the pipeline over the corpus (with its
-    distractors)."""
+def stage_builder(index: Path | None, corpus: Path | None, fmt: str | None, field: list[str] | None,
+                  distractors: list[Path] | None, pipeline: str, k: int, device: str,
+                  on_ray: bool = False) -> Callable[[], Stage]:
+    """A builder of the stage to run (``on_ray``: a picklable one, for each Ray worker): an index folder's own (``k``
+    results deep), else the pipeline over the corpus (with its distractors); the corpus is checked here."""
     if index is not None:
         from sleuth.pipelines.index_stage import stage_for_index
 
-        return stage_for_index(index, k, device)
+        return partial(stage_for_index, index.resolve(), k, device)
     source = corpus_source(corpus, fmt, field)
     if distractors:
         from sleuth.pipelines.mixed_source import with_distractors
 
         source = with_distractors(source, distractors)
     note_bundled(corpus)
-    return load_pipeline(pipeline, workspace(source, device))
+    ws = workspace(source, device)
+    if not on_ray:
+        return partial(load_pipeline, pipeline, ws)  # index builds show their progress here
+    from sleuth.scale.ray_eval import pipeline_builder
+
+    return pipeline_builder(pipeline, ws.corpus, ws.home, ws.device)
 
 
 def summary(out: Path, run: Run, seconds: float) -> str:
