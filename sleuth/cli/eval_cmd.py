@@ -108,24 +108,18 @@ def dataset_task(path: Path | None, fmt: str | None) -> tuple[list[Query], Qrels
     a MuSiQue one (supporting paragraphs); None for any other corpus."""
     if path is None or path.is_dir() or fmt not in (None, "squad", "hotpotqa", "musique"):
         return None
-    from sleuth.corpus.formats import detect_format, question_file_format
+    from sleuth.corpus.formats import QUESTION_READERS, detect_format, question_file_format
 
-    kind = fmt or detect_format(path)
+    kind = fmt or detect_format(path)  # detected as hotpotqa or musique only where it is a question file
     if kind == "squad":
         from sleuth.corpus.squad import read_squad_questions, squad_qrels
 
         query_list = list(read_squad_questions(path))
         return query_list, squad_qrels(query_list), True
-    if kind != question_file_format(path):  # a corpus file of that format (paragraphs, no questions)
-        return None
-    if kind == "hotpotqa":
-        from sleuth.corpus.hotpotqa import read_hotpotqa_questions
-
-        query_list, key = list(read_hotpotqa_questions(path)), "supporting_titles"
-    else:
-        from sleuth.corpus.musique import read_musique_questions
-
-        query_list, key = list(read_musique_questions(path)), "supporting_ids"
+    if kind not in QUESTION_READERS or (fmt is not None and question_file_format(path) != kind):
+        return None  # another corpus, or a --format's corpus file (paragraphs, no questions)
+    query_list = list(QUESTION_READERS[kind](path))
+    key = "supporting_titles" if kind == "hotpotqa" else "supporting_ids"
     return query_list, {q.id: {doc: 1 for doc in q.metadata.get(key, [])} for q in query_list}, False
 
 

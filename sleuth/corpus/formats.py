@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from sleuth.corpus.beir import COMPRESSION_SUFFIXES, read_beir_corpus
-from sleuth.corpus.hotpotqa import read_hotpotqa_documents
+from sleuth.corpus.hotpotqa import read_hotpotqa_documents, read_hotpotqa_questions
 from sleuth.corpus.jsonl import ID_KEYS, read_jsonl_documents
 from sleuth.corpus.mediawiki import read_mediawiki
 from sleuth.corpus.model import Document, Query
-from sleuth.corpus.musique import read_musique_documents
+from sleuth.corpus.musique import read_musique_documents, read_musique_questions
 from sleuth.corpus.ottqa import read_ottqa_tables
 from sleuth.corpus.quest import read_quest_documents
 from sleuth.corpus.smart import is_smart, read_smart_documents
@@ -34,6 +34,11 @@ _READERS: dict[str, Callable[[Path], Iterator[Document]]] = {
     "squad": read_squad_documents,  # SQuAD v1.1/v2.0 JSON: one passage per paragraph
 }
 FORMATS: tuple[str, ...] = tuple(_READERS)
+#: the question readers of the formats whose question files are corpora too (:func:`question_file_format`)
+QUESTION_READERS: dict[str, Callable[[Path], Iterator[Query]]] = {
+    "hotpotqa": read_hotpotqa_questions,  # HotpotQA, 2WikiMultihopQA
+    "musique": read_musique_questions,
+}
 
 
 def read_documents(path: str | Path, format: str | None = None,

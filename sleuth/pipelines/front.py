@@ -58,18 +58,10 @@ def dataset_question_reader(path: Path) -> Callable[[Path], Iterable[Query]] | N
         from sleuth.corpus.squad import read_squad_questions
 
         return read_squad_questions
-    from sleuth.corpus.formats import question_file_format
+    from sleuth.corpus.formats import QUESTION_READERS, question_file_format
 
     kind = question_file_format(path)
-    if kind == "hotpotqa":
-        from sleuth.corpus.hotpotqa import read_hotpotqa_questions
-
-        return read_hotpotqa_questions
-    if kind == "musique":
-        from sleuth.corpus.musique import read_musique_questions
-
-        return read_musique_questions
-    return None
+    return None if kind is None else QUESTION_READERS[kind]
 
 
 def read_qrels(path: str | Path, split: str = "train") -> Qrels:
