@@ -132,11 +132,15 @@ def adapter_info(path: str | Path) -> dict:
 
 
 def load_adapter(base_model, path: str | Path, merge: bool = True):
-    """``base_model`` with the adapter at ``path`` applied; merged into plain weights unless ``merge`` is False."""
+    """``base_model`` with the adapter at ``path`` applied; merged into plain weights unless ``merge`` is False.
+    Quiet: without the FutureWarning transformers gives where peft reads ``is_gradient_checkpointing``."""
+    from sleuth.models.quiet import quiet_model_load
+
     peft = _peft()
     lora_config(path)  # a one-line error where the folder holds no LoRA adapter
-    model = peft.PeftModel.from_pretrained(base_model, str(path))
-    return model.merge_and_unload() if merge else model
+    with quiet_model_load():
+        model = peft.PeftModel.from_pretrained(base_model, str(path))
+        return model.merge_and_unload() if merge else model
 
 
 def adapter_bytes(path: str | Path) -> int:

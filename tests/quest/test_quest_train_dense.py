@@ -68,3 +68,16 @@ def test_the_dense_pipelines_retrieve_with_the_shipped_dual_encoder(sleuth, val_
         predicted = read_quest_predictions(out)
         assert len(predicted) == 2 and all(q.metadata["ranking"] for q in predicted.values())
         assert {q.metadata["pipeline"] for q in predicted.values()} == {pipeline or "quest-dense-classify"}
+
+
+def test_the_shipped_dual_encoder_loads_without_third_party_warnings():
+    """peft's read of ``is_gradient_checkpointing`` made transformers warn (FutureWarning) on every quest-dense run."""
+    import warnings
+
+    from sleuth.systems.quest.methods import shipped_dual_encoder_dir
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        encoder = load_encoder(str(shipped_dual_encoder_dir()))
+    assert [str(w.message) for w in caught if w.category in (FutureWarning, UserWarning, DeprecationWarning)] == []
+    assert encoder.encode_queries(["novels set in Paris"]).shape == (1, 384)
