@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, build_note, console, corpus_source, out, workspace
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
@@ -20,7 +20,6 @@ from sleuth.eval.experiment import Experiment, JudgedQueries, run_file_names
 from sleuth.eval.self_hits import exclusion_note
 from sleuth.overwrite import check_writable
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
-from sleuth.progress import format_duration
 from sleuth.stages.run_file import RunFile
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
@@ -396,16 +395,6 @@ def check_task(task: Task, options: ReportOptions) -> JudgedQueries:
         raise ConfigError("--metric needs relevance judgements (qrels), and these questions have none: use --top-k")
     return JudgedQueries.of(task.queries, task.qrels, task_answers(task), options.metrics or DEFAULT_METRICS,
                             options.top_k or DEFAULT_KS)
-
-
-def build_note(built: dict[str, float]) -> str:
-    """The line under the table on index building: ``built 2 indexes in 7 min 20 s (bm25-…: 3.1 s, dense-…: 7 min
-    17 s)`` or that none was built."""
-    if not built:
-        return "no index built by this run (loaded from the cache or --index)"
-    each = ", ".join(f"{key}: {format_duration(seconds)}" for key, seconds in built.items())
-    return (f"built {len(built)} index{'es' if len(built) > 1 else ''} in {format_duration(sum(built.values()))} "
-            f"({each})")
 
 
 def run_on_ray(address: str, workers: int, targets: Targets, ws, task: Task, options: ReportOptions) -> None:

@@ -12,12 +12,13 @@ import typer
 from rich.text import Text
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, refuse_given, workspace
+from sleuth.cli.common import DEVICE, build_note, console, corpus_source, note_bundled, refuse_given, workspace
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
-from sleuth.pipelines.config import load_pipeline, validate_pipeline
+from sleuth.pipelines.config import load_pipeline, reads_corpus, validate_pipeline
 from sleuth.pipelines.front import read_queries
+from sleuth.pipelines.sources import refuse_corpus_options
 from sleuth.progress import format_duration
 from sleuth.stages.base import Stage, check_query, transform_counted
 from sleuth.stages.run import Run, trec_id_problem
@@ -57,7 +58,8 @@ def retrieve(
         refuse_given(ctx, ("corpus", "fmt", "field", "distractors", "pipeline"), "--index searches an index folder")
     elif distractors and corpus is None:
         raise ConfigError("--distractors go with --corpus (the documents they are mixed with)")
-    name = index.name if index is not None else str(validate_pipeline(pipeline)["name"])
+    config = validate_pipeline(pipeline) if index is None else None
+    name = str(config["name"]) if config is not None else Path(str(index)).name
     run_tag = tag if tag is not None else name
     trec = not is_jsonl_run(out)
     if trec and (why := trec_id_problem(run_tag)):
@@ -66,14 +68,18 @@ def retrieve(
     query_list = checked_queries(read_queries(queries, split), queries, max_queries, trec)
     if ray_address is None:
         refuse_given(ctx, ("ray_workers",), "without --ray-address nothing runs on Ray")
-    builder = stage_builder(index, corpus, fmt, field, distractors, pipeline, k, device, on_ray=ray_address is not None)
-    started = time.perf_counter()
+    needs_corpus = config is not None and reads_corpus(config["stages"])
+    builder, built = stage_builder(index, corpus, fmt, field, distractors, pipeline, k, device,
+                                   on_ray=ray_address is not None, needs_corpus=needs_corpus)
     if ray_address is None:
-        run = transform_counted(builder(), query_list, f"retrieving with {name}")
+        stage = builder()  # index builds show their progress here, and are said apart in the summary
+        started = time.perf_counter()
+        run = transform_counted(stage, query_list, f"retrieving with {name}")
     else:
         from sleuth.scale.ray_eval import ray_pipelines
         from sleuth.scale.session import ray_session
 
+        started = time.perf_counter()  # the workers' loading too
         with ray_session(ray_address):
             stage = ray_pipelines({name: builder}, ray_workers)[name]
             run = transform_counted(stage, query_list, f"retrieving with {name} on {ray_workers} Ray workers")
@@ -87,7 +93,7 @@ def retrieve(
         except ConfigError as exc:
             raise ConfigError(f"{exc}; name the --out file .jsonl to write JSON Lines, which holds any id") from None
     write_run(run, out, tag=run_tag)
-    console.print(Text(summary(out, run, seconds)), soft_wrap=True)
+    console.print(Text(summary(out, run, seconds, built)), soft_wrap=True)
 
 
 def checked_queries(query_list: list[Query], path: Path, max_queries: int | None, trec: bool = True) -> list[Query]:
@@ -106,36 +112,44 @@ def checked_queries(query_list: list[Query], path: Path, max_queries: int | None
 
 
 def stage_builder(index: Path | None, corpus: Path | None, fmt: str | None, field: list[str] | None,
-                  distractors: list[Path] | None, pipeline: str, k: int, device: str,
-                  on_ray: bool = False) -> Callable[[], Stage]:
+                  distractors: list[Path] | None, pipeline: str, k: int, device: str, on_ray: bool = False,
+                  needs_corpus: bool = True) -> tuple[Callable[[], Stage], dict[str, float]]:
     """A builder of the stage to run (``on_ray``: a picklable one, for each Ray worker): an index folder's own (``k``
-    results deep), else the pipeline over the corpus (with its distractors); the corpus is checked here."""
+    results deep), else the pipeline over the corpus (with its distractors); the corpus is checked here. A pipeline
+    that reads no corpus (``needs_corpus`` False: run files, ``index:`` paths) gets none when no ``--corpus`` is
+    given, rather than the bundled SciFact. Also returns the seconds each index built in this process took, by cache
+    key (filled as the builder runs; Ray workers' builds are not seen)."""
     if index is not None:
         from sleuth.pipelines.index_stage import stage_for_index
 
-        return partial(stage_for_index, index.resolve(), k, device)
-    source = corpus_source(corpus, fmt, field)
-    if distractors:
-        from sleuth.pipelines.mixed_source import with_distractors
+        return partial(stage_for_index, index.resolve(), k, device), {}
+    if corpus is None and not needs_corpus:
+        refuse_corpus_options(fmt, field is not None)
+        source = None
+    else:
+        source = corpus_source(corpus, fmt, field)
+        if distractors:
+            from sleuth.pipelines.mixed_source import with_distractors
 
-        source = with_distractors(source, distractors)
-    note_bundled(corpus)
+            source = with_distractors(source, distractors)
+        note_bundled(corpus)
     ws = workspace(source, device)
     if not on_ray:
-        return partial(load_pipeline, pipeline, ws)  # index builds show their progress here
+        return partial(load_pipeline, pipeline, ws), ws.build_seconds
     from sleuth.scale.ray_eval import pipeline_builder
 
-    return pipeline_builder(pipeline, ws.corpus, ws.home, ws.device)
+    return pipeline_builder(pipeline, ws.corpus, ws.home, ws.device), {}
 
 
-def summary(out: Path, run: Run, seconds: float) -> str:
-    """``wrote run.trec: 43 queries, 43,000 hits (2 queries without any) in 3.1 s, 14 queries/s``."""
+def summary(out: Path, run: Run, seconds: float, built: dict[str, float] | None = None) -> str:
+    """``wrote run.trec: 43 queries, 43,000 hits (2 queries without any) in 3.1 s, 14 queries/s``, ``seconds`` being
+    the retrieval's, then the indexes built before it: ``; built 1 index in 3 min 6 s (dense-…: 3 min 6 s)``."""
     hits = sum(len(ranking) for ranking in run.values())
     empty = sum(1 for ranking in run.values() if not ranking)
     without = f" ({empty:,} quer{'y' if empty == 1 else 'ies'} without any)" if empty else ""
     rate = len(run) / seconds if seconds > 0 else float("inf")
     return (f"wrote {out}: {len(run):,} queries, {hits:,} hits{without} in {format_duration(seconds)}, "
-            f"{rate:,.0f} queries/s")
+            f"{rate:,.0f} queries/s{f'; {build_note(built)}' if built else ''}")
 
 
 def register(app: typer.Typer) -> None:

@@ -20,7 +20,19 @@ from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
 from sleuth.stages.run_file import RunFile
 
 
-@register_stage("bm25")
+def without_index(params: dict[str, Any]) -> bool:
+    """A retrieval stage reads the workspace's corpus unless given an ``index:`` path."""
+    return params.get("index") is None
+
+
+def any_branch_reads_corpus(params: dict[str, Any]) -> bool:
+    """A fusion reads the workspace's corpus where one of its branches does."""
+    from sleuth.pipelines.config import reads_corpus
+
+    return any(reads_corpus(branch if isinstance(branch, list) else [branch]) for branch in params.get("branches", []))
+
+
+@register_stage("bm25", reads_corpus=without_index)
 def bm25_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None,
                method: Annotated[str, OneOf(BM25_METHODS)] = "lucene", k1: NonNegative = 0.9, b: NonNegative = 0.4,
                stopwords: Annotated[Any, Check(stopwords_problem)] = "en", stemmer: str | None = "english",
@@ -30,7 +42,7 @@ def bm25_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None,
                          analyzer=Analyzer(stopwords=stopwords, stemmer=stemmer), name=name)
 
 
-@register_stage("dense")
+@register_stage("dense", reads_corpus=without_index)
 def dense_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None, encoder: str = "minilm",
                 search: VectorSearch = VectorSearch(), name: str = "dense") -> DenseRetrieve:
     """Dense retrieval over ``index`` (a path, sharded or not) or over the workspace corpus encoded with ``encoder``."""
@@ -47,7 +59,7 @@ def fusion_problem(params: dict[str, Any]) -> str | None:
     return weights_problem(weights, len(branches)) if weights is not None else None
 
 
-@register_stage("fuse", check=fusion_problem)
+@register_stage("fuse", check=fusion_problem, reads_corpus=any_branch_reads_corpus)
 def fuse_stage(ws: Workspace, *, branches: list, method: Annotated[str, OneOf(FUSION_METHODS)] = "rrf",
                weights: list[float] | None = None,
                normalise: Annotated[str, OneOf(tuple(NORMALISERS))] | None = None,
@@ -60,20 +72,20 @@ def fuse_stage(ws: Workspace, *, branches: list, method: Annotated[str, OneOf(FU
     return Fuse(built, method=method, weights=weights, normalise=normalise, rrf_k=rrf_k, depth=depth, name=name)
 
 
-@register_stage("cutoff")
+@register_stage("cutoff", reads_corpus=False)
 def cutoff_stage(ws: Workspace, *, k: Count) -> Cutoff:
     """Keep the top ``k`` candidates."""
     return Cutoff(k)
 
 
-@register_stage("run_file")
+@register_stage("run_file", reads_corpus=False)
 def run_file_stage(ws: Workspace, *, path: str, k: Count | None = None, name: str | None = None) -> RunFile:
     """The rankings of a TREC run file (``path``, from the current folder), cut to ``k`` (default: whole); given
     candidates, the file's scores of those it ranks."""
     return RunFile(path, k=k, name=name)
 
 
-@register_stage("path_passages")
+@register_stage("path_passages", reads_corpus=False)
 def path_passages_stage(ws: Workspace) -> PathPassages:
     """An earlier stage's evidence paths (e.g. ``cos_chain``'s) as their passages, each once at its best path's rank."""
     return PathPassages()

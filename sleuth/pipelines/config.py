@@ -21,7 +21,13 @@ import yaml
 
 from sleuth.errors import ConfigError
 from sleuth.io import open_text
-from sleuth.pipelines.registry import STAGES, builder_arguments, check_params, load_stage_modules
+from sleuth.pipelines.registry import (
+    STAGE_READS_CORPUS,
+    STAGES,
+    builder_arguments,
+    check_params,
+    load_stage_modules,
+)
 from sleuth.pipelines.workspace import Workspace
 from sleuth.plugins import systems
 from sleuth.stages.base import Sequential, Stage
@@ -200,6 +206,17 @@ def check_entries(entries: list[Any], where: str, has_input: bool = False) -> No
         for j, branch in enumerate(params.get("branches", []) if name == "fuse" else [], start=1):
             check_entries(branch if isinstance(branch, list) else [branch], f"{where}, stage {i}, branch {j}",
                           has_input or i > 1)
+
+
+def reads_corpus(entries: list[Any]) -> bool:
+    """Whether any of these (checked) stage entries reads the workspace's corpus: a ``bm25`` or ``dense`` stage
+    without an ``index:`` path, a ``fuse`` with such a branch, any system stage; not a ``run_file``, ``cutoff`` or
+    ``path_passages``."""
+    for entry in entries:
+        name, params = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
+        if STAGE_READS_CORPUS[name](params or {}):
+            return True
+    return False
 
 
 def validate_pipeline(source: str | Path) -> dict[str, Any]:

@@ -14,18 +14,25 @@ from sleuth.errors import ConfigError
 Builder = Callable[..., Any]
 #: a check of a stage's keys together (e.g. as many fusion weights as branches): the problem, or None
 StageCheck = Callable[[dict[str, Any]], str | None]
+#: whether a stage with these keys reads the workspace's corpus (an index of it, its texts)
+ReadsCorpus = Callable[[dict[str, Any]], bool]
 STAGES: dict[str, Builder] = {}
 STAGE_CHECKS: dict[str, StageCheck] = {}
+STAGE_READS_CORPUS: dict[str, ReadsCorpus] = {}
 
 
-def register_stage(name: str, check: StageCheck | None = None) -> Callable[[Builder], Builder]:
+def register_stage(name: str, check: StageCheck | None = None,
+                   reads_corpus: ReadsCorpus | bool = True) -> Callable[[Builder], Builder]:
     """Decorator: make ``builder(workspace, **params)`` available as stage ``name`` in pipeline configs; ``check``
-    tests the keys together, before anything is built (each key alone is checked against its annotation)."""
+    tests the keys together, before anything is built (each key alone is checked against its annotation);
+    ``reads_corpus`` says whether the stage (with given keys) reads the workspace's corpus (default: it does), so
+    that a pipeline that reads none (run files, index paths) is not given one it would not use."""
 
     def decorate(builder: Builder) -> Builder:
         STAGES[name] = builder
         if check is not None:
             STAGE_CHECKS[name] = check
+        STAGE_READS_CORPUS[name] = reads_corpus if callable(reads_corpus) else lambda params: reads_corpus
         return builder
 
     return decorate

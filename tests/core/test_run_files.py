@@ -5,14 +5,16 @@ Real BM25 over the bundled SciFact; real question files of ../shared/data."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.model import Query
-from sleuth.pipelines.config import load_pipeline
+from sleuth.pipelines.config import load_pipeline, reads_corpus
 from sleuth.pipelines.front import open as open_workspace
 from sleuth.pipelines.front import read_queries
+from sleuth.pipelines.registry import load_stage_modules
 from sleuth.stages.run import Hit, Run
 from sleuth.stages.run_file import RunFile
 from tests.cli_support import one_line_error
@@ -131,6 +133,35 @@ def test_run_file_stage_fuses_and_is_reranked_in_a_yaml_pipeline(scifact, tmp_pa
     reranked = load_pipeline(rerank, ws).transform(queries)
     for query in queries:  # BM25's own order of the 20 the file holds, from the file's reverse order
         assert reranked.ids(query.id) == bm25.ids(query.id)[:20]
+
+
+def test_retrieve_says_its_index_builds_apart_and_run_files_alone_read_no_corpus(sleuth, scifact, tmp_path):
+    """The summary's time and rate are the retrieval's, the index built before it a clause of its own; a pipeline of
+    run files alone gets no corpus (before: the bundled SciFact, with its note)."""
+    first = sleuth("retrieve", scifact, "--max-queries", 5, "-k", 20, "--out", tmp_path / "a.trec")
+    assert first.returncode == 0, first.stderr
+    assert re.search(r"queries/s; built 1 index in [^(]+ \(bm25-\w+: ", " ".join(first.stderr.split()))
+    again = sleuth("retrieve", scifact, "--max-queries", 5, "-k", 10, "--out", tmp_path / "b.trec", "--tag", "b")
+    assert again.returncode == 0 and "built" not in again.stderr and "bundled" in again.stderr
+    config = tmp_path / "fused.yaml"
+    config.write_text(f"name: fused\nstages:\n  - fuse:\n      branches:\n        - run_file: {{path: "
+                      f"{tmp_path / 'a.trec'}}}\n        - run_file: {{path: {tmp_path / 'b.trec'}}}\n")
+    fused = sleuth("retrieve", scifact, "--max-queries", 5, "--pipeline", config, "--out", tmp_path / "f.trec")
+    assert fused.returncode == 0, fused.stderr
+    assert "bundled" not in fused.stderr and "built" not in fused.stderr
+    assert Run.read_trec(tmp_path / "f.trec").ids("0")[:10] == Run.read_trec(tmp_path / "b.trec").ids("0")
+
+
+@pytest.mark.parametrize("stages, reads", [
+    ([{"run_file": {"path": "r.trec"}}, {"cutoff": {"k": 5}}], False),
+    ([{"fuse": {"branches": [{"run_file": {"path": "r.trec"}}, {"bm25": {"index": "indexes/x"}}]}}], False),
+    ([{"fuse": {"branches": [{"run_file": {"path": "r.trec"}}, [{"dense": {}}]]}}], True),
+    ([{"run_file": {"path": "r.trec"}}, "bm25"], True),
+    ([{"dhr": {}}], True),
+])
+def test_reads_corpus_of_a_config(stages, reads):
+    load_stage_modules()
+    assert reads_corpus(stages) is reads
 
 
 def test_run_file_given_candidates_keeps_those_it_ranks_with_its_scores():
