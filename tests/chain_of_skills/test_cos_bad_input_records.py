@@ -57,7 +57,7 @@ def test_merge_refuses_old_records_whose_question_counts_no_run_has(tmp_path, sl
     (tmp_path / "s1.json").write_text(json.dumps(second), encoding="utf-8")
     err = one_line_error(sleuth("cos", "merge", str(tmp_path / "s0.json"), str(tmp_path / "s1.json")))
     assert err == (f"error: {tmp_path / 's0.json'}, {tmp_path / 's1.json'} hold 1, 3 questions: not the shards of "
-                   "one run (of another --limit, --part or --questions?)")
+                   "one run (of another --max-queries, --part or --questions?)")
 
 
 @pytest.mark.parametrize("change, message", [

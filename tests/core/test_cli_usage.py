@@ -65,6 +65,42 @@ def test_help_has_no_typer_artifacts(sleuth):
     assert "sleuth[ray]" in " ".join(sleuth("index", "--help").stdout.split()).replace("│ ", "")
 
 
+#: one name a concept across commands: an older spelling may stay beside the shared one, never alone
+SHARED_NAMES = {"--steps": "--max-steps", "--time-budget": "--max-minutes", "--learning-rate": "--lr",
+                "--limit": "--max-queries"}
+
+
+def command_options() -> dict[str, list[list[str]]]:
+    """``{"dhr train": [["--max-steps", "--steps"], ...]}``: every visible command's options, each with its names."""
+    import typer
+
+    from sleuth.cli.main import register
+
+    found: dict[str, list[list[str]]] = {}
+
+    def walk(command, path: list[str]) -> None:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                if not getattr(sub, "hidden", False):
+                    walk(sub, [*path, name])
+        else:
+            found[" ".join(path)] = [list(p.opts) for p in command.params if p.param_type_name == "option"]
+
+    walk(typer.main.get_command(register()), [])
+    return found
+
+
+def test_an_option_has_one_name_across_commands():
+    """Before: `sleuth dhr train --steps`, `cos train --time-budget`, `quest train --learning-rate` and `cos eval
+    --limit` where every other command says --max-steps, --max-minutes, --lr and --max-queries."""
+    options = command_options()
+    assert {"dhr train", "cos train", "quest train", "cos eval", "eval"} <= set(options)
+    lone = [f"{command} {names[0]}" for command, params in options.items() for names in params
+            if any(name in SHARED_NAMES and SHARED_NAMES[name] not in names for name in names)]
+    assert lone == []
+    assert ["--max-queries", "--limit"] in options["cos eval"] and ["--max-steps", "--steps"] in options["dhr train"]
+
+
 def broken_summary_lines(help_text: str) -> list[str]:
     """Rows of a ``--help`` commands list after which the summary breaks early: the next row (the same command's)
     begins with a word that would have fitted on this one (rich wraps greedily, so only a line break in the text

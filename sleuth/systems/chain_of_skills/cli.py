@@ -35,7 +35,8 @@ def cos_eval_command(
                                                 "or a model directory from `sleuth cos train`."),
     chain: list[str] = typer.Option(["retrieval", "retrieval-2hop", "hotpotqa"],
                                     help="Chains to evaluate: hotpotqa | retrieval | retrieval-2hop (repeatable)."),
-    limit: int | None = typer.Option(None, help="Evaluate the first N questions only."),
+    limit: int | None = typer.Option(None, "--max-queries", "--limit", min=1,
+                                      help="Evaluate the first N questions only."),
     limits: str = typer.Option("reduced", help="Hop limits: reduced (10/2/3/4/1, the default: minutes for 100 "
                                                "questions on a CPU) or paper (200/5/30/50/2, Ma et al.); the "
                                                "--k-* options override single values."),
@@ -96,8 +97,6 @@ def cos_eval_command(
     for other in hop2_ensemble:
         if model_path(other) != UNTRAINED and not Path(model_path(other)).is_dir():
             raise ConfigError(f"--hop2-ensemble: model directory not found: {other}")
-    if limit is not None and limit < 1:
-        raise ConfigError(f"--limit must be >= 1, got {limit}")
     if limits not in LIMIT_SETS:
         raise ConfigError(f"--limits must be one of {', '.join(LIMIT_SETS)}, got '{limits}'")
     given = {"k_retrieval": k_retrieval, "k_link": k_link, "k_hop1": k_hop1, "k_expanded": k_expanded,

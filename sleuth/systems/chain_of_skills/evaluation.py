@@ -271,7 +271,7 @@ def merge_shards(records: Sequence[dict], names: Sequence[str | Path] = ()) -> d
     if any(row["questions"] != len(range(i, sum(held), count)) for i, (record, _) in enumerate(ordered)
            for row in record["rows"]):
         raise ConfigError(f"{', '.join(str(name) for _, name in ordered)} hold {', '.join(map(str, held))} questions: "
-                          "not the shards of one run (of another --limit, --part or --questions?)")
+                          "not the shards of one run (of another --max-queries, --part or --questions?)")
     rows = []
     for chain_rows in zip(*(r["rows"] for r in records)):
         total = sum(row["questions"] for row in chain_rows)

@@ -59,7 +59,7 @@ def compare_outcomes(a: dict[str, list[int]], b: dict[str, list[int]], measures:
         only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
         raise ConfigError(f"the two sides hold different questions ({len(only_a)} only in the first, e.g. "
                           f"{only_a[:1]}; {len(only_b)} only in the second, e.g. {only_b[:1]}): compare runs of "
-                          "the same --questions, --part and --limit")
+                          "the same --questions, --part and --max-queries")
     qids = sorted(a)
     if not qids:
         raise ConfigError("no questions to compare")

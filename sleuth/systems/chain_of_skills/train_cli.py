@@ -162,7 +162,7 @@ class TrainingOptions:
 
     help_panel = "Training"
     max_steps: int = typer.Option(100, min=1, help="Training steps (one skill per batch).")
-    time_budget: float | None = typer.Option(None, callback=positive_number,
+    time_budget: float | None = typer.Option(None, "--max-minutes", "--time-budget", callback=positive_number,
                                              help="Stop after this many minutes of training (and save).")
     checkpoint_at: list[int] = typer.Option([], help="Also save the model after this many steps, in "
                                                      "OUT-checkpoints/step-N (repeatable; for a curve over steps).")

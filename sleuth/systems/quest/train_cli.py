@@ -43,7 +43,7 @@ def train_classifier_command(
     epochs: int = typer.Option(1, min=1, help="Passes over the training pairs."),
     max_steps: int | None = typer.Option(None, min=1, help="Stop after this many optimiser steps."),
     batch_size: int = typer.Option(16, min=1, help="Training batch size."),
-    learning_rate: float = typer.Option(2e-5, callback=positive_number,
+    learning_rate: float = typer.Option(2e-5, "--lr", "--learning-rate", callback=positive_number,
                                         help="AdamW learning rate (a LoRA wants more, e.g. 5e-4)."),
     max_length: int = typer.Option(384, min=1, help="Tokens of query + document the classifier reads (paper: 384)."),
     lora_rank: int | None = typer.Option(None, min=1, help="Train a LoRA adapter of this rank over the frozen backbone "
