@@ -140,7 +140,8 @@ def eval_command(
     field: corpus_options.Fields = None,
     pipeline: list[str] | None = typer.Option(None, help="Pipeline (repeatable): built-in name or YAML file; "
                                                             "the first is the baseline."),
-    metric: list[str] | None = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP."),
+    metric: list[str] | None = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP; "
+                                                         "trec_eval's names too (map, ndcg_cut_10)."),
     top_k: list[int] | None = typer.Option(None, "--top-k", min=1, help="Answer accuracy cut-offs (repeatable)."),
     max_queries: int | None = typer.Option(None, min=1, help="Evaluate only the first N queries."),
     runs_dir: Path | None = typer.Option(None, help="Write each pipeline's run file here (TREC; JSON Lines where "

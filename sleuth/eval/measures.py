@@ -28,10 +28,12 @@ MAX_CUTOFF = 1_000_000
 
 
 def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
-    """Parse ir_measures names ("nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10") in order, without repeats.
+    """Parse measure names ("nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10") in order, without repeats.
 
-    Anything but a name or a list of them, a name that is not a known measure, or one whose cutoff is not a whole
-    number from 1 to ``MAX_CUTOFF``, raises a ConfigError naming it (whether it can be computed is
+    A name is ir_measures' (its measure names in any case: ``ndcg@10``, ``map``, ``mrr@10``) or trec_eval's, as
+    PyTerrier users write them (``ndcg_cut_10``, ``ndcg_cut.10``, ``recall_100``, ``P_10``, ``recip_rank``; one
+    measure a name). Anything but a name or a list of them, a name that is not a known measure, or one whose cutoff
+    is not a whole number from 1 to ``MAX_CUTOFF``, raises a ConfigError naming it (whether it can be computed is
     :func:`check_measures`). ``str(measure)`` is the canonical name.
     """
     if isinstance(names, (str, Measure)):
@@ -41,7 +43,7 @@ def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
     measures: list[Measure] = []
     for name in names:
         try:
-            measure = name if isinstance(name, Measure) else ir_measures.parse_measure(name)
+            measure = name if isinstance(name, Measure) else parse_measure_name(name)
         except (ValueError, NameError, TypeError, SyntaxError) as error:
             hint = "expected e.g. nDCG@10, R@100, RR, AP, P@10"
             raise ConfigError(f"unknown measure '{name}' ({hint}): {error}") from None
@@ -54,6 +56,30 @@ def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
         if measure not in measures:
             measures.append(measure)
     return measures
+
+
+def parse_measure_name(name: str) -> Measure:
+    """One measure by name: ir_measures' own syntax, then its measure name matched without regard to case
+    (``ndcg@10`` -> nDCG@10), then trec_eval's name of a single measure (``ndcg_cut_10`` -> nDCG@10); raises what
+    ir_measures raises for the name as given where none reads it."""
+    try:
+        return ir_measures.parse_measure(name)
+    except (ValueError, NameError, TypeError, SyntaxError) as error:
+        first_error = error
+    head, rest = re.match(r"([^@(]*)(.*)", name.strip()).groups()  # type: ignore[union-attr]
+    known = {key.casefold(): key for key in reversed(list(ir_measures.measures.registry))}  # first spelling wins
+    if head.casefold() in known and known[head.casefold()] != head:
+        try:
+            return ir_measures.parse_measure(known[head.casefold()] + rest)
+        except (ValueError, NameError, TypeError, SyntaxError):
+            pass
+    try:
+        trec = list(ir_measures.parse_trec_measure(name.strip()))
+    except (ValueError, NameError, TypeError, SyntaxError, KeyError, AttributeError):
+        trec = []
+    if len(trec) == 1:
+        return trec[0]
+    raise first_error
 
 
 def check_measures(measures: Iterable[Measure], qrels: Qrels) -> None:

@@ -47,6 +47,11 @@ def test_parse_measures_names_and_errors():
     measures = parse_measures(["nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10", "nDCG@10"])
     assert [str(m) for m in measures] == ["nDCG@10", "R@100", "RR", "AP", "P@10", "RR@10"]
     assert [str(m) for m in parse_measures("AP")] == ["AP"]
+    # PyTerrier's and trec_eval's spellings, and ir_measures' names in any case (before: "unknown measure")
+    lenient = ["ndcg@10", "ndcg_cut_10", "ndcg_cut.10", "map", "recip_rank", "mrr@10", "recall_100", "P_10", "r@100"]
+    assert [str(m) for m in parse_measures(lenient)] == ["nDCG@10", "AP", "RR", "RR@10", "R@100", "P@10"]
+    assert [str(m) for m in parse_measures(["success@10", "bpref", "judged@10"])] == ["Success@10", "Bpref",
+                                                                                       "Judged@10"]
     for bad in ("nDCG@", "Foo@3", ""):
         with pytest.raises(ConfigError, match=f"'{bad}'"):
             parse_measures(["RR", bad])
