@@ -18,7 +18,7 @@ from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
 from sleuth.eval.experiment import Experiment, JudgedQueries, run_file_names
 from sleuth.eval.self_hits import exclusion_note
-from sleuth.overwrite import check_writable
+from sleuth.overwrite import check_writable, refuse_overwriting_inputs
 from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.stages.run_file import RunFile
 
@@ -60,6 +60,7 @@ class ReportOptions:
     runs_dir: Path | None = None
     as_json: bool = False
     exclude_self: bool | None = None  # None: on where the queries are corpus documents (see Experiment)
+    per_query: Path | None = None
 
 
 def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None,
@@ -146,6 +147,8 @@ def eval_command(
     max_queries: int | None = typer.Option(None, min=1, help="Evaluate only the first N queries."),
     runs_dir: Path | None = typer.Option(None, help="Write each pipeline's run file here (TREC; JSON Lines where "
                                                    "an id holds whitespace)."),
+    per_query: Path | None = typer.Option(None, "--per-query", help="Write every query's value of every measure "
+                                          "here (TSV: pipeline, qid, measure, value; as trec_eval -q)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = DEVICE,
     index: list[Path] | None = typer.Option(None, help="Evaluate this index folder directly (repeatable; sharded "
@@ -174,6 +177,9 @@ def eval_command(
     # fail on a bad config before any index is built
     titles = table_names([str(validate_pipeline(name)["name"]) for name in names], names, index or [],
                          list(run_files))
+    if per_query is not None:  # not after the evaluation
+        refuse_overwriting_inputs(per_query, [dataset, corpus, queries, qrels, questions, *(distractors or []),
+                                              *(index or []), *run_files.values(), *names], "--per-query", file=True)
     if runs_dir is not None:
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
         run_file_names(titles)  # two pipelines that would share a file: refused before any runs
@@ -187,7 +193,7 @@ def eval_command(
         from sleuth.pipelines.mixed_source import with_distractors
 
         source = with_distractors(source, distractors)
-    options = ReportOptions(metric, top_k, runs_dir, as_json, exclude_self)
+    options = ReportOptions(metric, top_k, runs_dir, as_json, exclude_self, per_query)
     check_task(task, options)  # a wrong qrels file or measure fails here, not after any index build
     if source is not None and (exclude_self is None or judged is not None):
         task.corpus_texts, task.corpus_ids = corpus_facts(query_list, judged, source)
@@ -371,6 +377,8 @@ def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict
     else:
         out.print(result.to_table())
         out.print(Text(build_note(built)))
+    if options.per_query is not None:  # after the table, as the run files
+        result.save_per_query(options.per_query)
     if options.runs_dir is not None:  # after the table: a run file that cannot be written loses no result
         jsonl = [path.name for path in result.save_runs(options.runs_dir).values() if path.suffix == ".jsonl"]
         if jsonl:

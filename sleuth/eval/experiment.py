@@ -182,6 +182,27 @@ class ExperimentResult:
             result["per_query"] = self.per_query
         return result
 
+    def per_query_rows(self) -> list[tuple[str, str, str, float]]:
+        """``(pipeline, query id, measure, value)`` for every evaluated query (one a run misses too, with its zero),
+        pipelines and measures in the table's order."""
+        return [(name, qid, metric, value) for name in self.names for metric in self.metrics
+                for qid, value in self.per_query[name][metric].items()]
+
+    def save_per_query(self, path: str | Path) -> Path:
+        """Write :meth:`per_query_rows` to ``path`` as tab-separated values with a header line (``pipeline``,
+        ``qid``, ``measure``, ``value``: trec_eval -q's figures, one table for every pipeline;
+        ``pandas.read_csv(path, sep="\\t", dtype={"qid": str})`` reads it), atomically."""
+        from sleuth.io import atomic_write_text
+
+        lines = ["pipeline\tqid\tmeasure\tvalue"]
+        for row in self.per_query_rows():
+            if any("\t" in part or "\n" in part for part in row[:3]):
+                raise ConfigError(f"per-query values: {row[:3]!r} holds a tab or line break, which a TSV file "
+                                  f"cannot hold")
+            lines.append("\t".join((*row[:3], repr(float(row[3])))))
+        atomic_write_text(path, "\n".join(lines) + "\n")
+        return Path(path)
+
     def save_runs(self, directory: str | Path) -> dict[str, Path]:
         """Write each pipeline's run as retrieved (not cut to the common depth, own documents kept) as
         ``<directory>/<pipeline-name>.run`` in TREC format, tagged with that name, or as ``<pipeline-name>.jsonl``

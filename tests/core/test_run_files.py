@@ -74,6 +74,28 @@ def test_eval_of_run_files_alone_needs_only_qrels(sleuth, scifact, tmp_path):
         " ".join(result.stderr.split())
 
 
+def test_eval_writes_every_querys_values_with_per_query(sleuth, scifact, tmp_path):
+    """trec_eval -q's figures for every row of the table, whose means they are; refused over an input."""
+    for name, k in (("deep", 100), ("shallow", 3)):
+        assert sleuth("retrieve", scifact, "--max-queries", QUERIES, "-k", k, "--out", tmp_path / f"{name}.trec",
+                      "--tag", name).returncode == 0
+    qrels = bundled_dataset_dir() / "qrels" / "train.tsv"
+    runs = ("--run", tmp_path / "deep.trec", "--run", tmp_path / "shallow.trec", "--qrels", qrels)
+    result = sleuth("eval", *runs, "--metric", "map", "--metric", "R@3", "--json", "--per-query", tmp_path / "q.tsv")
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "q.tsv").read_text().splitlines()
+    assert lines[0] == "pipeline\tqid\tmeasure\tvalue" and len(lines) == 1 + 2 * 2 * 809
+    values: dict[tuple[str, str], list[float]] = {}
+    for line in lines[1:]:
+        name, qid, measure, value = line.split("\t")
+        values.setdefault((name, measure), []).append(float(value))
+    for row in json.loads(result.stdout)["pipelines"]:
+        for measure, mean in row["measures"].items():
+            assert sum(values[row["name"], measure]) / 809 == pytest.approx(mean)
+    assert sum(value > 0 for value in values["deep", "R@3"]) > 20  # the 40 queries ranked: not all zeros
+    one_line_error(sleuth("eval", *runs, "--per-query", qrels), "--per-query", "refusing to write over the input")
+
+
 @pytest.mark.parametrize("args, fragments", [
     (("eval", "--run", "missing.trec", "--qrels", "q.tsv"), ("--run missing.trec", "file not found")),
     (("eval", "--run", "RUN"), ("--run needs judgements",)),
