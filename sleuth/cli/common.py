@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 
 import typer
 from rich.console import Console
 
 from sleuth.errors import ConfigError
 from sleuth.models.device import check_device
-from sleuth.pipelines.sources import SPLITTERS, corpus_source, make_splitter, parse_fields
+from sleuth.pipelines.sources import SPLITTERS, corpus_source, make_splitter, parse_fields, refuse_corpus_options
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 from sleuth.progress import console as progress_console
 from sleuth.progress import format_duration
@@ -78,9 +79,24 @@ def build_note(built: dict[str, float]) -> str:
             f"({each})")
 
 
+def pipeline_corpus(pipeline: str, corpus: Path | None, fmt: str | None, field: list[str] | None,
+                    what: str = "searching") -> CorpusSource | None:
+    """The corpus ``pipeline`` searches: ``corpus``; the bundled SciFact, said on stderr, when none is given; or none
+    for a pipeline that reads no corpus (run files, ``index:`` paths: :func:`sleuth.pipelines.config.reads_corpus`),
+    which the bundled SciFact would only be named for."""
+    from sleuth.pipelines.config import reads_corpus, validate_pipeline
+
+    if corpus is None and not reads_corpus(validate_pipeline(pipeline)["stages"]):
+        refuse_corpus_options(fmt, field is not None)
+        return None
+    source = corpus_source(corpus, fmt, field)
+    note_bundled(corpus, what)
+    return source
+
+
 def workspace(source: CorpusSource | None, device: str = "cpu", progress: bool = True) -> Workspace:
     """A workspace over ``source`` with the CLI's device and progress settings (``progress``: show the progress of long work)."""
     return Workspace(corpus=source, device=device, show_progress=progress and show_progress())
 
 
-__all__ = ["DEVICE", "SPLITTERS", "build_note", "console", "corpus_source", "make_splitter", "note_bundled", "out", "parse_fields", "show_progress", "workspace"]
+__all__ = ["DEVICE", "SPLITTERS", "build_note", "console", "corpus_source", "make_splitter", "note_bundled", "out", "parse_fields", "pipeline_corpus", "show_progress", "workspace"]

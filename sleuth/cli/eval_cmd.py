@@ -19,7 +19,7 @@ from sleuth.eval.answers import DEFAULT_KS
 from sleuth.eval.experiment import Experiment, JudgedQueries, run_file_names
 from sleuth.eval.self_hits import exclusion_note
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
-from sleuth.pipelines.config import load_pipeline, validate_pipeline
+from sleuth.pipelines.config import load_pipeline, reads_corpus, validate_pipeline
 from sleuth.stages.run_file import RunFile
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
@@ -175,8 +175,9 @@ def eval_command(
                           "a BEIR folder (DATASET)")
     names = pipeline or ([] if index or run_files else ["bm25"])
     # fail on a bad config before any index is built
-    titles = table_names([str(validate_pipeline(name)["name"]) for name in names], names, index or [],
-                         list(run_files))
+    configs = [validate_pipeline(name) for name in names]
+    titles = table_names([str(config["name"]) for config in configs], names, index or [], list(run_files))
+    read_corpus = any(reads_corpus(config["stages"]) for config in configs)  # not: run files, index: paths
     if per_query is not None:  # not after the evaluation
         refuse_overwriting_inputs(per_query, [dataset, corpus, queries, qrels, questions, *(distractors or []),
                                               *(index or []), *run_files.values(), *names], "--per-query", file=True)
@@ -184,11 +185,13 @@ def eval_command(
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
         run_file_names(titles)  # two pipelines that would share a file: refused before any runs
     corpus_path, task = evaluation_task(dataset, split, corpus, queries, qrels, questions, fmt, max_queries,
-                                        pipelines=names, indexes=index or [], runs=run_files)
+                                        pipelines=names, indexes=index or [], runs=run_files,
+                                        pipelines_read_corpus=read_corpus)
     query_list, judged = task.queries, task.qrels
     run_stages = {title: RunFile(path, name=title) for title, path in run_files.items()}  # read (and checked) now
     check_run_coverage(run_stages, run_files, query_list)
-    source = corpus_source(corpus_path, fmt, field) if names else None  # --index folders only: no corpus read
+    # --index folders only, or pipelines reading none, and no corpus given: no corpus read
+    source = corpus_source(corpus_path, fmt, field) if names and (corpus_path or read_corpus) else None
     if source is not None and distractors:
         from sleuth.pipelines.mixed_source import with_distractors
 
@@ -209,29 +212,32 @@ def eval_command(
                for title, path in zip(targets.titles[len(targets.names):], targets.indexes)}
     stages.update(folders)
     stages.update(run_stages)
-    if source is None and judged is not None and not targets.runs:  # --index folders only: their passages are the
-        # corpus (a run file's corpus is not known: its judged documents are not checked)
+    if source is None and judged is not None and not targets.runs and not names:  # --index folders only: their
+        # passages are the corpus (a run file's, or an index: path's, is not known: judged documents not checked)
         task.corpus_ids = index_ids(stage.index for stage in folders.values())
     report(stages, task, options, ws.build_seconds)
 
 
 def evaluation_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None, qrels: Path | None,
                     questions: Path | None, fmt: str | None, max_queries: int | None, *, pipelines: list[str],
-                    indexes: list[Path], runs: dict[str, Path]) -> tuple[Path | None, Task]:
+                    indexes: list[Path], runs: dict[str, Path],
+                    pipelines_read_corpus: bool = True) -> tuple[Path | None, Task]:
     """The corpus the pipelines search and the task: the queries (the first ``max_queries``), their judgements and
     whether answers are measured, from a DATASET, explicit files, or a dataset's own question file; a ConfigError
-    where nothing is left to evaluate or run files would be measured by answers."""
+    where nothing is left to evaluate or run files would be measured by answers. Pipelines that read no corpus
+    (``pipelines_read_corpus`` False: ``index:`` paths, run files) need none, as ``--index`` folders."""
+    need_corpus = bool(pipelines) and pipelines_read_corpus
     own = None
     if queries is None and qrels is None:  # a dataset's file holds its questions and what they are judged by
         own = dataset_task(corpus, fmt) if questions is None else dataset_task(questions, None)
     judged: Qrels | None
     if own is not None:
-        if corpus is None and pipelines:
+        if corpus is None and need_corpus:
             raise ConfigError("--questions needs --corpus (the passages to search) or --index folders")
         corpus_path, (query_list, judged, with_answers) = corpus, own
     else:
         corpus_path, query_list, judged = load_task(dataset, split, corpus, queries, qrels, questions,
-                                                    need_corpus=bool(pipelines),
+                                                    need_corpus=need_corpus,
                                                     runs_only=bool(runs) and not (pipelines or indexes))
         with_answers = questions is not None
     if runs and (with_answers or judged is None):
@@ -421,7 +427,7 @@ def run_on_ray(address: str, workers: int, targets: Targets, ws, task: Task, opt
         builders[title] = partial(stage_for_index, path.resolve(), targets.depth, ws.device)
     for title, path in targets.runs.items():
         builders[title] = partial(RunFile, path.resolve(), name=title)
-    if ws.corpus is None and task.qrels is not None and not targets.runs:  # --index folders only: as above
+    if ws.corpus is None and task.qrels is not None and not targets.runs and not targets.names:  # as above
         from sleuth.index.sharded import load_index
 
         task.corpus_ids = index_ids(load_index(path, mmap=True) for path in targets.indexes)

@@ -12,13 +12,12 @@ import typer
 from rich.text import Text
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, build_note, console, corpus_source, note_bundled, refuse_given, workspace
+from sleuth.cli.common import DEVICE, build_note, console, pipeline_corpus, refuse_given, workspace
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
-from sleuth.pipelines.config import load_pipeline, reads_corpus, validate_pipeline
+from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.pipelines.front import read_queries
-from sleuth.pipelines.sources import refuse_corpus_options
 from sleuth.progress import format_duration
 from sleuth.stages.base import Stage, check_query, transform_counted
 from sleuth.stages.run import Run, trec_id_problem
@@ -68,9 +67,8 @@ def retrieve(
     query_list = checked_queries(read_queries(queries, split), queries, max_queries, trec)
     if ray_address is None:
         refuse_given(ctx, ("ray_workers",), "without --ray-address nothing runs on Ray")
-    needs_corpus = config is not None and reads_corpus(config["stages"])
     builder, built = stage_builder(index, corpus, fmt, field, distractors, pipeline, k, device,
-                                   on_ray=ray_address is not None, needs_corpus=needs_corpus)
+                                   on_ray=ray_address is not None)
     if ray_address is None:
         stage = builder()  # index builds show their progress here, and are said apart in the summary
         started = time.perf_counter()
@@ -112,27 +110,22 @@ def checked_queries(query_list: list[Query], path: Path, max_queries: int | None
 
 
 def stage_builder(index: Path | None, corpus: Path | None, fmt: str | None, field: list[str] | None,
-                  distractors: list[Path] | None, pipeline: str, k: int, device: str, on_ray: bool = False,
-                  needs_corpus: bool = True) -> tuple[Callable[[], Stage], dict[str, float]]:
+                  distractors: list[Path] | None, pipeline: str, k: int, device: str,
+                  on_ray: bool = False) -> tuple[Callable[[], Stage], dict[str, float]]:
     """A builder of the stage to run (``on_ray``: a picklable one, for each Ray worker): an index folder's own (``k``
-    results deep), else the pipeline over the corpus (with its distractors); the corpus is checked here. A pipeline
-    that reads no corpus (``needs_corpus`` False: run files, ``index:`` paths) gets none when no ``--corpus`` is
-    given, rather than the bundled SciFact. Also returns the seconds each index built in this process took, by cache
-    key (filled as the builder runs; Ray workers' builds are not seen)."""
+    results deep), else the pipeline over the corpus (with its distractors; none for a pipeline that reads no
+    corpus, such as one of run files, when no ``--corpus`` is given: :func:`pipeline_corpus`), checked here. Also
+    returns the seconds each index built in this process took, by cache key (filled as the builder runs; Ray
+    workers' builds are not seen)."""
     if index is not None:
         from sleuth.pipelines.index_stage import stage_for_index
 
         return partial(stage_for_index, index.resolve(), k, device), {}
-    if corpus is None and not needs_corpus:
-        refuse_corpus_options(fmt, field is not None)
-        source = None
-    else:
-        source = corpus_source(corpus, fmt, field)
-        if distractors:
-            from sleuth.pipelines.mixed_source import with_distractors
+    source = pipeline_corpus(pipeline, corpus, fmt, field)
+    if source is not None and distractors:
+        from sleuth.pipelines.mixed_source import with_distractors
 
-            source = with_distractors(source, distractors)
-        note_bundled(corpus)
+        source = with_distractors(source, distractors)
     ws = workspace(source, device)
     if not on_ray:
         return partial(load_pipeline, pipeline, ws), ws.build_seconds

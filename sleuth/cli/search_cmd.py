@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, out, refuse_given, workspace
+from sleuth.cli.common import DEVICE, console, out, pipeline_corpus, refuse_given, workspace
 from sleuth.cli.render import hits_json, hits_table
 from sleuth.corpus.model import Query
 from sleuth.pipelines.config import load_pipeline
@@ -34,8 +34,7 @@ def search(
         refuse_given(ctx, ("corpus", "fmt", "field", "pipeline"), "--index searches an index folder")
         stage: Stage = stage_for_index(index, k, device)
     else:
-        source = corpus_source(corpus, fmt, field)
-        note_bundled(corpus)
+        source = pipeline_corpus(pipeline, corpus, fmt, field)
         stage = load_pipeline(pipeline, workspace(source, device, progress=not as_json))
     hits = stage.search(query, k=k)
     if as_json:

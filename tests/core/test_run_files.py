@@ -174,6 +174,28 @@ def test_retrieve_says_its_index_builds_apart_and_run_files_alone_read_no_corpus
     assert Run.read_trec(tmp_path / "f.trec").ids("0")[:10] == Run.read_trec(tmp_path / "b.trec").ids("0")
 
 
+def test_a_pipeline_of_index_paths_searches_them_without_naming_the_bundled_corpus(sleuth, data_dir, tmp_path):
+    """Before: `sleuth search --pipeline mine.yaml` (an index: path) said it searched the bundled SciFact."""
+    corpus = tmp_path / "nq.jsonl"
+    corpus.write_text("".join((data_dir / "nq" / "corpus.jsonl").read_text().splitlines(keepends=True)[:300]))
+    assert sleuth("index", corpus, "--kind", "bm25", "--out", tmp_path / "idx").returncode == 0
+    config = tmp_path / "mine.yaml"
+    config.write_text(f"name: mine\nstages:\n  - bm25: {{index: {tmp_path / 'idx'}}}\n")
+    result = sleuth("search", "nobel prize in physics", "--pipeline", config, "-k", 3, "--json")
+    assert result.returncode == 0, result.stderr
+    assert "bundled" not in result.stderr and "SciFact" not in result.stderr
+    hits = json.loads(result.stdout)["hits"]
+    direct = json.loads(sleuth("search", "nobel prize in physics", "--index", tmp_path / "idx", "-k", 3,
+                               "--json").stdout)["hits"]
+    assert [hit["id"] for hit in hits] == [hit["id"] for hit in direct] and hits[0]["id"].startswith("nq")
+    # and sleuth eval takes it without --corpus, as it takes the --index folder (before: "--questions needs --corpus")
+    result = sleuth("eval", "--pipeline", config, "--index", tmp_path / "idx", "--questions",
+                    data_dir / "nq" / "questions.jsonl", "--max-queries", 200, "--top-k", 20, "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {row["name"]: row["measures"]["Top-20"] for row in json.loads(result.stdout)["pipelines"]}
+    assert rows["mine"] == rows["idx"] > 0
+
+
 @pytest.mark.parametrize("stages, reads", [
     ([{"run_file": {"path": "r.trec"}}, {"cutoff": {"k": 5}}], False),
     ([{"fuse": {"branches": [{"run_file": {"path": "r.trec"}}, {"bm25": {"index": "indexes/x"}}]}}], False),
