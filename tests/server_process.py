@@ -34,9 +34,10 @@ def all_built(url: str) -> bool:
 
 @contextlib.contextmanager
 def sleuth_server(args: list[str], env: dict[str, str] | None = None, ready: str = "/health",
-                  built: bool = True) -> Iterator[str]:
+                  built: bool = True, log: list[str] | None = None) -> Iterator[str]:
     """Start `sleuth serve ARGS` on 127.0.0.1, wait until ``ready`` answers 200 (and, when ``built``, until every
-    pipeline built in the background is ready: ``GET /pipelines``), yield its URL, kill it at the end."""
+    pipeline built in the background is ready: ``GET /pipelines``), yield its URL, kill it at the end (and then add
+    what it printed on stderr to ``log``)."""
     port = free_port()
     command = [sys.executable, "-m", "sleuth", "serve", *args, "--host", "127.0.0.1", "--port", str(port)]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -59,3 +60,5 @@ def sleuth_server(args: list[str], env: dict[str, str] | None = None, ready: str
     finally:
         process.kill()
         process.wait(timeout=30)
+        if log is not None:
+            log.extend(process.stderr.read().splitlines())

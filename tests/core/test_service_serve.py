@@ -144,6 +144,21 @@ def test_a_quest_pipeline_is_served(tmp_path, data_dir):
     assert {hit["id"] for hit in found["hits"]} & set(first["docs"])  # titles are the document ids
 
 
+def test_a_pipeline_of_index_paths_is_served_without_the_bundled_corpus(tmp_path, scifact_passages):
+    """`sleuth serve --pipeline mine.yaml` whose stage names an index folder: it serves that index (before: it also
+    said it served the bundled SciFact)."""
+    index = tmp_path / "small"
+    BM25Index.build(scifact_passages[:50], index, show_progress=False)
+    config = tmp_path / "mine.yaml"
+    config.write_text(f"name: mine\nstages:\n  - bm25: {{index: {index}}}\n")
+    log: list[str] = []
+    with sleuth_server(["--pipeline", str(config)], env={"SLEUTH_HOME": str(tmp_path / "home")}, log=log) as url:
+        found = post(url, scifact_passages[7].text[:200], "mine")
+    assert found["hits"][0]["id"] == scifact_passages[7].id
+    assert {hit["id"] for hit in found["hits"]} <= {p.id for p in scifact_passages[:50]}
+    assert any("serving on http://" in line for line in log) and not any("bundled" in line for line in log), log
+
+
 def one_line_error(done) -> str:
     """The single ``error: ...`` line of a `sleuth serve` that refused to start (exit 2, no traceback)."""
     lines = done.stderr.strip().splitlines()
