@@ -80,13 +80,13 @@ def build_note(built: dict[str, float]) -> str:
 
 
 def pipeline_corpus(pipeline: str, corpus: Path | None, fmt: str | None, field: list[str] | None,
-                    what: str = "searching") -> CorpusSource | None:
+                    what: str = "searching", stage_keys: dict | None = None) -> CorpusSource | None:
     """The corpus ``pipeline`` searches: ``corpus``; the bundled SciFact, said on stderr, when none is given; or none
     for a pipeline that reads no corpus (run files, ``index:`` paths: :func:`sleuth.pipelines.config.reads_corpus`),
-    which the bundled SciFact would only be named for."""
+    which the bundled SciFact would only be named for; ``stage_keys``: as ``--set`` sets them."""
     from sleuth.pipelines.config import reads_corpus, validate_pipeline
 
-    if corpus is None and not reads_corpus(validate_pipeline(pipeline)["stages"]):
+    if corpus is None and not reads_corpus(validate_pipeline(pipeline, stage_keys)["stages"]):
         refuse_corpus_options(fmt, field is not None)
         return None
     source = corpus_source(corpus, fmt, field)

@@ -11,6 +11,7 @@ from rich.text import Text
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, build_note, console, corpus_source, out, workspace
+from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
@@ -28,14 +29,16 @@ DEFAULT_DEPTH = 1000
 
 @dataclass
 class Targets:
-    """What is evaluated: pipelines (built-in names or YAML files), index folders (``depth`` results each) and TREC
-    run files, and the names the table shows for them, pipelines first (see :func:`table_names`)."""
+    """What is evaluated: pipelines (built-in names or YAML files, with ``stage_keys`` set), index folders (``depth``
+    results each) and TREC run files, and the names the table shows for them, pipelines first (see
+    :func:`table_names`)."""
 
     names: list[str]
     indexes: list[Path] = field(default_factory=list)
     depth: int = DEFAULT_DEPTH
     titles: list[str] = field(default_factory=list)
     runs: dict[str, Path] = field(default_factory=dict)  # --run files by the name the table shows
+    stage_keys: dict[str, dict] = field(default_factory=dict)  # --set STAGE.KEY=VALUE, over every pipeline
 
 
 @dataclass
@@ -166,6 +169,7 @@ def eval_command(
         help="Ignore a hit whose id is the query's id (BEIR's convention). Default: on when most queries are "
              "corpus documents (ArguAna, Quora) and the qrels judge no query's own document relevant; said on "
              "stderr and in the table's caption."),
+    settings: list[str] | None = SETTINGS,
 ) -> None:
     """Evaluate pipelines on the same queries: one table, paired t-tests against the first pipeline."""
     check_options(dataset, corpus, queries, qrels, questions, pipeline or [], index or [], depth)
@@ -175,7 +179,12 @@ def eval_command(
                           "a BEIR folder (DATASET)")
     names = pipeline or ([] if index or run_files else ["bm25"])
     # fail on a bad config before any index is built
-    configs = [validate_pipeline(name) for name in names]
+    keys = parse_settings(settings)
+    if keys and not names:
+        raise ConfigError("--set sets keys of pipeline stages: give a --pipeline (--index folders and --run files "
+                          "have none)")
+    configs = [validate_pipeline(name, keys) for name in names]
+    check_settings_apply(keys, configs)
     titles = table_names([str(config["name"]) for config in configs], names, index or [], list(run_files))
     read_corpus = any(reads_corpus(config["stages"]) for config in configs)  # not: run files, index: paths
     if per_query is not None:  # not after the evaluation
@@ -201,13 +210,13 @@ def eval_command(
     if source is not None and (exclude_self is None or judged is not None):
         task.corpus_texts, task.corpus_ids = corpus_facts(query_list, judged, source)
     ws = workspace(source, device, progress=not as_json)
-    targets = Targets(names, index or [], depth or DEFAULT_DEPTH, titles, run_files)
+    targets = Targets(names, index or [], depth or DEFAULT_DEPTH, titles, run_files, keys)
     if ray_address is not None:
         run_on_ray(ray_address, ray_workers, targets, ws, task, options)
         return
     from sleuth.pipelines.index_stage import stage_for_index
 
-    stages = {title: load_pipeline(name, ws) for title, name in zip(targets.titles, targets.names)}
+    stages = {title: load_pipeline(name, ws, keys) for title, name in zip(targets.titles, targets.names)}
     folders = {title: stage_for_index(path, targets.depth, device)
                for title, path in zip(targets.titles[len(targets.names):], targets.indexes)}
     stages.update(folders)
@@ -421,7 +430,7 @@ def run_on_ray(address: str, workers: int, targets: Targets, ws, task: Task, opt
     from sleuth.scale.ray_eval import pipeline_builder, ray_pipelines
     from sleuth.scale.session import ray_session
 
-    builders: dict = {title: pipeline_builder(name, ws.corpus, ws.home, ws.device)
+    builders: dict = {title: pipeline_builder(name, ws.corpus, ws.home, ws.device, targets.stage_keys)
                       for title, name in zip(targets.titles, targets.names)}
     for title, path in zip(targets.titles[len(targets.names):], targets.indexes):
         builders[title] = partial(stage_for_index, path.resolve(), targets.depth, ws.device)

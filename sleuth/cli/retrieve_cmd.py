@@ -13,6 +13,7 @@ from rich.text import Text
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, build_note, console, pipeline_corpus, refuse_given, workspace
+from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
@@ -49,15 +50,20 @@ def retrieve(
     ray_address: str | None = typer.Option(None, help="Spread the queries over Ray workers: local (a bounded "
                                                          "local Ray), auto or HOST:PORT. Needs sleuth\\[ray]."),
     ray_workers: int = typer.Option(2, min=1, help="Workers with --ray-address (each loads the pipeline once)."),
+    settings: list[str] | None = SETTINGS,
 ) -> None:
     """Run a pipeline over a file of queries and write a TREC (or JSON Lines) run file."""
     check_writable(out, "--out", file=True)  # before any query is read or index built
     refuse_overwriting_inputs(out, [queries, corpus, index, *(distractors or [])])
     if index is not None:
-        refuse_given(ctx, ("corpus", "fmt", "field", "distractors", "pipeline"), "--index searches an index folder")
+        refuse_given(ctx, ("corpus", "fmt", "field", "distractors", "pipeline", "settings"),
+                     "--index searches an index folder")
     elif distractors and corpus is None:
         raise ConfigError("--distractors go with --corpus (the documents they are mixed with)")
-    config = validate_pipeline(pipeline) if index is None else None
+    keys = parse_settings(settings)
+    config = validate_pipeline(pipeline, keys) if index is None else None
+    if config is not None:
+        check_settings_apply(keys, [config])
     name = str(config["name"]) if config is not None else Path(str(index)).name
     run_tag = tag if tag is not None else name
     trec = not is_jsonl_run(out)
@@ -68,7 +74,7 @@ def retrieve(
     if ray_address is None:
         refuse_given(ctx, ("ray_workers",), "without --ray-address nothing runs on Ray")
     builder, built = stage_builder(index, corpus, fmt, field, distractors, pipeline, k, device,
-                                   on_ray=ray_address is not None)
+                                   on_ray=ray_address is not None, stage_keys=keys)
     if ray_address is None:
         stage = builder()  # index builds show their progress here, and are said apart in the summary
         started = time.perf_counter()
@@ -110,28 +116,28 @@ def checked_queries(query_list: list[Query], path: Path, max_queries: int | None
 
 
 def stage_builder(index: Path | None, corpus: Path | None, fmt: str | None, field: list[str] | None,
-                  distractors: list[Path] | None, pipeline: str, k: int, device: str,
-                  on_ray: bool = False) -> tuple[Callable[[], Stage], dict[str, float]]:
+                  distractors: list[Path] | None, pipeline: str, k: int, device: str, on_ray: bool = False,
+                  stage_keys: dict | None = None) -> tuple[Callable[[], Stage], dict[str, float]]:
     """A builder of the stage to run (``on_ray``: a picklable one, for each Ray worker): an index folder's own (``k``
     results deep), else the pipeline over the corpus (with its distractors; none for a pipeline that reads no
-    corpus, such as one of run files, when no ``--corpus`` is given: :func:`pipeline_corpus`), checked here. Also
-    returns the seconds each index built in this process took, by cache key (filled as the builder runs; Ray
-    workers' builds are not seen)."""
+    corpus, such as one of run files, when no ``--corpus`` is given: :func:`pipeline_corpus`), checked here, with
+    ``stage_keys`` set (as ``--set`` sets them). Also returns the seconds each index built in this process took, by
+    cache key (filled as the builder runs; Ray workers' builds are not seen)."""
     if index is not None:
         from sleuth.pipelines.index_stage import stage_for_index
 
         return partial(stage_for_index, index.resolve(), k, device), {}
-    source = pipeline_corpus(pipeline, corpus, fmt, field)
+    source = pipeline_corpus(pipeline, corpus, fmt, field, stage_keys=stage_keys)
     if source is not None and distractors:
         from sleuth.pipelines.mixed_source import with_distractors
 
         source = with_distractors(source, distractors)
     ws = workspace(source, device)
     if not on_ray:
-        return partial(load_pipeline, pipeline, ws), ws.build_seconds
+        return partial(load_pipeline, pipeline, ws, stage_keys), ws.build_seconds
     from sleuth.scale.ray_eval import pipeline_builder
 
-    return pipeline_builder(pipeline, ws.corpus, ws.home, ws.device), {}
+    return pipeline_builder(pipeline, ws.corpus, ws.home, ws.device, stage_keys), {}
 
 
 def summary(out: Path, run: Run, seconds: float, built: dict[str, float] | None = None) -> str:

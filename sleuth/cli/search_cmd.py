@@ -9,8 +9,9 @@ import typer
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, console, out, pipeline_corpus, refuse_given, workspace
 from sleuth.cli.render import hits_json, hits_table
+from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings
 from sleuth.corpus.model import Query
-from sleuth.pipelines.config import load_pipeline
+from sleuth.pipelines.config import load_pipeline, validate_pipeline
 from sleuth.pipelines.index_stage import stage_for_index
 from sleuth.stages.base import Stage, check_query
 
@@ -27,15 +28,18 @@ def search(
     k: int = typer.Option(10, "-k", min=1, help="How many results to show."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = DEVICE,
+    settings: list[str] | None = SETTINGS,
 ) -> None:
     """Search a corpus or an index and print the top k results."""
     check_query(Query("", query))  # before any index is read or built: an empty query costs nothing
     if index is not None:
-        refuse_given(ctx, ("corpus", "fmt", "field", "pipeline"), "--index searches an index folder")
+        refuse_given(ctx, ("corpus", "fmt", "field", "pipeline", "settings"), "--index searches an index folder")
         stage: Stage = stage_for_index(index, k, device)
     else:
-        source = pipeline_corpus(pipeline, corpus, fmt, field)
-        stage = load_pipeline(pipeline, workspace(source, device, progress=not as_json))
+        keys = parse_settings(settings)
+        check_settings_apply(keys, [validate_pipeline(pipeline, keys)])
+        source = pipeline_corpus(pipeline, corpus, fmt, field, stage_keys=keys)
+        stage = load_pipeline(pipeline, workspace(source, device, progress=not as_json), keys)
     hits = stage.search(query, k=k)
     if as_json:
         print(hits_json(query, hits))

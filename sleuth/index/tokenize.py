@@ -18,6 +18,8 @@ def stopwords_problem(stopwords: Any) -> str | None:
     """What is wrong with a stopwords setting (a language bm25s does not know, a list of non-words), or None."""
     if stopwords is None or (isinstance(stopwords, list | tuple) and all(isinstance(w, str) for w in stopwords)):
         return None
+    if isinstance(stopwords, str) and stopwords.casefold() == "none":  # as `sleuth index --stopwords none`
+        return None
     if not isinstance(stopwords, str):
         return f"stopwords must be a language, a list of words or none, got {stopwords!r}"
     try:
@@ -32,7 +34,8 @@ def stopwords_problem(stopwords: Any) -> str | None:
 class Analyzer:
     r"""Token settings recorded in the index manifest so queries are analysed exactly like documents.
 
-    ``stopwords``: "en"/"english", None, or a list of words. ``stemmer``: a PyStemmer language ("english") or None.
+    ``stopwords``: "en"/"english", None (or "none"), or a list of words. ``stemmer``: a PyStemmer language
+    ("english") or None (or "none").
     ``pattern``: the token regex; the default (bm25s' and scikit-learn's) keeps words of two or more characters, so
     one-letter words are dropped: "vitamin d" searches for "vitamin" only. An index built with ``(?u)\b\w+\b``
     (``sleuth index --token-pattern``) keeps them; queries always use the pattern the index was built with.
@@ -46,6 +49,9 @@ class Analyzer:
     def __post_init__(self) -> None:
         if isinstance(self.stopwords, list):
             object.__setattr__(self, "stopwords", tuple(self.stopwords))
+        for key in ("stopwords", "stemmer"):  # "none" (a YAML config's, --set's) as the CLI's --stopwords none
+            if isinstance(getattr(self, key), str) and getattr(self, key).casefold() == "none":
+                object.__setattr__(self, key, None)
         try:
             compiled = re.compile(self.pattern)
         except (re.error, TypeError) as exc:

@@ -219,8 +219,11 @@ def reads_corpus(entries: list[Any]) -> bool:
     return False
 
 
-def validate_pipeline(source: str | Path) -> dict[str, Any]:
-    """Read a config and check all of it (see :func:`check_entries`) without building any index."""
+def validate_pipeline(source: str | Path, stage_keys: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Read a config (with ``stage_keys`` set, as :func:`load_pipeline` sets them) and check all of it (see
+    :func:`check_entries`) without building any index."""
     config = read_config(source)
+    if stage_keys:
+        config["stages"] = with_stage_keys(config["stages"], stage_keys, config["_source"])
     check_entries(config["stages"], config["_source"])
     return config

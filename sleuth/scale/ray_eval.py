@@ -21,16 +21,20 @@ from sleuth.stages.run import Run
 Builder = Callable[[], Stage]
 
 
-def named_pipeline(pipeline: str, corpus: CorpusSource | None, home: str, device: str = "cpu") -> Stage:
-    """A built-in or YAML pipeline over ``corpus`` with its index cache under ``home`` (built there if missing)."""
+def named_pipeline(pipeline: str, corpus: CorpusSource | None, home: str, device: str = "cpu",
+                   stage_keys: dict | None = None) -> Stage:
+    """A built-in or YAML pipeline over ``corpus`` with its index cache under ``home`` (built there if missing), with
+    ``stage_keys`` set (``{stage name: {key: value}}``, as :func:`~sleuth.pipelines.config.load_pipeline` takes)."""
     from sleuth.pipelines.config import load_pipeline
 
-    return load_pipeline(pipeline, Workspace(corpus=corpus, home=Path(home), device=device, show_progress=False))
+    return load_pipeline(pipeline, Workspace(corpus=corpus, home=Path(home), device=device, show_progress=False),
+                         stage_keys)
 
 
-def pipeline_builder(pipeline: str, corpus: CorpusSource | None, home: str | Path, device: str = "cpu") -> Builder:
+def pipeline_builder(pipeline: str, corpus: CorpusSource | None, home: str | Path, device: str = "cpu",
+                     stage_keys: dict | None = None) -> Builder:
     """A picklable builder of :func:`named_pipeline` for the workers."""
-    return partial(named_pipeline, pipeline, corpus, str(home), device)
+    return partial(named_pipeline, pipeline, corpus, str(home), device, stage_keys)
 
 
 class PipelineWorker:
