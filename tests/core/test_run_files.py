@@ -292,13 +292,15 @@ def test_path_passages_expands_paths_and_the_note_names_it(scifact):
 @pytest.mark.slow
 def test_retrieve_on_ray_writes_the_same_run_as_in_process(sleuth, sleuth_process, scifact, tmp_path):
     """`--ray-address local`: the queries split over two Ray workers, each loading the pipeline once; the run file
-    is the in-process one, byte for byte (before: no Ray option)."""
+    is the in-process one, byte for byte (before: no Ray option), a --set key reaching the workers too."""
     pytest.importorskip("ray", reason="ray is not installed (pip install 'sleuth[ray]')")
     home = {"SLEUTH_HOME": str(tmp_path / "home")}
-    args = ("retrieve", scifact, "--max-queries", QUERIES, "-k", 20)
+    args = ("retrieve", scifact, "--max-queries", QUERIES, "-k", 20, "--set", "bm25.k1=1.6")
     assert sleuth(*args, "-o", tmp_path / "here.trec", env=home).returncode == 0
     result = sleuth_process(*args, "-o", tmp_path / "ray.trec", "--ray-address", "local", env=home)
     assert result.returncode == 0, result.stderr
     assert f"{QUERIES} queries, 800 hits" in result.stderr and "WARNING" not in result.stderr
     assert (tmp_path / "ray.trec").read_text() == (tmp_path / "here.trec").read_text()
+    assert sleuth(*args[:-2], "-o", tmp_path / "default.trec", env=home).returncode == 0
+    assert (tmp_path / "default.trec").read_text() != (tmp_path / "here.trec").read_text()  # k1 was set
     one_line_error(sleuth(*args, "-o", tmp_path / "x.trec", "--ray-workers", 3), "--ray-workers does not apply")
