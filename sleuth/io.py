@@ -23,8 +23,15 @@ from typing import IO, BinaryIO, cast
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same directory, then rename over it."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    """Write ``text`` to ``path`` through a temporary file in the same directory, then rename over it; compressed
+    where the name ends in ``.gz`` or ``.bz2``, as :func:`open_text` reads it (a run file, predictions, a corpus)."""
+    data = text.encode("utf-8")
+    name = str(path)
+    if name.endswith(".gz"):
+        data = gzip.compress(data, compresslevel=6, mtime=0)  # mtime 0: the same text gives the same bytes
+    elif name.endswith(".bz2"):
+        data = bz2.compress(data)
+    atomic_write_bytes(path, data)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> None:

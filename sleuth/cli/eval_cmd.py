@@ -348,13 +348,14 @@ def check_run_coverage(stages: dict[str, RunFile], paths: dict[str, Path], query
 
 
 def named_run_files(values: list[str]) -> dict[str, Path]:
-    """``--run`` values (``FILE`` or ``NAME=FILE``) by the name the table shows (a file's name without its suffix
-    when not named); a missing file or a name given twice is a ConfigError."""
+    """``--run`` values (``FILE`` or ``NAME=FILE``) by the name the table shows (a file's name without its suffix,
+    and without ``.gz`` / ``.bz2`` before it, when not named); a missing file or a name given twice is a
+    ConfigError."""
     files: dict[str, Path] = {}
     for value in values:
         name, sep, path_text = value.partition("=")
         if not sep or not name.strip() or Path(value).exists():
-            name, path_text = Path(value).stem, value
+            name, path_text = Path(Path(value).name.removesuffix(".gz").removesuffix(".bz2")).stem, value
         path = Path(path_text)
         if not path.is_file():
             raise ConfigError(f"--run {value}: {path} is not a file" if path.exists() else

@@ -13,8 +13,9 @@ from sleuth.stages.run import Run
 
 
 def is_jsonl_run(path: str | Path) -> bool:
-    """Whether a run file is written and read as JSON Lines (its name ends in ``.jsonl``)."""
-    return Path(path).name.lower().endswith(".jsonl")
+    """Whether a run file is written and read as JSON Lines (its name ends in ``.jsonl``, or ``.jsonl.gz`` /
+    ``.jsonl.bz2``: compressed, as any text file sleuth reads and writes)."""
+    return Path(path).name.lower().removesuffix(".gz").removesuffix(".bz2").endswith(".jsonl")
 
 
 def check_trec_ids(run: Run, name: str) -> None:

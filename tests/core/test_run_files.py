@@ -304,3 +304,25 @@ def test_retrieve_on_ray_writes_the_same_run_as_in_process(sleuth, sleuth_proces
     assert sleuth(*args[:-2], "-o", tmp_path / "default.trec", env=home).returncode == 0
     assert (tmp_path / "default.trec").read_text() != (tmp_path / "here.trec").read_text()  # k1 was set
     one_line_error(sleuth(*args, "-o", tmp_path / "x.trec", "--ray-workers", 3), "--ray-workers does not apply")
+
+
+def test_run_files_named_gz_or_bz2_are_written_compressed_and_read_back(sleuth, scifact, tmp_path):
+    """Before: `--out run.trec.gz` wrote plain text under that name, which sleuth then refused to read ("the
+    compressed file is truncated or damaged")."""
+    import bz2
+    import gzip
+
+    for name, opener in (("run.trec.gz", gzip.open), ("run.jsonl.bz2", bz2.open)):
+        assert sleuth("retrieve", scifact, "--max-queries", 5, "-k", 10, "--out", tmp_path / name).returncode == 0
+        with opener(tmp_path / name, "rt", encoding="utf-8") as handle:
+            first = handle.readline()
+        assert first.startswith('{"qid": ') if "jsonl" in name else first.split()[1] == "Q0"
+    plain = tmp_path / "run.trec"
+    assert sleuth("retrieve", scifact, "--max-queries", 5, "-k", 10, "--out", plain).returncode == 0
+    assert gzip.open(tmp_path / "run.trec.gz", "rt").read() == plain.read_text()
+    result = sleuth("eval", "--run", tmp_path / "run.trec.gz", "--run", f"lines={tmp_path / 'run.jsonl.bz2'}",
+                    "--qrels", bundled_dataset_dir() / "qrels" / "train.tsv", "--metric", "RR", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {row["name"]: row["measures"]["RR"] for row in json.loads(result.stdout)["pipelines"]}
+    assert set(rows) == {"run", "lines"}  # the name of run.trec.gz is 'run', as run.trec's
+    assert rows["run"] == rows["lines"] > 0
