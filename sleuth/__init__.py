@@ -37,6 +37,8 @@ EXPORTS: dict[str, str] = {
     "Hit": "sleuth.stages.run",
     "Fuse": "sleuth.stages.fusion",
     "RunFile": "sleuth.stages.run_file",
+    "read_run": "sleuth.stages.run_formats",
+    "write_run": "sleuth.stages.run_formats",
     "PathPassages": "sleuth.stages.paths",
     "Workspace": "sleuth.pipelines.workspace",
     "CorpusSource": "sleuth.pipelines.workspace",

@@ -326,3 +326,18 @@ def test_run_files_named_gz_or_bz2_are_written_compressed_and_read_back(sleuth, 
     rows = {row["name"]: row["measures"]["RR"] for row in json.loads(result.stdout)["pipelines"]}
     assert set(rows) == {"run", "lines"}  # the name of run.trec.gz is 'run', as run.trec's
     assert rows["run"] == rows["lines"] > 0
+
+
+def test_read_run_and_write_run_from_the_front_door(tmp_path):
+    """`sleuth.write_run` / `sleuth.read_run` (before: only `sleuth.stages.run_formats`): TREC or JSON Lines by the
+    name, compressed by the name; ids with spaces need JSON Lines."""
+    import sleuth
+
+    run = Run({"q 1": [Hit("Some Title", 2.0), Hit("Other", 1.0)], "q2": [Hit("d3", 0.5)]})
+    sleuth.write_run(run, tmp_path / "run.jsonl.gz", tag="mine")
+    back = sleuth.read_run(tmp_path / "run.jsonl.gz")
+    assert {qid: [(h.id, h.score) for h in hits] for qid, hits in back.items()} == \
+           {qid: [(h.id, h.score) for h in hits] for qid, hits in run.items()}
+    with pytest.raises(Exception, match="whitespace|space"):
+        sleuth.write_run(run, tmp_path / "run.trec")
+    assert not (tmp_path / "run.trec").exists()
