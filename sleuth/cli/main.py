@@ -1,4 +1,4 @@
-"""The `sleuth` command: the core commands (index, search, retrieve, eval, serve, update, demo) and one group per
+"""The `sleuth` command: the core commands (index, search, retrieve, fuse, eval, serve, update, demo) and one group per
 registered system (``sleuth dhr|cos|quest|privacy <verb>``). Errors in input or configuration print one line and exit
 2."""
 
@@ -16,7 +16,8 @@ from sleuth.errors import SleuthError
 from sleuth.plugins import systems
 
 #: the core command modules, each with ``register(app)``
-CORE_COMMANDS = ("index_cmd", "search_cmd", "retrieve_cmd", "eval_cmd", "serve_cmd", "update_cmd", "demo_cmd")
+CORE_COMMANDS = ("index_cmd", "search_cmd", "retrieve_cmd", "fuse_cmd", "eval_cmd", "serve_cmd", "update_cmd",
+                 "demo_cmd")
 
 app = typer.Typer(help="sleuth: hard retrieval on one pipeline core.", no_args_is_help=True,
                   pretty_exceptions_enable=False, add_completion=False)
