@@ -79,14 +79,15 @@ def build_note(built: dict[str, float]) -> str:
             f"({each})")
 
 
-def pipeline_corpus(pipeline: str, corpus: Path | None, fmt: str | None, field: list[str] | None,
+def pipeline_corpus(pipelines: str | list[str], corpus: Path | None, fmt: str | None, field: list[str] | None,
                     what: str = "searching", stage_keys: dict | None = None) -> CorpusSource | None:
-    """The corpus ``pipeline`` searches: ``corpus``; the bundled SciFact, said on stderr, when none is given; or none
-    for a pipeline that reads no corpus (run files, ``index:`` paths: :func:`sleuth.pipelines.config.reads_corpus`),
+    """The corpus the pipelines search: ``corpus``; the bundled SciFact, said on stderr, when none is given; or none
+    where no pipeline reads a corpus (run files, ``index:`` paths: :func:`sleuth.pipelines.config.reads_corpus`),
     which the bundled SciFact would only be named for; ``stage_keys``: as ``--set`` sets them."""
-    from sleuth.pipelines.config import reads_corpus, validate_pipeline
+    from sleuth.pipelines.config import pipeline_reads_corpus
 
-    if corpus is None and not reads_corpus(validate_pipeline(pipeline, stage_keys)["stages"]):
+    names = [pipelines] if isinstance(pipelines, str) else pipelines
+    if corpus is None and not any(pipeline_reads_corpus(name, stage_keys) for name in names):
         refuse_corpus_options(fmt, field is not None)
         return None
     source = corpus_source(corpus, fmt, field)

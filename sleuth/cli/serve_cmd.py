@@ -24,9 +24,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, corpus_source, note_bundled, workspace
+from sleuth.cli.common import DEVICE, console, pipeline_corpus, workspace
 from sleuth.errors import ConfigError, MissingExtraError
-from sleuth.pipelines.sources import refuse_corpus_options
 from sleuth.service.admin import ENV_VAR
 from sleuth.service.hosts import LOOPBACK_ADDRESSES
 from sleuth.service.served import check_index_names
@@ -139,11 +138,7 @@ def serve(
 
     if not index:
         served = served_pipelines(corpus, pipeline)
-        source = corpus_source(corpus, fmt, field) if corpus is not None or pipelines_read_corpus(served) else None
-        if source is not None:
-            note_bundled(corpus, "serving")
-        else:  # pipelines of index: paths or run files alone read no corpus: not the bundled one either
-            refuse_corpus_options(fmt, field is not None)
+        source = pipeline_corpus(served, corpus, fmt, field, "serving")  # none for index: paths or run files
     try:
         import uvicorn
     except ImportError:
@@ -211,21 +206,6 @@ def served_pipelines(corpus: Path | None, pipeline: list[str] | None) -> list[st
 
     known = builtin_pipelines()
     return [name for name in BUNDLED_PIPELINES if name in known]
-
-
-def pipelines_read_corpus(names: list[str]) -> bool:
-    """Whether any of the pipelines reads the workspace's corpus (:func:`sleuth.pipelines.config.reads_corpus`); a
-    name the registry does not know counts as reading it (its one-line error comes where it is built)."""
-    from sleuth.errors import ConfigError
-    from sleuth.pipelines.config import reads_corpus, validate_pipeline
-
-    for name in names:
-        try:
-            if reads_corpus(validate_pipeline(name)["stages"]):
-                return True
-        except ConfigError:
-            return True
-    return False
 
 
 def pipeline_stages(names: list[str], ws) -> dict[str, Stage]:

@@ -219,6 +219,15 @@ def reads_corpus(entries: list[Any]) -> bool:
     return False
 
 
+def pipeline_reads_corpus(source: str | Path, stage_keys: dict[str, dict[str, Any]] | None = None) -> bool:
+    """Whether a pipeline, as :func:`load_pipeline` takes it (a built-in name, a YAML file or a stage name; with
+    ``stage_keys`` set), reads the workspace's corpus (:func:`reads_corpus`); a bad config is a ConfigError."""
+    load_stage_modules()
+    if str(source) in STAGES and str(source) not in builtin_pipelines():
+        return reads_corpus([{str(source): (stage_keys or {}).get(str(source), {})}])
+    return reads_corpus(validate_pipeline(source, stage_keys)["stages"])
+
+
 def validate_pipeline(source: str | Path, stage_keys: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Read a config (with ``stage_keys`` set, as :func:`load_pipeline` sets them) and check all of it (see
     :func:`check_entries`) without building any index."""
