@@ -18,8 +18,9 @@ def nq_slice(data_dir, tmp_path_factory):
 def test_compare_and_tune(sleuth, nq_slice, tmp_path):
     result = sleuth("dhr", "compare", "--corpus", nq_slice / "corpus.jsonl", "--questions",
                     nq_slice / "questions.jsonl", "--split", "all", "--k1", "10", "--top-k", "1", "--top-k", "5",
-                    "--json", tmp_path / "rows.json")
+                    "--json", tmp_path / "rows.json", "--max-queries", "30")
     assert result.returncode == 0, result.stderr
+    assert json.loads((tmp_path / "rows.json").read_text())["questions"] == 30  # the first 30 of the 40
     rows = {r["name"]: r["measures"] for r in json.loads((tmp_path / "rows.json").read_text())["rows"]}
     assert list(rows) == ["BM25", "flat dense (minilm)", "DHR-D (documents)", "DHR-P", "DHR w/o rerank (k1=10)",
                           "DHR serial (k1=10, lambda=1)", "DHR parallel (lambda=1)"]
@@ -36,6 +37,7 @@ def test_compare_and_tune(sleuth, nq_slice, tmp_path):
                    "--split", "all", "--k1", "10", "--metric-k", "5")
     assert tuned.returncode == 0, tuned.stderr
     choice = json.loads(tuned.stdout.strip().splitlines()[-1])
+    assert choice["questions"] == 40
     assert 0.0 <= choice["lambda"] <= 2.0 and len(choice["coarse"]) == 21
     assert choice["Top-5"] == max(choice["coarse"].values())
     prior = sleuth("dhr", "tune", "--corpus", nq_slice / "corpus.jsonl", "--questions", nq_slice / "questions.jsonl",

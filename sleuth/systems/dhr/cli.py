@@ -24,8 +24,14 @@ SEARCHES = ("lambda", "length-prior")  # what `sleuth dhr tune` chooses
 PRIOR_DEPTH = 100  # passages per question re-ranked for each length prior
 
 
-def select_questions(path: Path, split: str, dev_fraction: float, seed: int) -> list[Query]:
-    """The questions of one side of the seeded train/dev split (the same split ``sleuth dhr train`` uses)."""
+#: ``--max-queries`` of compare and tune: the first N questions of the chosen side
+MAX_QUERIES = typer.Option(None, min=1, help="Only the first N questions of the chosen --split.")
+
+
+def select_questions(path: Path, split: str, dev_fraction: float, seed: int,
+                     max_queries: int | None = None) -> list[Query]:
+    """The questions of one side of the seeded train/dev split (the same split ``sleuth dhr train`` uses), the first
+    ``max_queries`` of them when given."""
     from sleuth.corpus.question_split import split_questions
     from sleuth.corpus.questions import read_questions
 
@@ -35,13 +41,13 @@ def select_questions(path: Path, split: str, dev_fraction: float, seed: int) -> 
     if not questions:
         raise InputError("no questions", path=path)
     if split == "all":
-        return questions
+        return questions[:max_queries]
     train, dev = split_questions(questions, dev_fraction, seed)
     chosen = dev if split == "dev" else train
     if not chosen:
         raise ConfigError(f"the {split} side of {len(questions)} questions split at --dev-fraction {dev_fraction} is "
                           f"empty; use --split all or more questions")
-    return chosen
+    return chosen[:max_queries]
 
 
 def check_index_options(index: Path | None, grouping: str | None, document_encoder: str | None,
@@ -156,6 +162,7 @@ def compare_command(
     lam: float = typer.Option(1.0, "--lambda", callback=non_negative_number, help="Weight of the document score."),
     top_k: list[int] | None = typer.Option(None, "--top-k", min=1, help="Accuracy cut-offs (default 1 5 20 100)."),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the rows as JSON here."),
+    max_queries: int | None = MAX_QUERIES,
     device: str = DEVICE,
 ) -> None:
     """Passage- and document-level top-k answer accuracy of BM25, flat dense, DHR-D, DHR-P and DHR (w/o rerank,
@@ -166,7 +173,7 @@ def compare_command(
     if json_out is not None:
         refuse_overwriting_inputs(json_out, [corpus, questions, index], option="--json", file=True)
     ks = sorted(set(top_k or DEFAULT_KS))
-    chosen = select_questions(questions, split, dev_fraction, seed)
+    chosen = select_questions(questions, split, dev_fraction, seed, max_queries)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
                   device)
     comparison = compare(setup, chosen, k1, lam, ks, flat_encoder)
@@ -199,6 +206,7 @@ def tune_command(
                                                "gate length_prior_below."),
     k1: int = typer.Option(100, min=1, help="Documents passed to the passage stage (search lambda)."),
     metric_k: int = typer.Option(20, "--metric-k", min=1, help="Maximise passage-level Top-k accuracy (the paper: 20)."),
+    max_queries: int | None = MAX_QUERIES,
     device: str = DEVICE,
 ) -> None:
     """Grid-search serial DHR's lambda (0..2 step 0.1, then step 0.01 around the best), or the default dhr score's
@@ -209,7 +217,7 @@ def tune_command(
     if search not in SEARCHES:
         raise ConfigError(f"unknown search '{search}' (known: {', '.join(SEARCHES)})")
     check_index_options(index, grouping, document_encoder, passage_encoder, factory, separator, distractors)
-    chosen = select_questions(questions, split, dev_fraction, seed)
+    chosen = select_questions(questions, split, dev_fraction, seed, max_queries)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
                   device, distractors)
     name = f"Top-{metric_k}"
