@@ -8,21 +8,23 @@ import pytest
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.stages.run import Hit, Run
 from sleuth.stages.run_formats import read_run
-from tests.cli_support import one_line_error
+from tests.cli_support import one_line_error, run_sleuth_here
 
 QUERIES = 30
 
 
-@pytest.fixture
-def two_runs(sleuth, tmp_path):
-    """BM25's top 20 of 30 SciFact claims, and the same hits with their order reversed (scores made up)."""
-    scifact = bundled_dataset_dir()
-    bm25 = tmp_path / "bm25.trec"
-    assert sleuth("retrieve", scifact, "--max-queries", QUERIES, "-k", 20, "--out", bm25).returncode == 0
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """BM25's top 20 of 30 SciFact claims, and the same hits with their order reversed (scores made up); made once
+    (read-only for the tests)."""
+    folder = tmp_path_factory.mktemp("fuse-runs")
+    bm25 = folder / "bm25.trec"
+    assert run_sleuth_here("retrieve", bundled_dataset_dir(), "--max-queries", QUERIES, "-k", 20, "--out", bm25,
+                           env={"SLEUTH_HOME": str(folder / "home")}).returncode == 0
     run = read_run(bm25)
     Run({qid: [Hit(h.id, float(rank)) for rank, h in enumerate(hits)] for qid, hits in run.items()}).sorted() \
-        .write_trec(tmp_path / "reversed.trec", tag="rev")
-    return bm25, tmp_path / "reversed.trec"
+        .write_trec(folder / "reversed.trec", tag="rev")
+    return bm25, folder / "reversed.trec"
 
 
 def test_fuse_writes_the_fusion_of_the_runs_as_retrieve_does_with_run_file_branches(sleuth, two_runs, tmp_path):
