@@ -25,6 +25,7 @@ import typer
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, console, pipeline_corpus, workspace
+from sleuth.cli.stage_settings import SETTINGS, parse_settings
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.service.admin import ENV_VAR
 from sleuth.service.hosts import LOOPBACK_ADDRESSES
@@ -80,6 +81,7 @@ def serve(
                                                        "(one actor per shard, spread over the nodes): local, auto or "
                                                        "HOST:PORT. Needs sleuth\\[ray]."),  # \\[: rich escape
     actor_cpus: float = typer.Option(0.5, min=0.01, help="CPUs reserved by each shard actor with --ray-address."),
+    settings: list[str] | None = SETTINGS,
 ) -> None:
     """Serve search over HTTP; the first pipeline or index is the default."""
     from sleuth.index.manifest import current_generation, read_manifest
@@ -95,6 +97,10 @@ def serve(
     if index and (corpus is not None or fmt is not None or field):  # before: ignored unsaid
         given = "--corpus" if corpus is not None else "--format" if fmt is not None else "--field"
         raise ConfigError(f"{given} goes with --pipeline: an --index folder holds its own passages")
+    if index and settings:
+        raise ConfigError("--set goes with --pipeline: it sets keys of pipeline stages, which --index folders have "
+                          "none of")
+    keys = parse_settings(settings)
     if api_key is not None:
         if api_key_file is not None:
             raise ConfigError("give --api-key-file or --api-key, not both")
@@ -133,12 +139,13 @@ def serve(
             stages[name] = stage
         if not index:
             ws = workspace(source, device)
-            stages = pipeline_stages(served, ws)
+            stages = pipeline_stages(served, ws, keys)
         return stages
 
     if not index:
         served = served_pipelines(corpus, pipeline)
-        source = pipeline_corpus(served, corpus, fmt, field, "serving")  # none for index: paths or run files
+        served_configs(served, keys)  # every config and --set checked before the corpus is named
+        source = pipeline_corpus(served, corpus, fmt, field, "serving", keys)  # none for index: paths, run files
     try:
         import uvicorn
     except ImportError:
@@ -208,18 +215,19 @@ def served_pipelines(corpus: Path | None, pipeline: list[str] | None) -> list[st
     return [name for name in BUNDLED_PIPELINES if name in known]
 
 
-def pipeline_stages(names: list[str], ws) -> dict[str, Stage]:
-    """The served pipelines by name: the first built now (it is the default), the others as
-    :class:`~sleuth.service.lazy.LazyStage` s the service builds in the background, in this order. Every config is
-    checked first, so a typo in any of them, or two of one name, is a one-line error before anything is built."""
-    from sleuth.pipelines.config import builtin_pipelines, load_pipeline, validate_pipeline
+def served_configs(names: list[str], stage_keys: dict | None = None) -> dict[str, dict]:
+    """The served pipelines' configs by the name given (a stage name: ``{"name", "stages"}`` of that stage), with
+    ``stage_keys`` set (``--set``), checked whole: a typo in any of them, two of one name or a ``--set`` no pipeline
+    takes is a one-line ConfigError, before anything is built (and before the corpus is named)."""
+    from sleuth.cli.stage_settings import check_settings_apply
+    from sleuth.pipelines.config import builtin_pipelines, validate_pipeline
     from sleuth.pipelines.registry import STAGES, load_stage_modules
-    from sleuth.service.lazy import LazyStage
 
     load_stage_modules()
     builtin = builtin_pipelines()
-    configs = {name: ({"name": name} if name in STAGES and name not in builtin else validate_pipeline(name))
-               for name in names}
+    configs = {name: ({"name": name, "stages": [name]} if name in STAGES and name not in builtin
+                      else validate_pipeline(name, stage_keys)) for name in names}
+    check_settings_apply(stage_keys or {}, list(configs.values()))
     sources: dict[str, str] = {}
     for source, config in configs.items():  # before: the later one replaced the earlier under its name, unsaid
         name = str(config["name"])
@@ -227,15 +235,25 @@ def pipeline_stages(names: list[str], ws) -> dict[str, Stage]:
             raise ConfigError(f"--pipeline {sources[name]} and --pipeline {source} are both named '{name}' "
                               "(pipelines are served by name): rename one of them")
         sources[name] = source
+    return configs
+
+
+def pipeline_stages(names: list[str], ws, stage_keys: dict | None = None) -> dict[str, Stage]:
+    """The served pipelines by name: the first built now (it is the default), the others as
+    :class:`~sleuth.service.lazy.LazyStage` s the service builds in the background, in this order, each with
+    ``stage_keys`` set (``--set``); the configs are checked first (:func:`served_configs`)."""
+    from sleuth.pipelines.config import load_pipeline
+    from sleuth.service.lazy import LazyStage
+
     stages: dict[str, Stage] = {}
-    for i, (source, config) in enumerate(configs.items()):
+    for i, (source, config) in enumerate(served_configs(names, stage_keys).items()):
         description = str(config.get("description") or "")
         if i == 0:
-            stage = load_pipeline(source, ws)
+            stage = load_pipeline(source, ws, stage_keys)
             stage.description = description
         else:
-            stage = LazyStage(str(config["name"]), functools.partial(load_pipeline, source, ws), description,
-                              on_built=announce_built)
+            stage = LazyStage(str(config["name"]), functools.partial(load_pipeline, source, ws, stage_keys),
+                              description, on_built=announce_built)
         stages[stage.name] = stage
     return stages
 

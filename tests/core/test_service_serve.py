@@ -146,15 +146,17 @@ def test_a_quest_pipeline_is_served(tmp_path, data_dir):
 
 def test_a_pipeline_of_index_paths_is_served_without_the_bundled_corpus(tmp_path, scifact_passages):
     """`sleuth serve --pipeline mine.yaml` whose stage names an index folder: it serves that index (before: it also
-    said it served the bundled SciFact)."""
+    said it served the bundled SciFact), with a key set by --set."""
     index = tmp_path / "small"
     BM25Index.build(scifact_passages[:50], index, show_progress=False)
     config = tmp_path / "mine.yaml"
     config.write_text(f"name: mine\nstages:\n  - bm25: {{index: {index}}}\n")
     log: list[str] = []
-    with sleuth_server(["--pipeline", str(config)], env={"SLEUTH_HOME": str(tmp_path / "home")}, log=log) as url:
+    with sleuth_server(["--pipeline", str(config), "--set", "bm25.k=3"], env={"SLEUTH_HOME": str(tmp_path / "home")},
+                       log=log) as url:
         found = post(url, scifact_passages[7].text[:200], "mine")
     assert found["hits"][0]["id"] == scifact_passages[7].id
+    assert len(found["hits"]) == 3  # --set bm25.k=3 (the request asks for 5)
     assert {hit["id"] for hit in found["hits"]} <= {p.id for p in scifact_passages[:50]}
     assert any("serving on http://" in line for line in log) and not any("bundled" in line for line in log), log
 
@@ -166,6 +168,13 @@ def one_line_error(done) -> str:
     assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert "Traceback" not in done.stderr and "serving" not in done.stdout
     return lines[0]
+
+
+def test_a_set_no_served_pipeline_takes_is_refused(sleuth):
+    assert "no stage 'dhr' in the pipeline(s) run (bm25)" in one_line_error(
+        sleuth("serve", "--pipeline", "bm25", "--set", "dhr.lam=1", "--port", "0", timeout=120))
+    assert "--set goes with --pipeline" in one_line_error(
+        sleuth("serve", "--index", "somewhere", "--set", "bm25.k=3", "--port", "0", timeout=120))
 
 
 def test_a_port_out_of_range_is_refused(sleuth):
