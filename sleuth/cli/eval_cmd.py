@@ -22,6 +22,7 @@ from sleuth.eval.self_hits import exclusion_note
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
 from sleuth.pipelines.config import load_pipeline, reads_corpus, validate_pipeline
 from sleuth.stages.run_file import RunFile
+from sleuth.stages.run_formats import run_name
 
 DEFAULT_METRICS = ("nDCG@10", "R@100")
 DEFAULT_DEPTH = 1000
@@ -355,7 +356,7 @@ def named_run_files(values: list[str]) -> dict[str, Path]:
     for value in values:
         name, sep, path_text = value.partition("=")
         if not sep or not name.strip() or Path(value).exists():
-            name, path_text = Path(Path(value).name.removesuffix(".gz").removesuffix(".bz2")).stem, value
+            name, path_text = run_name(value), value
         path = Path(path_text)
         if not path.is_file():
             raise ConfigError(f"--run {value}: {path} is not a file" if path.exists() else

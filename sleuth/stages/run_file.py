@@ -9,7 +9,7 @@ from pathlib import Path
 from sleuth.corpus.model import Query
 from sleuth.stages.base import Stage, check_k
 from sleuth.stages.run import Run
-from sleuth.stages.run_formats import read_run
+from sleuth.stages.run_formats import read_run, run_name
 
 
 class RunFile(Stage):
@@ -24,7 +24,7 @@ class RunFile(Stage):
         self.k = None if k is None else check_k(k, "run_file")
         self.path = None if isinstance(run, Run) else Path(run)
         self.run = run if isinstance(run, Run) else read_run(run)
-        self.name = name or (self.path.stem if self.path is not None else "run")
+        self.name = name or (run_name(self.path) if self.path is not None else "run")
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         if candidates is None:

@@ -12,10 +12,25 @@ from sleuth.errors import ConfigError, InputError
 from sleuth.stages.run import Run
 
 
+def uncompressed_name(path: str | Path) -> str:
+    """A file's name without the ``.gz`` / ``.bz2`` that makes sleuth read and write it compressed."""
+    name = Path(path).name
+    for suffix in (".gz", ".bz2"):
+        if name.lower().endswith(suffix):
+            return name[:-len(suffix)]
+    return name
+
+
+def run_name(path: str | Path) -> str:
+    """The name a run file goes by (a table row, a stage): its file name without its suffixes of format and
+    compression (``runs/bm25.trec.gz`` -> ``bm25``)."""
+    return Path(uncompressed_name(path)).stem
+
+
 def is_jsonl_run(path: str | Path) -> bool:
     """Whether a run file is written and read as JSON Lines (its name ends in ``.jsonl``, or ``.jsonl.gz`` /
     ``.jsonl.bz2``: compressed, as any text file sleuth reads and writes)."""
-    return Path(path).name.lower().removesuffix(".gz").removesuffix(".bz2").endswith(".jsonl")
+    return uncompressed_name(path).lower().endswith(".jsonl")
 
 
 def check_trec_ids(run: Run, name: str) -> None:

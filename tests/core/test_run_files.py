@@ -336,6 +336,7 @@ def test_read_run_and_write_run_from_the_front_door(tmp_path):
     run = Run({"q 1": [Hit("Some Title", 2.0), Hit("Other", 1.0)], "q2": [Hit("d3", 0.5)]})
     sleuth.write_run(run, tmp_path / "run.jsonl.gz", tag="mine")
     back = sleuth.read_run(tmp_path / "run.jsonl.gz")
+    assert sleuth.RunFile(tmp_path / "run.jsonl.gz").name == "run"  # as `--run run.jsonl.gz` names its row
     assert {qid: [(h.id, h.score) for h in hits] for qid, hits in back.items()} == \
            {qid: [(h.id, h.score) for h in hits] for qid, hits in run.items()}
     with pytest.raises(Exception, match="whitespace|space"):
