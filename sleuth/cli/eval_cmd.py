@@ -65,6 +65,7 @@ class ReportOptions:
     as_json: bool = False
     exclude_self: bool | None = None  # None: on where the queries are corpus documents (see Experiment)
     per_query: Path | None = None
+    stage_keys: dict[str, dict] = field(default_factory=dict)  # --set, said in the caption (and JSON notes)
 
 
 def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None,
@@ -206,7 +207,7 @@ def eval_command(
         from sleuth.pipelines.mixed_source import with_distractors
 
         source = with_distractors(source, distractors)
-    options = ReportOptions(metric, top_k, runs_dir, as_json, exclude_self, per_query)
+    options = ReportOptions(metric, top_k, runs_dir, as_json, exclude_self, per_query, keys)
     check_task(task, options)  # a wrong qrels file or measure fails here, not after any index build
     if source is not None and (exclude_self is None or judged is not None):
         task.corpus_texts, task.corpus_ids = corpus_facts(query_list, judged, source)
@@ -386,6 +387,9 @@ def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict
     if not as_json:
         console.print(f"evaluating {len(stages)} pipeline(s) on {len(experiment.queries)} queries ...")
     result = experiment.run()
+    if options.stage_keys:  # what ran is on record with its figures
+        result.notes.append("stage keys set (--set): " + ", ".join(
+            f"{stage}.{key}={value!r}" for stage, keys in options.stage_keys.items() for key, value in keys.items()))
     if result.excluded_self is not None:
         console.print(Text(f"note: {exclusion_note(result.excluded_self)}", style="yellow"), soft_wrap=True)
     built = build_seconds or {}

@@ -50,6 +50,8 @@ def test_eval_and_retrieve_with_set_run_the_pipeline_with_those_keys(sleuth, sci
                         "--json")
         assert result.returncode == 0, result.stderr
         measured[bool(keys)] = json.loads(result.stdout)["pipelines"][0]["measures"]["RR"]
+        said = [note for note in json.loads(result.stdout)["notes"] if "--set" in note]
+        assert said == (["stage keys set (--set): bm25.k1=1.6, bm25.b=0.9"] if keys else [])  # on record
     queries = read_queries(scifact)[:QUERIES]
     ws = open_workspace(scifact, progress=False)
     from sleuth.eval.measures import mean, per_query
