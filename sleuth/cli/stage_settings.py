@@ -1,6 +1,6 @@
 """``--set STAGE.KEY=VALUE``: a key of a pipeline's stages set from the command line (``sleuth search``, ``retrieve``,
-``eval`` and ``serve``), as ``load_pipeline(stage_keys=...)`` sets it in Python: a parameter sweep without a YAML file
-per value (``--set bm25.k1=1.2``)."""
+``eval``, ``serve`` and ``quest predict``), as ``load_pipeline(stage_keys=...)`` sets it in Python: a parameter sweep
+without a YAML file per value (``--set bm25.k1=1.2``)."""
 
 from __future__ import annotations
 

@@ -33,6 +33,12 @@ def test_corpus_predict_and_eval(sleuth, val_head, tmp_path):
     predicted = read_quest_predictions(predictions)
     assert list(predicted) == ["val-0001", "val-0002", "val-0003", "val-0004"]
     assert all(len(q.metadata["docs"]) == 5 and len(q.metadata["ranking"]) >= 5 for q in predicted.values())
+    capped = tmp_path / "capped.jsonl"  # --set, as sleuth eval takes it: BM25's top 7 only
+    result = sleuth("quest", "predict", val_head, "--documents", documents, "--pipeline", "quest-bm25",
+                    "--set", "bm25.k=7", "--max-queries", 4, "--out", capped)
+    assert result.returncode == 0, result.stderr
+    assert [q.metadata["ranking"] for q in read_quest_predictions(capped).values()] == \
+           [q.metadata["ranking"][:7] for q in predicted.values()]
 
     gold_as_prediction = tmp_path / "gold.jsonl"
     write_quest_predictions(gold_as_prediction, read_quest_examples(val_head))

@@ -16,6 +16,7 @@ import typer
 from rich.table import Table
 
 from sleuth.cli.common import DEVICE, console, out
+from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings
 from sleuth.errors import ConfigError, InputError
 from sleuth.overwrite import refuse_overwriting_inputs
 
@@ -56,6 +57,7 @@ def predict_command(
     domain: list[str] | None = typer.Option(None, help="Only these domains (repeatable)."),
     max_queries: int | None = typer.Option(None, min=1, help="Only the first N queries."),
     device: str = DEVICE,
+    settings: list[str] | None = SETTINGS,
 ) -> None:
     """Run a pipeline on QUEST queries and write the predicted sets (docs, scores) and rankings."""
     from sleuth.corpus.model import Query
@@ -68,10 +70,11 @@ def predict_command(
 
     refuse_overwriting_inputs(out_path, [examples, documents, pipeline if Path(pipeline).is_file() else None],
                               file=True)
-    validate_pipeline(pipeline)
+    keys = parse_settings(settings)
+    check_settings_apply(keys, [validate_pipeline(pipeline, keys)])
     task = load_task(examples, domain)
     queries = task.queries[:max_queries] if max_queries is not None else task.queries
-    stage = load_pipeline(pipeline, quest_workspace(documents, device))
+    stage = load_pipeline(pipeline, quest_workspace(documents, device), keys)
     run = transform_counted(SetWithRanking(stage, ranking_depth), queries, f"predicting with {stage.name}")
     predictions = []
     for query in queries:
