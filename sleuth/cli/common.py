@@ -79,15 +79,14 @@ def build_note(built: dict[str, float]) -> str:
             f"({each})")
 
 
-def pipeline_corpus(pipelines: str | list[str], corpus: Path | None, fmt: str | None, field: list[str] | None,
-                    what: str = "searching", stage_keys: dict | None = None) -> CorpusSource | None:
-    """The corpus the pipelines search: ``corpus``; the bundled SciFact, said on stderr, when none is given; or none
-    where no pipeline reads a corpus (run files, ``index:`` paths: :func:`sleuth.pipelines.config.reads_corpus`),
-    which the bundled SciFact would only be named for; ``stage_keys``: as ``--set`` sets them."""
-    from sleuth.pipelines.config import pipeline_reads_corpus
+def pipeline_corpus(configs: list[dict], corpus: Path | None, fmt: str | None, field: list[str] | None,
+                    what: str = "searching") -> CorpusSource | None:
+    """The corpus the pipelines of these (checked) configs search: ``corpus``; the bundled SciFact, said on stderr,
+    when none is given; or none where no pipeline reads a corpus (run files, ``index:`` paths:
+    :func:`sleuth.pipelines.config.reads_corpus`), which the bundled SciFact would only be named for."""
+    from sleuth.pipelines.config import reads_corpus
 
-    names = [pipelines] if isinstance(pipelines, str) else pipelines
-    if corpus is None and not any(pipeline_reads_corpus(name, stage_keys) for name in names):
+    if corpus is None and not any(reads_corpus(config["stages"]) for config in configs):
         refuse_corpus_options(fmt, field is not None)
         return None
     source = corpus_source(corpus, fmt, field)

@@ -74,7 +74,7 @@ def retrieve(
     if ray_address is None:
         refuse_given(ctx, ("ray_workers",), "without --ray-address nothing runs on Ray")
     builder, built = stage_builder(index, corpus, fmt, field, distractors, pipeline, k, device,
-                                   on_ray=ray_address is not None, stage_keys=keys)
+                                   on_ray=ray_address is not None, stage_keys=keys, config=config)
     if ray_address is None:
         stage = builder()  # index builds show their progress here, and are said apart in the summary
         started = time.perf_counter()
@@ -117,17 +117,21 @@ def checked_queries(query_list: list[Query], path: Path, max_queries: int | None
 
 def stage_builder(index: Path | None, corpus: Path | None, fmt: str | None, field: list[str] | None,
                   distractors: list[Path] | None, pipeline: str, k: int, device: str, on_ray: bool = False,
-                  stage_keys: dict | None = None) -> tuple[Callable[[], Stage], dict[str, float]]:
+                  stage_keys: dict | None = None,
+                  config: dict | None = None) -> tuple[Callable[[], Stage], dict[str, float]]:
     """A builder of the stage to run (``on_ray``: a picklable one, for each Ray worker): an index folder's own (``k``
     results deep), else the pipeline over the corpus (with its distractors; none for a pipeline that reads no
-    corpus, such as one of run files, when no ``--corpus`` is given: :func:`pipeline_corpus`), checked here, with
-    ``stage_keys`` set (as ``--set`` sets them). Also returns the seconds each index built in this process took, by
-    cache key (filled as the builder runs; Ray workers' builds are not seen)."""
+    corpus, such as one of run files, when no ``--corpus`` is given: :func:`pipeline_corpus`, told by its checked
+    ``config``, which a pipeline needs), checked here, with ``stage_keys`` set (as ``--set`` sets them). Also
+    returns the seconds each index built in this process took, by cache key (filled as the builder runs; Ray
+    workers' builds are not seen)."""
     if index is not None:
         from sleuth.pipelines.index_stage import stage_for_index
 
         return partial(stage_for_index, index.resolve(), k, device), {}
-    source = pipeline_corpus(pipeline, corpus, fmt, field, stage_keys=stage_keys)
+    if config is None:
+        raise ConfigError(f"pipeline '{pipeline}': its checked config is needed to build it")
+    source = pipeline_corpus([config], corpus, fmt, field)
     if source is not None and distractors:
         from sleuth.pipelines.mixed_source import with_distractors
 

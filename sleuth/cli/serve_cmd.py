@@ -144,8 +144,8 @@ def serve(
 
     if not index:
         served = served_pipelines(corpus, pipeline)
-        served_configs(served, keys)  # every config and --set checked before the corpus is named
-        source = pipeline_corpus(served, corpus, fmt, field, "serving", keys)  # none for index: paths, run files
+        configs = served_configs(served, keys)  # every config and --set checked before the corpus is named
+        source = pipeline_corpus(list(configs.values()), corpus, fmt, field, "serving")  # none: index paths, runs
     try:
         import uvicorn
     except ImportError:
@@ -216,17 +216,13 @@ def served_pipelines(corpus: Path | None, pipeline: list[str] | None) -> list[st
 
 
 def served_configs(names: list[str], stage_keys: dict | None = None) -> dict[str, dict]:
-    """The served pipelines' configs by the name given (a stage name: ``{"name", "stages"}`` of that stage), with
-    ``stage_keys`` set (``--set``), checked whole: a typo in any of them, two of one name or a ``--set`` no pipeline
+    """The served pipelines' configs by the name given (a built-in, a YAML file or a stage name:
+    :func:`~sleuth.pipelines.config.pipeline_config`), with ``stage_keys`` set (``--set``), checked whole: a typo in any of them, two of one name or a ``--set`` no pipeline
     takes is a one-line ConfigError, before anything is built (and before the corpus is named)."""
     from sleuth.cli.stage_settings import check_settings_apply
-    from sleuth.pipelines.config import builtin_pipelines, validate_pipeline
-    from sleuth.pipelines.registry import STAGES, load_stage_modules
+    from sleuth.pipelines.config import pipeline_config
 
-    load_stage_modules()
-    builtin = builtin_pipelines()
-    configs = {name: ({"name": name, "stages": [name]} if name in STAGES and name not in builtin
-                      else validate_pipeline(name, stage_keys)) for name in names}
+    configs = {name: pipeline_config(name, stage_keys) for name in names}
     check_settings_apply(stage_keys or {}, list(configs.values()))
     sources: dict[str, str] = {}
     for source, config in configs.items():  # before: the later one replaced the earlier under its name, unsaid

@@ -145,11 +145,24 @@ def build_stages(entries: list[Any], workspace: Workspace, where: str) -> Stage:
 def load_pipeline(source: str | Path, workspace: Workspace | None = None,
                   stage_keys: dict[str, dict[str, Any]] | None = None, **keys: Any) -> Stage:
     """Build a pipeline from a built-in name, a YAML file or a stage name, bound to ``workspace`` (for corpus
-    indexes); the whole config is checked first, so a wrong key in a later stage or branch is reported
-    before any index is built. ``keys`` set keys of a one-stage pipeline's stage, checked like the config's own;
-    ``stage_keys`` (``{stage name: {key: value}}``) set keys of every stage of that name, fusion branches included
-    (``stage_keys={"dense": {"encoder": "minilm-onnx"}}`` runs the built-in hybrid with another encoder). The
-    pipeline is its stages wrapped under the config's name (a one-stage pipeline's stage keeps its own name)."""
+    indexes); the whole config is checked first (:func:`pipeline_config`), so a wrong key in a later stage or branch
+    is reported before any index is built. ``keys`` set keys of a one-stage pipeline's stage, checked like the
+    config's own; ``stage_keys`` (``{stage name: {key: value}}``) set keys of every stage of that name, fusion
+    branches included (``stage_keys={"dense": {"encoder": "minilm-onnx"}}`` runs the built-in hybrid with another
+    encoder). The pipeline is its stages wrapped under the config's name (a one-stage pipeline's stage keeps its own
+    name)."""
+    config = pipeline_config(source, stage_keys, **keys)
+    pipeline = Sequential([build_stages(config["stages"], workspace or Workspace(), where=config["_where"])],
+                          name=config["name"])
+    pipeline.description = config.get("description")
+    return pipeline
+
+
+def pipeline_config(source: str | Path, stage_keys: dict[str, dict[str, Any]] | None = None,
+                    **keys: Any) -> dict[str, Any]:
+    """The config :func:`load_pipeline` builds from ``source`` (a built-in name or a YAML file; a stage name: that
+    one stage, to compose), with ``keys`` and ``stage_keys`` set, checked whole (:func:`check_entries`) without
+    building anything; ``"_where"`` names it in error messages."""
     if not isinstance(source, (str, Path)):
         raise ConfigError(f"a pipeline is named by a built-in name, a YAML file or a stage name, got "
                           f"{type(source).__name__}")
@@ -166,10 +179,8 @@ def load_pipeline(source: str | Path, workspace: Workspace | None = None,
     if stage_keys:
         config["stages"] = with_stage_keys(config["stages"], stage_keys, where)
     check_entries(config["stages"], where, has_input=one_stage)  # all of it, before any index is built
-    pipeline = Sequential([build_stages(config["stages"], workspace or Workspace(), where=where)],
-                          name=config["name"])
-    pipeline.description = config.get("description")
-    return pipeline
+    config["_where"] = where
+    return config
 
 
 def with_keys(config: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
@@ -217,15 +228,6 @@ def reads_corpus(entries: list[Any]) -> bool:
         if STAGE_READS_CORPUS[name](params or {}):
             return True
     return False
-
-
-def pipeline_reads_corpus(source: str | Path, stage_keys: dict[str, dict[str, Any]] | None = None) -> bool:
-    """Whether a pipeline, as :func:`load_pipeline` takes it (a built-in name, a YAML file or a stage name; with
-    ``stage_keys`` set), reads the workspace's corpus (:func:`reads_corpus`); a bad config is a ConfigError."""
-    load_stage_modules()
-    if str(source) in STAGES and str(source) not in builtin_pipelines():
-        return reads_corpus([{str(source): (stage_keys or {}).get(str(source), {})}])
-    return reads_corpus(validate_pipeline(source, stage_keys)["stages"])
 
 
 def validate_pipeline(source: str | Path, stage_keys: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:

@@ -196,6 +196,16 @@ def test_a_pipeline_of_index_paths_searches_them_without_naming_the_bundled_corp
     assert rows["mine"] == rows["idx"] > 0
 
 
+def test_search_takes_a_stage_name_as_its_pipeline(sleuth, data_dir, tmp_path):
+    """As load_pipeline and sleuth serve do (`--pipeline dhr_p`: that one stage); this session's --set and
+    corpus checks had made search refuse it ("unknown pipeline 'dhr_p'")."""
+    corpus = tmp_path / "nq.jsonl"
+    corpus.write_text("".join((data_dir / "nq" / "corpus.jsonl").read_text().splitlines(keepends=True)[:60]))
+    result = sleuth("search", "nobel prize in physics", "--corpus", corpus, "--pipeline", "dhr_p", "-k", 2, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["hits"][0]["id"] == "nq00000"  # "List of Nobel laureates in Physics"
+
+
 @pytest.mark.parametrize("stages, reads", [
     ([{"run_file": {"path": "r.trec"}}, {"cutoff": {"k": 5}}], False),
     ([{"fuse": {"branches": [{"run_file": {"path": "r.trec"}}, {"bm25": {"index": "indexes/x"}}]}}], False),
