@@ -30,16 +30,14 @@ DEFAULT_DEPTH = 1000
 
 @dataclass
 class Targets:
-    """What is evaluated: pipelines (built-in names or YAML files, with ``stage_keys`` set), index folders (``depth``
-    results each) and TREC run files, and the names the table shows for them, pipelines first (see
-    :func:`table_names`)."""
+    """What is evaluated: pipelines (built-in names or YAML files), index folders (``depth`` results each) and TREC
+    run files, and the names the table shows for them, pipelines first (see :func:`table_names`)."""
 
     names: list[str]
     indexes: list[Path] = field(default_factory=list)
     depth: int = DEFAULT_DEPTH
     titles: list[str] = field(default_factory=list)
     runs: dict[str, Path] = field(default_factory=dict)  # --run files by the name the table shows
-    stage_keys: dict[str, dict] = field(default_factory=dict)  # --set STAGE.KEY=VALUE, over every pipeline
 
 
 @dataclass
@@ -65,7 +63,7 @@ class ReportOptions:
     as_json: bool = False
     exclude_self: bool | None = None  # None: on where the queries are corpus documents (see Experiment)
     per_query: Path | None = None
-    stage_keys: dict[str, dict] = field(default_factory=dict)  # --set, said in the caption (and JSON notes)
+    stage_keys: dict[str, dict] = field(default_factory=dict)  # --set: every pipeline's (and the caption's)
 
 
 def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Path | None,
@@ -212,7 +210,7 @@ def eval_command(
     if source is not None and (exclude_self is None or judged is not None):
         task.corpus_texts, task.corpus_ids = corpus_facts(query_list, judged, source)
     ws = workspace(source, device, progress=not as_json)
-    targets = Targets(names, index or [], depth or DEFAULT_DEPTH, titles, run_files, keys)
+    targets = Targets(names, index or [], depth or DEFAULT_DEPTH, titles, run_files)
     if ray_address is not None:
         run_on_ray(ray_address, ray_workers, targets, ws, task, options)
         return
@@ -436,7 +434,7 @@ def run_on_ray(address: str, workers: int, targets: Targets, ws, task: Task, opt
     from sleuth.scale.ray_eval import pipeline_builder, ray_pipelines
     from sleuth.scale.session import ray_session
 
-    builders: dict = {title: pipeline_builder(name, ws.corpus, ws.home, ws.device, targets.stage_keys)
+    builders: dict = {title: pipeline_builder(name, ws.corpus, ws.home, ws.device, options.stage_keys)
                       for title, name in zip(targets.titles, targets.names)}
     for title, path in zip(targets.titles[len(targets.names):], targets.indexes):
         builders[title] = partial(stage_for_index, path.resolve(), targets.depth, ws.device)

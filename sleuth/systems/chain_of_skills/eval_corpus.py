@@ -3,8 +3,8 @@
 * ``questions`` (the default): the context paragraphs (10 per HotpotQA / 2WikiMultihopQA question) of the evaluated
   questions only, in one index: 100 questions -> 1,000 paragraphs.
 * ``pooled``: one fixed corpus, the context paragraphs of every question of the ``--questions`` files (whatever part
-  or ``--max-queries`` is evaluated) plus those of the ``--distractors`` files (e.g. the training files), as in the paper's
-  open setting where retrieval must find the gold among many.
+  or ``--max-queries`` is evaluated) plus those of the ``--distractors`` files (e.g. the training files), as in the
+  paper's open setting where retrieval must find the gold among many.
 
 Paragraphs are deduplicated by title, the first occurrence kept, and a paragraph's id is its title (supporting
 facts name titles): the same title never had two different paragraphs in these files but for 7 titles, each
