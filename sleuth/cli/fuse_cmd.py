@@ -13,7 +13,7 @@ from sleuth.cli.common import console
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
-from sleuth.stages.fusion import METHODS, NORMALISERS, Fuse
+from sleuth.stages.fusion import METHODS, NORMALISERS, Fuse, fusion_settings
 from sleuth.stages.run import trec_id_problem
 from sleuth.stages.run_file import RunFile
 from sleuth.stages.run_formats import check_trec_ids, is_jsonl_run, write_run
@@ -40,6 +40,7 @@ def fuse(
         raise ConfigError(f"fuse needs two or more run files, got {len(runs)}")
     if not is_jsonl_run(out) and (why := trec_id_problem(tag)):
         raise ConfigError(f"--tag {tag!r} {why}, which a TREC run file cannot hold")
+    fusion_settings(method, weight, normalise, len(runs))  # before the files are read
     stages = [RunFile(path, name=f"{path.name}#{i}") for i, path in enumerate(runs, start=1)]  # read and checked
     fused_stage = Fuse(stages, method=method, weights=weight, normalise=normalise, rrf_k=rrf_k, depth=depth,
                        name=tag)

@@ -17,7 +17,7 @@ from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_sett
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
-from sleuth.pipelines.config import load_pipeline, validate_pipeline
+from sleuth.pipelines.config import build_pipeline, validate_pipeline
 from sleuth.pipelines.front import read_queries
 from sleuth.progress import format_duration
 from sleuth.stages.base import Stage, check_query, transform_counted
@@ -138,7 +138,7 @@ def stage_builder(index: Path | None, corpus: Path | None, fmt: str | None, fiel
         source = with_distractors(source, distractors)
     ws = workspace(source, device)
     if not on_ray:
-        return partial(load_pipeline, pipeline, ws, stage_keys), ws.build_seconds
+        return partial(build_pipeline, config, ws), ws.build_seconds
     from sleuth.scale.ray_eval import pipeline_builder
 
     return pipeline_builder(pipeline, ws.corpus, ws.home, ws.device, stage_keys), {}

@@ -11,7 +11,7 @@ from sleuth.cli.common import DEVICE, console, out, pipeline_corpus, refuse_give
 from sleuth.cli.render import hits_json, hits_table
 from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings
 from sleuth.corpus.model import Query
-from sleuth.pipelines.config import load_pipeline, pipeline_config
+from sleuth.pipelines.config import build_pipeline, validate_pipeline
 from sleuth.pipelines.index_stage import stage_for_index
 from sleuth.stages.base import Stage, check_query
 
@@ -37,10 +37,10 @@ def search(
         stage: Stage = stage_for_index(index, k, device)
     else:
         keys = parse_settings(settings)
-        config = pipeline_config(pipeline, keys)  # a built-in, a YAML file or a stage name, checked whole
+        config = validate_pipeline(pipeline, keys)  # a built-in, a YAML file or a stage name, checked whole
         check_settings_apply(keys, [config])
         source = pipeline_corpus([config], corpus, fmt, field)
-        stage = load_pipeline(pipeline, workspace(source, device, progress=not as_json), keys)
+        stage = build_pipeline(config, workspace(source, device, progress=not as_json))
     hits = stage.search(query, k=k)
     if as_json:
         print(hits_json(query, hits))

@@ -217,12 +217,13 @@ def served_pipelines(corpus: Path | None, pipeline: list[str] | None) -> list[st
 
 def served_configs(names: list[str], stage_keys: dict | None = None) -> dict[str, dict]:
     """The served pipelines' configs by the name given (a built-in, a YAML file or a stage name:
-    :func:`~sleuth.pipelines.config.pipeline_config`), with ``stage_keys`` set (``--set``), checked whole: a typo in any of them, two of one name or a ``--set`` no pipeline
-    takes is a one-line ConfigError, before anything is built (and before the corpus is named)."""
+    :func:`~sleuth.pipelines.config.validate_pipeline`), with ``stage_keys`` set (``--set``), checked whole: a typo
+    in any of them, two of one name or a ``--set`` no pipeline takes is a one-line ConfigError, before anything is
+    built (and before the corpus is named)."""
     from sleuth.cli.stage_settings import check_settings_apply
-    from sleuth.pipelines.config import pipeline_config
+    from sleuth.pipelines.config import validate_pipeline
 
-    configs = {name: pipeline_config(name, stage_keys) for name in names}
+    configs = {name: validate_pipeline(name, stage_keys) for name in names}
     check_settings_apply(stage_keys or {}, list(configs.values()))
     sources: dict[str, str] = {}
     for source, config in configs.items():  # before: the later one replaced the earlier under its name, unsaid

@@ -54,11 +54,13 @@ def parse_settings(values: list[str] | None) -> StageKeys:
 
 def stage_names(entries: list[Any]) -> set[str]:
     """The names of the stages of (checked) stage entries, fusion branches included."""
+    from sleuth.pipelines.config import split_entry
+
     names: set[str] = set()
     for entry in entries:
-        name, params = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
+        name, params = split_entry(entry, "a checked stage")
         names.add(name)
-        for branch in (params or {}).get("branches", []) if name == "fuse" else []:
+        for branch in params.get("branches", []) if name == "fuse" else []:
             names |= stage_names(branch if isinstance(branch, list) else [branch])
     return names
 

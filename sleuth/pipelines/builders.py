@@ -72,7 +72,7 @@ def fuse_stage(ws: Workspace, *, branches: list, method: Annotated[str, OneOf(FU
     return Fuse(built, method=method, weights=weights, normalise=normalise, rrf_k=rrf_k, depth=depth, name=name)
 
 
-@register_stage("cutoff", reads_corpus=False)
+@register_stage("cutoff", reads_corpus=False, needs_candidates=True)
 def cutoff_stage(ws: Workspace, *, k: Count) -> Cutoff:
     """Keep the top ``k`` candidates."""
     return Cutoff(k)
@@ -85,7 +85,7 @@ def run_file_stage(ws: Workspace, *, path: str, k: Count | None = None, name: st
     return RunFile(path, k=k, name=name)
 
 
-@register_stage("path_passages", reads_corpus=False)
+@register_stage("path_passages", reads_corpus=False, needs_candidates=True)
 def path_passages_stage(ws: Workspace) -> PathPassages:
     """An earlier stage's evidence paths (e.g. ``cos_chain``'s) as their passages, each once at its best path's rank."""
     return PathPassages()

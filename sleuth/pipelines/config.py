@@ -22,6 +22,7 @@ import yaml
 from sleuth.errors import ConfigError
 from sleuth.io import open_text
 from sleuth.pipelines.registry import (
+    NEEDS_CANDIDATES,
     STAGE_READS_CORPUS,
     STAGES,
     builder_arguments,
@@ -107,8 +108,9 @@ def refers_to_itself(value: Any, enclosing: frozenset[int] = frozenset()) -> boo
     return any(refers_to_itself(child, enclosing | {id(value)}) for child in children)
 
 
-def parse_entry(entry: Any, where: str) -> tuple[str, dict[str, Any]]:
-    """A stage entry is ``name`` or ``{name: {params}}``."""
+def split_entry(entry: Any, where: str) -> tuple[str, dict[str, Any]]:
+    """A stage entry, ``name`` or ``{name: {params}}``, as its name (a registered stage) and its parameters (a
+    mapping), their keys not yet checked (keys set from outside are merged first: :func:`with_stage_keys`)."""
     load_stage_modules()
     params: Any
     if isinstance(entry, str):
@@ -122,6 +124,12 @@ def parse_entry(entry: Any, where: str) -> tuple[str, dict[str, Any]]:
         raise ConfigError(f"{where}: unknown stage '{name}' (known: {', '.join(sorted(STAGES))})")
     if not isinstance(params, dict):
         raise ConfigError(f"{where}: stage '{name}': parameters must be a mapping")
+    return name, params
+
+
+def parse_entry(entry: Any, where: str) -> tuple[str, dict[str, Any]]:
+    """A stage entry (:func:`split_entry`) with its keys checked against its builder's."""
+    name, params = split_entry(entry, where)
     check_params(name, params, where)
     return name, params
 
@@ -151,7 +159,12 @@ def load_pipeline(source: str | Path, workspace: Workspace | None = None,
     branches included (``stage_keys={"dense": {"encoder": "minilm-onnx"}}`` runs the built-in hybrid with another
     encoder). The pipeline is its stages wrapped under the config's name (a one-stage pipeline's stage keeps its own
     name)."""
-    config = pipeline_config(source, stage_keys, **keys)
+    return build_pipeline(pipeline_config(source, stage_keys, **keys), workspace)
+
+
+def build_pipeline(config: dict[str, Any], workspace: Workspace | None = None) -> Stage:
+    """Build a checked config (:func:`pipeline_config`, :func:`validate_pipeline`) bound to ``workspace``: its stages
+    wrapped under the config's name."""
     pipeline = Sequential([build_stages(config["stages"], workspace or Workspace(), where=config["_where"])],
                           name=config["name"])
     pipeline.description = config.get("description")
@@ -195,8 +208,8 @@ def with_keys(config: dict[str, Any], keys: dict[str, Any]) -> dict[str, Any]:
 def with_stage_keys(entries: list[Any], stage_keys: dict[str, dict[str, Any]], where: str) -> list[Any]:
     """``entries`` with ``stage_keys[name]`` set over the keys of every stage called ``name`` (branches too)."""
     updated = []
-    for i, entry in enumerate(entries, start=1):
-        name, params = parse_entry(entry, f"{where}, stage {i}")
+    for i, entry in enumerate(entries, start=1):  # an entry's keys are checked with the set ones merged (a stage
+        name, params = split_entry(entry, f"{where}, stage {i}")  # named alone lacks its required keys until then)
         params = {**params, **stage_keys.get(name, {})}
         if name == "fuse":
             params["branches"] = [with_stage_keys(b if isinstance(b, list) else [b], stage_keys, f"{where}, stage {i}")
@@ -207,13 +220,14 @@ def with_stage_keys(entries: list[Any], stage_keys: dict[str, dict[str, Any]], w
 
 def check_entries(entries: list[Any], where: str, has_input: bool = False) -> None:
     """Check stage entries, and the branches of every ``fuse`` among them, without building anything: names, keys,
-    each value against its builder's annotation and each stage's check of its keys together, and that a ``cutoff``
-    has a ranking to cut (``has_input``: an earlier stage gives the entries candidates)."""
+    each value against its builder's annotation and each stage's check of its keys together, and that a stage that
+    works on an earlier ranking (a ``cutoff``, a reranker, a classifier) has one (``has_input``: an earlier stage
+    gives the entries candidates)."""
     for i, entry in enumerate(entries, start=1):
         name, params = parse_entry(entry, f"{where}, stage {i}")
-        if name == "cutoff" and i == 1 and not has_input:  # before: every query got no hits, exit 0
-            raise ConfigError(f"{where}, stage 1 'cutoff': cuts the ranking of an earlier stage, so it cannot come "
-                              "first")
+        if name in NEEDS_CANDIDATES and i == 1 and not has_input:  # before: a cutoff gave every query no hits
+            raise ConfigError(f"{where}, stage 1 '{name}': {'cuts' if name == 'cutoff' else 'works on'} the ranking "
+                              "of an earlier stage, so it cannot come first")
         for j, branch in enumerate(params.get("branches", []) if name == "fuse" else [], start=1):
             check_entries(branch if isinstance(branch, list) else [branch], f"{where}, stage {i}, branch {j}",
                           has_input or i > 1)
@@ -224,17 +238,16 @@ def reads_corpus(entries: list[Any]) -> bool:
     without an ``index:`` path, a ``fuse`` with such a branch, any system stage; not a ``run_file``, ``cutoff`` or
     ``path_passages``."""
     for entry in entries:
-        name, params = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
-        if STAGE_READS_CORPUS[name](params or {}):
+        name, params = split_entry(entry, "a checked stage")
+        if STAGE_READS_CORPUS[name](params):
             return True
     return False
 
 
 def validate_pipeline(source: str | Path, stage_keys: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Read a config (with ``stage_keys`` set, as :func:`load_pipeline` sets them) and check all of it (see
-    :func:`check_entries`) without building any index."""
-    config = read_config(source)
-    if stage_keys:
-        config["stages"] = with_stage_keys(config["stages"], stage_keys, config["_source"])
-    check_entries(config["stages"], config["_source"])
+    """The config of a pipeline run on its own over queries, as the CLI runs one: :func:`pipeline_config`'s (a
+    built-in, a YAML file or a stage name; ``stage_keys`` set; checked whole, nothing built), and a first stage that
+    cuts an earlier ranking (``--pipeline cutoff``) refused, as nothing comes before it."""
+    config = pipeline_config(source, stage_keys)
+    check_entries(config["stages"], config["_where"])
     return config

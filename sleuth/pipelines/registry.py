@@ -19,19 +19,25 @@ ReadsCorpus = Callable[[dict[str, Any]], bool]
 STAGES: dict[str, Builder] = {}
 STAGE_CHECKS: dict[str, StageCheck] = {}
 STAGE_READS_CORPUS: dict[str, ReadsCorpus] = {}
+#: stages that work on an earlier stage's ranking (a cutoff, a reranker, a classifier), so cannot come first
+NEEDS_CANDIDATES: set[str] = set()
 
 
-def register_stage(name: str, check: StageCheck | None = None,
-                   reads_corpus: ReadsCorpus | bool = True) -> Callable[[Builder], Builder]:
+def register_stage(name: str, check: StageCheck | None = None, reads_corpus: ReadsCorpus | bool = True,
+                   needs_candidates: bool = False) -> Callable[[Builder], Builder]:
     """Decorator: make ``builder(workspace, **params)`` available as stage ``name`` in pipeline configs; ``check``
     tests the keys together, before anything is built (each key alone is checked against its annotation);
     ``reads_corpus`` says whether the stage (with given keys) reads the workspace's corpus (default: it does), so
-    that a pipeline that reads none (run files, index paths) is not given one it would not use."""
+    that a pipeline that reads none (run files, index paths) is not given one it would not use;
+    ``needs_candidates``: the stage works on an earlier stage's ranking, so a config that puts it first is refused
+    before anything is built."""
 
     def decorate(builder: Builder) -> Builder:
         STAGES[name] = builder
         if check is not None:
             STAGE_CHECKS[name] = check
+        if needs_candidates:
+            NEEDS_CANDIDATES.add(name)
         STAGE_READS_CORPUS[name] = reads_corpus if callable(reads_corpus) else lambda params: reads_corpus
         return builder
 

@@ -40,6 +40,25 @@ def weights_problem(weights: Sequence[object], branches: int) -> str | None:
     return None
 
 
+def fusion_settings(method: str, weights: Sequence[float] | None, normalise: str | None,
+                    branches: int) -> tuple[list[float], str]:
+    """Checked fusion settings for ``branches`` rankings: the weights (default 1 each) and the normaliser (default
+    ``minmax``; refused with ``rrf``, which reads ranks only); an unknown method or normaliser, or weights that are
+    not one number >= 0 per ranking, is a ConfigError."""
+    if method not in METHODS:
+        raise ConfigError(f"fuse: unknown method '{method}' (known: {', '.join(METHODS)})")
+    if normalise is not None and method == "rrf":  # before: accepted and without effect
+        raise ConfigError(f"fuse: normalise '{normalise}' applies to method weighted; rrf fuses ranks")
+    normalise = normalise or "minmax"
+    if normalise not in NORMALISERS:
+        raise ConfigError(f"fuse: unknown normalise '{normalise}' (known: {', '.join(NORMALISERS)})")
+    weights = list(weights) if weights is not None else [1.0] * branches
+    problem = weights_problem(weights, branches)
+    if problem is not None:
+        raise ConfigError(f"fuse: {problem}")
+    return weights, normalise
+
+
 def reciprocal_rank_fusion(rankings: Sequence[list[Hit]], weights: Sequence[float], k: int = 60) -> dict[str, float]:
     """RRF (Cormack et al. 2009): sum over rankings of weight / (k + rank)."""
     fused: dict[str, float] = {}
@@ -84,17 +103,7 @@ class Fuse(Stage):
             if not isinstance(branch, Stage):
                 raise ConfigError(f"fuse: branch {i} is {type(branch).__name__} {branch!r:.40}, not a sleuth "
                                   f"stage{pipeline_hint(branch)}")
-        if method not in METHODS:
-            raise ConfigError(f"fuse: unknown method '{method}' (known: {', '.join(METHODS)})")
-        if normalise is not None and method == "rrf":  # before: accepted and without effect
-            raise ConfigError(f"fuse: normalise '{normalise}' applies to method weighted; rrf fuses ranks")
-        normalise = normalise or "minmax"
-        if normalise not in NORMALISERS:
-            raise ConfigError(f"fuse: unknown normalise '{normalise}' (known: {', '.join(NORMALISERS)})")
-        weights = list(weights) if weights is not None else [1.0] * len(branches)
-        problem = weights_problem(weights, len(branches))
-        if problem is not None:
-            raise ConfigError(f"fuse: {problem}")
+        weights, normalise = fusion_settings(method, weights, normalise, len(branches))
         self.branches, self.method, self.weights = list(branches), method, weights
         self.normalise, self.rrf_k = normalise, check_k(rrf_k, "fuse", "rrf_k")
         self.depth = check_k(depth, "fuse", "depth")

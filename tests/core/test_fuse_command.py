@@ -60,6 +60,7 @@ def test_fuse_writes_the_fusion_of_the_runs_as_retrieve_does_with_run_file_branc
     (("RUN", "REV", "--normalise", "zscore"), "normalise 'zscore' applies to method weighted"),
     (("RUN", "REV", "--method", "borda"), "unknown method 'borda'"),
     (("RUN", "missing.trec"), "missing.trec: file not found"),
+    (("RUN", "missing.trec", "--weight", 1), "1 weights for 2 branches"),  # settled before any file is read
     (("RUN", "REV", "--tag", "two words"), "--tag 'two words'"),
 ])
 def test_bad_fuse_input_is_one_line(sleuth, two_runs, tmp_path, args, fragment):

@@ -75,6 +75,10 @@ stages:
     ("stages:\n  - cutoff: {k: 2}\n", "stage 1 'cutoff': cuts the ranking of an earlier stage, so it cannot come first"),
     ("stages:\n  - fuse: {branches: [[cutoff: {k: 2}], bm25]}\n", "branch 1, stage 1 'cutoff': cuts the ranking"),
     ("stages:\n  - fuse: {normalise: zscore, branches: [bm25, dense]}\n", "normalise applies to method weighted"),
+    # session 35: a reranker or classifier first failed only when run, after its model and indexes were loaded
+    ("stages:\n  - path_passages\n", "stage 1 'path_passages': works on the ranking of an earlier stage"),
+    ("stages:\n  - classify\n  - cutoff: {k: 5}\n", "stage 1 'classify': works on the ranking of an earlier stage"),
+    ("stages:\n  - fuse: {branches: [bm25, cos_rerank]}\n", "branch 2, stage 1 'cos_rerank': works on the ranking"),
 ])
 def test_bad_configs_name_the_problem(tmp_path, text, message):
     path = write(tmp_path, text)

@@ -82,3 +82,35 @@ def test_bad_settings_are_one_line(sleuth, scifact, tmp_path, args, fragment):
     args = [str(bundled_dataset_dir() / "queries.jsonl") if a == "QUERIES" else
             str(tmp_path / "out.trec") if a == "OUT" else a for a in args]
     one_line_error(sleuth(*args), fragment)
+
+
+def test_a_stage_named_as_the_pipeline_gets_its_keys_from_set(sleuth, scifact, tmp_path):
+    """A stage name is a pipeline in every command (as in `load_pipeline` and `sleuth search`), and `--set` gives it
+    the keys it needs: `retrieve --pipeline run_file --set run_file.path=RUN` rewrites the run. Before, `retrieve`
+    and `eval` refused the stage name ("unknown pipeline 'run_file'") and `load_pipeline("run_file",
+    stage_keys=...)` checked the entry before merging the keys ("missing key 'path'")."""
+    queries = str(bundled_dataset_dir() / "queries.jsonl.gz")
+    first = tmp_path / "bm25.trec"
+    assert sleuth("retrieve", queries, "--max-queries", QUERIES, "-k", 10, "--out", first).returncode == 0
+    again = tmp_path / "again.trec"
+    result = sleuth("retrieve", queries, "--max-queries", QUERIES, "-k", 10, "--pipeline", "run_file", "--set",
+                    f"run_file.path={first}", "--tag", "bm25", "--out", again)
+    assert result.returncode == 0, result.stderr
+    assert again.read_text() == first.read_text()
+    three = read_queries(queries)[:3]
+    from_file = load_pipeline("run_file", stage_keys={"run_file": {"path": str(first)}}).transform(three)
+    assert [from_file.ids(q.id) for q in three] == [Run.read_trec(first).ids(q.id) for q in three]
+
+    result = sleuth("eval", scifact, "--pipeline", "run_file", "--set", f"run_file.path={first}", "--run",
+                    f"file={first}", "--max-queries", QUERIES, "--metric", "nDCG@10", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["pipelines"]
+    assert [row["name"] for row in rows] == ["run_file", "file"]
+    assert rows[0]["measures"] == rows[1]["measures"]
+
+
+def test_a_cutoff_cannot_be_the_pipeline_of_a_command(sleuth, tmp_path):
+    """`--pipeline cutoff --set cutoff.k=3` has no ranking to cut: refused, not a run of empty rankings."""
+    for args in (("search", "vitamin d"), ("retrieve", str(bundled_dataset_dir() / "queries.jsonl.gz"), "--out",
+                                           tmp_path / "run.trec")):
+        one_line_error(sleuth(*args, "--pipeline", "cutoff", "--set", "cutoff.k=3"), "cannot come first")

@@ -169,3 +169,12 @@ def test_predict_with_the_classifier_is_quiet_and_reports_progress(sleuth_proces
     assert result.returncode == 0, result.stderr
     assert "Warning" not in result.stderr and "deprecated" not in result.stderr, result.stderr
     assert "predicting with quest-bm25-classify: " in result.stderr, result.stderr
+
+
+def test_quest_predict_takes_a_stage_name_and_refuses_one_that_needs_candidates(sleuth, val_head, tmp_path):
+    """`--pipeline classify` alone (a stage name, taken since session 35) has no candidates to classify: refused at
+    once, before the task or any model is loaded, not when run."""
+    out = tmp_path / "pred.jsonl"
+    one_line_error(sleuth("quest", "predict", val_head, "--documents", val_head, "--pipeline", "classify", "--out",
+                          out), "stage 1 'classify': works on the ranking of an earlier stage, so it cannot come first")
+    assert not out.exists()

@@ -97,7 +97,7 @@ def cos_retrieve_stage(ws: Workspace, *, model: str | None = None, k: Count = 10
     return SingleRetrieve(cos_model(ws, model), skill_index(ws, model, "retrieval", search), k=k, name=name)
 
 
-@register_stage("cos_rerank")
+@register_stage("cos_rerank", needs_candidates=True)
 def cos_rerank_stage(ws: Workspace, *, model: str | None = None, name: str = "cos_rerank") -> Rerank:
     """Reranking (skill "reranking") of the candidates: dot(h_CLS, h_first_SEP)."""
     return Rerank(cos_model(ws, model), name=name)

@@ -147,7 +147,7 @@ def dhr_documents_stage(ws: Workspace, *, k: Count = DEFAULT_K1, documents: Back
                             device=ws.device, document=document)
 
 
-@register_stage("dhr_passages")
+@register_stage("dhr_passages", needs_candidates=True)
 def dhr_passages_stage(ws: Workspace, *, k: Count = 100, lam: float = DEFAULT_LAMBDA,
                        source: HierarchySource = HierarchySource(), search: VectorSearch = VectorSearch(),
                        name: str = "dhr_passages", combine: Combine = "add",

@@ -102,7 +102,7 @@ def dual_encoder_stage(ws: Workspace, *, k: Count = 1000, model: str | None = No
     return dense_retrieve(ws, k, encoder=str(model or shipped_dual_encoder_dir()), search=search, name=name)
 
 
-@register_stage("classify")
+@register_stage("classify", needs_candidates=True)
 def classify_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "tuned", system: str = "bm25",
                    retriever_weight: Any = "tuned", int8: bool = False, name: str = "classify") -> Classify:
     """Relevance classifier over the candidates, optionally voting with the retriever's score
@@ -111,7 +111,7 @@ def classify_stage(ws: Workspace, *, model: str | None = None, threshold: Any = 
                     show_progress=ws.show_progress, retriever_weight=resolve_weight(retriever_weight, model, system))
 
 
-@register_stage("setops")
+@register_stage("setops", needs_candidates=True)
 def setops_stage(ws: Workspace, *, model: str | None = None, threshold: Any = "tuned", system: str = "bm25+setops",
                  t_norm: Annotated[str, OneOf(T_NORMS)] = "min", int8: bool = False, split_and: bool = True,
                  split_modifiers: bool = True, expand: Annotated[str, OneOf(("bm25", "dense"))] | None = None,
