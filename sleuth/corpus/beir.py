@@ -78,8 +78,8 @@ def find_split(directory: Path, split: str) -> Path:
         if not present:
             raise InputError("no qrels/<split>.tsv file (expected a BEIR folder)", path=directory / "qrels") from None
         hint = "test" if "test" in present else present[0]
-        raise InputError(f"no '{split}' split; the splits present are {', '.join(present)}: pass --split {hint}",
-                         path=directory / "qrels" / f"{split}.tsv") from None
+        raise InputError(f"no '{split}' split; the splits present are {', '.join(present)}: pass --split {hint} "
+                         f"(in Python: split='{hint}')", path=directory / "qrels" / f"{split}.tsv") from None
 
 
 def find_file(directory: Path, name: str) -> Path:

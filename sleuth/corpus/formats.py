@@ -103,7 +103,8 @@ def detect_format(path: str | Path) -> str:
             return "smart"
         if tsv_columns(head):
             return "tsv"
-    raise InputError(f"cannot tell the corpus format; pass --format with one of: {', '.join(FORMATS)}", path=path)
+    raise InputError(f"cannot tell the corpus format; pass --format with one of: {', '.join(FORMATS)} (in Python: "
+                     "format=...)", path=path)
 
 
 def question_file_format(path: Path) -> str | None:

@@ -147,8 +147,8 @@ def document_from_record(obj: Mapping[str, Any], mapping: Mapping[str, str], pat
                          "name it with --field id=KEY", path=path, line=number)
     if mapping["text"] not in obj:
         found = ", ".join(sorted(obj)[:8]) or "none"
-        raise InputError(f"missing (the record's keys: {found}); name the text key with --field text=KEY",
-                         path=path, line=number, field=mapping["text"])
+        raise InputError(f"missing (the record's keys: {found}); name the text key with --field text=KEY (in "
+                         "Python: fields={'text': KEY})", path=path, line=number, field=mapping["text"])
     used = {id_key, mapping["title"], mapping["text"]}
     doc_id = require_id(obj, id_key, path, number)
     text = require(obj, mapping["text"], path, number)

@@ -296,7 +296,7 @@ class Experiment:
     run to the depth all share before measuring and testing (default); False leaves the runs whole and withholds
     the test of any pipeline whose depth differs from the baseline's.
     ``show_progress``: each pipeline's queries done, queries/s and time left (:mod:`sleuth.progress`; the
-    queries then run in chunks).
+    queries then run in chunks). ``names``: the table's names of the pipelines, one each, in their order.
     """
 
     def __init__(self, pipelines: Pipelines, queries: Iterable[Query | str], qrels: Qrels | None = None,
@@ -305,8 +305,9 @@ class Experiment:
                  ks: Iterable[int] = DEFAULT_KS, mode: str = "string", baseline: int | str | None = 0,
                  correction: str | None = "holm", test: str = "ttest", alpha: float = 0.05,
                  exclude_self: bool | None = None, corpus_texts: Mapping[str, str] | None = None,
-                 same_depth: bool = True, show_progress: bool = False, corpus_ids: Collection[str] | None = None):
-        self.pipelines = named_pipelines(pipelines)
+                 same_depth: bool = True, show_progress: bool = False, corpus_ids: Collection[str] | None = None,
+                 names: Sequence[str] | None = None):
+        self.pipelines = named_pipelines(pipelines, names)
         judged = JudgedQueries.of(queries, qrels, answers, measures, ks, corpus_ids)
         self.coverage, self.queries, self.qrels, self.answers = judged.coverage, judged.queries, judged.qrels, judged.answers
         self.measures, self.ks = judged.measures, judged.ks
@@ -359,7 +360,7 @@ class Experiment:
             notes.append(exclusion_note(excluded))
         untested: list[str] = []
         if self.same_depth:
-            runs, note = common_depth(runs)
+            runs, note = common_depth(runs, self.measures if self.qrels is not None else ())
             notes += [note] if note else []
         elif self.baseline is not None:
             untested = differing_depths(runs, self.baseline)
@@ -420,9 +421,15 @@ def as_qrels(qrels: Any) -> Qrels:
                       f"got {type(qrels).__name__}")
 
 
-def named_pipelines(pipelines: Pipelines) -> dict[str, Stage]:
-    """``{name: stage}`` from a mapping or a list of stages or ``(name, stage)`` pairs; anything else, or a repeated
-    name, raises a ConfigError."""
+def named_pipelines(pipelines: Pipelines, names: Sequence[str] | None = None) -> dict[str, Stage]:
+    """``{name: stage}`` from a mapping or a list of stages or ``(name, stage)`` pairs, renamed ``names`` where given
+    (one per pipeline, as PyTerrier's ``pt.Experiment(names=...)``); anything else, or a repeated name, raises a
+    ConfigError."""
+    if names is not None:
+        stages = list(named_pipelines(pipelines).values())
+        if isinstance(names, str) or len(list(names)) != len(stages):
+            raise ConfigError(f"names: one name per pipeline, {len(stages)}, got {names!r}"[:200])
+        return named_pipelines(list(zip(names, stages)))
     if isinstance(pipelines, (Stage, str)) or not isinstance(pipelines, Iterable):  # before: a TypeError
         what = f"one stage, '{pipelines.name}' (one pipeline: [stage])" if isinstance(pipelines, Stage) else \
             f"'{pipelines}' (build it with ws.pipeline('{pipelines}'))" if isinstance(pipelines, str) else \

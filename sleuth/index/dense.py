@@ -97,15 +97,32 @@ def add_vectors(index: faiss.Index, vectors: np.ndarray) -> None:
     index.add(vectors)
 
 
-def apply_search_params(index: faiss.Index, ef_search: int | None = None, nprobe: int | None = None) -> None:
-    """Set HNSW efSearch / IVF nprobe where the index type has them."""
-    if ef_search is not None and hasattr(faiss.downcast_index(index), "hnsw"):
-        faiss.downcast_index(index).hnsw.efSearch = ef_search  # type: ignore[attr-defined]  # faiss stubs: Index only
+def search_params_problem(index: faiss.Index, ef_search: int | None = None, nprobe: int | None = None) -> str | None:
+    """What is wrong with setting efSearch / nprobe on ``index`` (an index type without HNSW has no efSearch, one
+    without IVF no nprobe: setting them would change nothing), or None."""
+    kind = type(faiss.downcast_index(index)).__name__
+    if ef_search is not None and not hasattr(faiss.downcast_index(index), "hnsw"):
+        return f"ef_search applies to HNSW indexes (factory HNSW32 ...); this index is {kind}, so it would change " \
+               "nothing"
     if nprobe is not None:
         try:
-            faiss.extract_index_ivf(index).nprobe = nprobe
+            faiss.extract_index_ivf(index)
         except RuntimeError:
-            pass
+            return f"nprobe applies to IVF indexes (factory IVF1024,Flat ...); this index is {kind}, so it would " \
+                   "change nothing"
+    return None
+
+
+def apply_search_params(index: faiss.Index, ef_search: int | None = None, nprobe: int | None = None) -> None:
+    """Set HNSW efSearch / IVF nprobe; a ConfigError where the index type has no such setting
+    (:func:`search_params_problem`; before, it was ignored)."""
+    problem = search_params_problem(index, ef_search, nprobe)
+    if problem is not None:
+        raise ConfigError(f"dense: {problem}")
+    if ef_search is not None:
+        faiss.downcast_index(index).hnsw.efSearch = ef_search  # type: ignore[attr-defined]  # faiss stubs: Index only
+    if nprobe is not None:
+        faiss.extract_index_ivf(index).nprobe = nprobe
 
 
 @dataclass(frozen=True)
@@ -126,6 +143,19 @@ class VectorSearch:
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+    def problem(self) -> str | None:
+        """What is wrong with these settings together (efSearch without HNSW in the factory, nprobe without IVF),
+        found on an empty index of the factory before any vector is encoded, or None."""
+        if self.ef_search is None and self.nprobe is None:
+            return None
+        for dim in PROBE_DIMENSIONS:  # as factory_problem: a PQ factory needs a dimension its parts divide
+            try:
+                probe = faiss.index_factory(dim, self.factory, faiss.METRIC_INNER_PRODUCT)
+            except RuntimeError:
+                continue
+            return search_params_problem(probe, self.ef_search, self.nprobe)
+        return None  # not a factory FAISS builds: factory_problem says so
 
     def apply(self, index: faiss.Index) -> None:
         """Set this search's efSearch / nprobe on a FAISS index (where the index type has them)."""

@@ -32,7 +32,27 @@ def any_branch_reads_corpus(params: dict[str, Any]) -> bool:
     return any(reads_corpus(branch if isinstance(branch, list) else [branch]) for branch in params.get("branches", []))
 
 
-@register_stage("bm25", reads_corpus=without_index)
+#: BM25 keys fixed when an index is built (an index folder records its own): no effect with ``index:``
+BM25_BUILD_KEYS = ("method", "k1", "b", "stopwords", "stemmer")
+
+
+def fixed_at_build(params: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    """The keys of ``keys`` given beside an ``index:`` path, where they would change nothing, as a problem, or None."""
+    given = [key for key in keys if key in params]
+    if params.get("index") is None or not given:
+        return None
+    return (f"{', '.join(given)} {'is' if len(given) == 1 else 'are'} fixed when an index is built and the index "
+            f"folder records its own: leave {'it' if len(given) == 1 else 'them'} out with index:, or build an index "
+            "with the settings wanted (sleuth index)")
+
+
+def bm25_problem(params: dict[str, Any]) -> str | None:
+    """BM25 keys together: no build settings beside an ``index:`` path (before: ignored, so a k1 sweep over an index
+    folder gave one figure for every value)."""
+    return fixed_at_build(params, BM25_BUILD_KEYS)
+
+
+@register_stage("bm25", check=bm25_problem, reads_corpus=without_index)
 def bm25_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None,
                method: Annotated[str, OneOf(BM25_METHODS)] = "lucene", k1: NonNegative = 0.9, b: NonNegative = 0.4,
                stopwords: Annotated[Any, Check(stopwords_problem)] = "en", stemmer: str | None = "english",
@@ -42,10 +62,22 @@ def bm25_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None,
                          analyzer=Analyzer(stopwords=stopwords, stemmer=stemmer), name=name)
 
 
-@register_stage("dense", reads_corpus=without_index)
-def dense_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None, encoder: str = "minilm",
+def dense_problem(params: dict[str, Any]) -> str | None:
+    """Dense keys together: no ``factory`` beside an ``index:`` path (the index's is fixed), and no ``ef_search`` /
+    ``nprobe`` the factory's index type lacks (checked on the loaded index where an ``index:`` is given)."""
+    problem = fixed_at_build(params, ("factory",))
+    if problem is not None or params.get("index") is not None:
+        return problem
+    fields = {key: params[key] for key in ("factory", "ef_search", "nprobe") if key in params}
+    return VectorSearch(**fields).problem()
+
+
+@register_stage("dense", check=dense_problem, reads_corpus=without_index)
+def dense_stage(ws: Workspace, *, k: Count = 1000, index: str | None = None, encoder: str | None = None,
                 search: VectorSearch = VectorSearch(), name: str = "dense") -> DenseRetrieve:
-    """Dense retrieval over ``index`` (a path, sharded or not) or over the workspace corpus encoded with ``encoder``."""
+    """Dense retrieval over ``index`` (a path, sharded or not; queries encoded by the encoder it records, which
+    ``encoder`` may name but not change) or over the workspace corpus encoded with ``encoder`` (default
+    ``minilm``)."""
     return dense_retrieve(ws, k, index=index, encoder=encoder, search=search, name=name)
 
 

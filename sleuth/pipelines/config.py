@@ -174,8 +174,8 @@ def build_pipeline(config: dict[str, Any], workspace: Workspace | None = None) -
 def pipeline_config(source: str | Path, stage_keys: dict[str, dict[str, Any]] | None = None,
                     **keys: Any) -> dict[str, Any]:
     """The config :func:`load_pipeline` builds from ``source`` (a built-in name or a YAML file; a stage name: that
-    one stage, to compose), with ``keys`` and ``stage_keys`` set, checked whole (:func:`check_entries`) without
-    building anything; ``"_where"`` names it in error messages."""
+    one stage, to compose), with ``keys`` and ``stage_keys`` set (a ``name`` key names the pipeline too), checked
+    whole (:func:`check_entries`) without building anything; ``"_where"`` names it in error messages."""
     if not isinstance(source, (str, Path)):
         raise ConfigError(f"a pipeline is named by a built-in name, a YAML file or a stage name, got "
                           f"{type(source).__name__}")
@@ -189,6 +189,8 @@ def pipeline_config(source: str | Path, stage_keys: dict[str, dict[str, Any]] | 
         where = config["_source"]
         if keys:
             config["stages"], where = [with_keys(config, keys)], f"pipeline '{config['name']}'"
+    if isinstance(keys.get("name"), str) and keys["name"].strip():  # the pipeline is called what its stage is named
+        config["name"] = keys["name"]  # (before: ws.pipeline("bm25", name="b2") kept the name 'bm25')
     if stage_keys:
         config["stages"] = with_stage_keys(config["stages"], stage_keys, where)
     check_entries(config["stages"], where, has_input=one_stage)  # all of it, before any index is built

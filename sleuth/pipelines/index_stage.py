@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Params
 from sleuth.index.dense import VectorSearch
 from sleuth.index.tokenize import Analyzer
+from sleuth.models.registry import DEFAULT_ENCODER
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
 
@@ -23,16 +25,23 @@ def bm25_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, par
     return BM25Retrieve(ws.bm25(params, analyzer), k=k, name=name)
 
 
-def dense_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, encoder: str = "minilm",
+def dense_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, encoder: str | None = None,
                    search: VectorSearch = VectorSearch(), name: str = "dense") -> DenseRetrieve:
     """Dense retrieval over ``index`` (a folder, sharded or not; queries encoded by the encoder its manifest
-    records) or over the workspace corpus encoded with ``encoder``, searched with ``search``'s settings."""
+    records: an ``encoder`` named beside it must be that one) or over the workspace corpus encoded with ``encoder``
+    (default ``minilm``), searched with ``search``'s settings (a setting the index type lacks is a ConfigError)."""
     from sleuth.index.sharded import load_dense, set_search_params
 
     if index is not None:
         loaded = load_dense(index)
+        own = str(loaded.encoder_spec.get("name"))
+        if encoder is not None and encoder != own:  # before: ignored, the index's encoder used unsaid
+            raise ConfigError(f"dense: index {index} holds vectors of encoder '{own}', which encodes its queries; "
+                              f"encoder '{encoder}' cannot search it (leave encoder out with index:, or build an "
+                              "index with that encoder)")
         stage = DenseRetrieve(loaded, k=k, name=name, device=ws.device)
     else:
+        encoder = encoder or DEFAULT_ENCODER
         loaded = ws.dense(encoder, search.factory)
         stage = DenseRetrieve(loaded, encoder=ws.encoder(encoder), k=k, name=name)
     set_search_params(loaded, search)

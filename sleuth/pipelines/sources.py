@@ -59,8 +59,28 @@ def corpus_source(corpus: Path | None, fmt: str | None = None, fields: list[str]
         corpus, fmt = bundled_dataset_dir(), "beir"
     if not corpus.exists():
         raise ConfigError(f"corpus not found: {corpus}")
+    corpus, fmt = beir_corpus_file(corpus, fmt, fields)
     name = splitter if splitter != "window" else f"window{window_words}"
     mapping = dict(fields) if isinstance(fields, Mapping) else parse_fields(fields)
     source = CorpusSource(corpus, fmt, mapping, make_splitter(splitter, window_words), name)
     source.check()
     return source
+
+
+def beir_corpus_file(corpus: Path, fmt: str | None, fields: object = None) -> tuple[Path, str | None]:
+    """A BEIR folder (or its corpus file read as ``beir``) as its corpus file read as JSONL, which is how BEIR reads
+    it: one corpus, one index cache key, whether it is named by its folder (``sleuth.open``, ``sleuth search
+    --corpus``) or by its file (``sleuth eval DATASET``); before, a folder's key covered every file in it, so new
+    qrels or a note rebuilt its indexes. Any other corpus, or one given a field mapping, as given."""
+    from sleuth.corpus.beir import find_file
+    from sleuth.corpus.formats import detect_format
+
+    if fmt not in (None, "beir") or fields is not None:
+        return corpus, fmt
+    if corpus.is_dir():
+        if fmt is None and detect_format(corpus) != "beir":
+            return corpus, fmt
+        return find_file(corpus, "corpus.jsonl"), None  # a folder without one: its error names corpus.jsonl
+    if fmt is None or detect_format(corpus) != "jsonl":
+        return corpus, fmt
+    return corpus, None

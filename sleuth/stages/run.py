@@ -124,7 +124,8 @@ class Run(dict):
         lines = []
         for qid, hits in self.items():
             for rank, hit in enumerate(hits, start=1):
-                lines.append(f"{qid} Q0 {hit.id} {rank} {hit.score:.6f} {tag}\n")
+                lines.append(f"{qid} Q0 {hit.id} {rank} {hit.score:.9f} {tag}\n")  # 9 decimals: before, 6
+                # tied RRF scores 1e-6 apart, so the file read back in another order than written
         atomic_write_text(path, "".join(lines))
 
     def trec_problem(self) -> str | None:

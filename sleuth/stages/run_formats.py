@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from sleuth.errors import ConfigError, InputError
-from sleuth.stages.run import Run
+from sleuth.stages.run import Hit, Run
 
 
 def uncompressed_name(path: str | Path) -> str:
@@ -40,9 +42,21 @@ def check_trec_ids(run: Run, name: str) -> None:
         raise ConfigError(f"cannot write pipeline '{name}' as a TREC run file: {problem}")
 
 
-def write_run(run: Run, path: str | Path, tag: str = "sleuth") -> None:
-    """Write ``run`` atomically as JSON Lines (``.jsonl``) or as a TREC run file (any other name; an id it cannot
-    hold is an InputError, see :meth:`Run.write_trec`)."""
+def write_run(run: Run | Mapping[str, Sequence[Hit]] | Any, path: str | Path, tag: str = "sleuth") -> None:
+    """Write ``run`` (a Run, a ``{query id: [Hit, ...]}`` mapping or a PyTerrier results frame, as stages take
+    candidates) atomically as JSON Lines (``.jsonl``) or as a TREC run file (any other name; an id it cannot hold is
+    an InputError, see :meth:`Run.write_trec`); a score that is not a finite number, which :func:`read_run` would
+    refuse, is an InputError, and nothing is written."""
+    from sleuth.stages.base import as_candidates
+
+    if run is None:
+        raise InputError("write_run: no run given", path=path)
+    run = as_candidates(run) or Run()
+    for qid, hits in run.items():  # before: "nan" written, then refused on reading ("score is NaN")
+        bad = next((hit for hit in hits if not math.isfinite(hit.score)), None)
+        if bad is not None:
+            raise InputError(f"cannot write a run file: query '{qid}', document '{bad.id}' has score {bad.score}, "
+                             "which no run file reader takes", path=path)
     if not is_jsonl_run(path):
         run.write_trec(path, tag=tag)
         return

@@ -99,7 +99,7 @@ def test_trec_run_round_trip(tmp_path):
     path = tmp_path / "runs" / "demo.run"
     RUN.write_trec(path, tag="demo")
     first = path.read_text().splitlines()[0].split()
-    assert first == ["q1", "Q0", "d3", "1", "4.000000", "demo"]
+    assert first == ["q1", "Q0", "d3", "1", "4.000000000", "demo"]
     back = Run.read_trec(path)
     assert {qid: back.ids(qid) for qid in back} == {qid: RUN.ids(qid) for qid in RUN}
     assert back.scores() == RUN.scores()
@@ -383,3 +383,20 @@ def test_table_marks_direction_apart_from_the_p_value():
     assert [result.marker(name, "m") for name in result.names] == ["base", "▲ 0.0166*", "▼ 0.2000"]
     assert result.comparison("up", "m") == {"p_value": 0.0166, "difference": pytest.approx(0.4),
                                             "direction": "higher", "significant": True}
+
+
+def test_experiment_names_and_a_cut_that_changes_a_deeper_measure_are_said():
+    """`names=` as PyTerrier's; and where a run of depth 2 beside whole ones cuts them all, the note names the
+    measures that read deeper (an R@4 column held R@2 figures, said only by the depths)."""
+    shallow = ById() % 2
+    result = Experiment([ById(), shallow], QUERIES, qrels=EXP_QRELS, measures=["R@4", "R@1", "AP"],
+                        names=["whole", "top2"]).run()
+    assert result.names == ["whole", "top2"]
+    note = next(note for note in result.notes if "common depth 2" in note)
+    assert "so R@4, AP are measured on the top 2 of every run" in note and "R@1" not in note.split("so ")[1]
+    assert result.aggregate["whole"]["R@4"] == pytest.approx(1 / 3)  # only d1 in the top 2 (d3, d4 at 3 and 4)
+    whole = Experiment([ById(), shallow], QUERIES, qrels=EXP_QRELS, measures=["R@4"], names=["whole", "top2"],
+                       same_depth=False).run()
+    assert whole.aggregate["whole"]["R@4"] == 1.0
+    with pytest.raises(ConfigError, match="one name per pipeline, 2"):
+        Experiment([ById(), shallow], QUERIES, qrels=EXP_QRELS, names=["one"])

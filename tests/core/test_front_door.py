@@ -106,7 +106,8 @@ def test_a_misspelt_key_is_the_same_error_from_python_and_yaml(scifact_jsonl, tm
 def test_keys_and_stage_names_build_pipelines_that_keep_their_stages_names(scifact_jsonl):
     ws = sleuth.open(scifact_jsonl, progress=False)
     bm25 = ws.pipeline("bm25", k=5, name="mine")
-    assert bm25.name == "bm25" and [s.name for s in bm25.stages] == ["mine"]  # wrapped, not renamed
+    assert bm25.name == "mine" and [s.name for s in bm25.stages] == ["mine"]  # the pipeline named as its stage
+    assert ws.pipeline("bm25", k=5).name == "bm25"  # the built-in's name where no name is given
     assert bm25.description and "BM25" in bm25.description
     hits = bm25.search("vitamin d deficiency", k=10)
     assert len(hits) == 5 and hits[0].score >= hits[-1].score
@@ -194,3 +195,27 @@ def test_a_path_that_is_not_a_corpus_fails_at_open_not_at_first_use(tmp_path, sc
         sleuth.open(fields={"text": "body"})
     with pytest.raises(ConfigError, match="a pipeline is named by .*, got NoneType"):  # was a TypeError
         sleuth.open(scifact_jsonl).pipeline(None)
+
+
+def test_a_beir_folder_is_keyed_by_its_corpus_file(tmp_path):
+    """`sleuth.open(folder)` keyed its indexes on every file of the folder (new qrels, a touched queries.jsonl or a
+    note rebuilt them) and apart from the CLI's key for the same corpus (`sleuth eval DATASET` names its
+    corpus.jsonl): one key now, the corpus file's, whichever way the corpus is named."""
+    import shutil
+
+    from sleuth.corpus.bundled import bundled_dataset_dir
+    from sleuth.pipelines.sources import corpus_source
+
+    folder = tmp_path / "scifact"
+    shutil.copytree(bundled_dataset_dir(), folder)
+    workspace = sleuth.open(folder)
+    key = workspace.source().fingerprint()
+    assert key == corpus_source(folder / "corpus.jsonl.gz").fingerprint() == \
+        corpus_source(folder, "beir").fingerprint()
+    (folder / "NOTES.txt").write_text("judged by hand\n")
+    os.utime(folder / "queries.jsonl.gz")
+    assert sleuth.open(folder).source().fingerprint() == key
+    (folder / "corpus.jsonl.gz").write_bytes((folder / "corpus.jsonl.gz").read_bytes())  # the corpus rewritten
+    assert sleuth.open(folder).source().fingerprint() != key
+    hits = sleuth.open(folder, progress=False).pipeline("bm25").search("vitamin d", k=3)
+    assert len(hits) == 3 and all(hit.text for hit in hits)

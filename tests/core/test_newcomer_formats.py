@@ -103,7 +103,7 @@ def test_jsonl_without_an_id_key_suggests_the_field_option(tmp_path, scifact_row
 def test_format_error_names_the_option_and_the_help_lists_the_same_formats(tmp_path, sleuth):
     notes = tmp_path / "notes.txt"
     notes.write_text("just some words\n")
-    with pytest.raises(InputError, match="pass --format with one of: " + ", ".join(FORMATS) + "$"):
+    with pytest.raises(InputError, match="pass --format with one of: " + ", ".join(FORMATS) + r" \(in Python: format="):
         detect_format(notes)
     for command in ("index", "eval", "search", "serve"):
         shown = sleuth(command, "--help").stdout

@@ -29,7 +29,7 @@ def test_pipeline_over_an_index_path_with_cutoff(tmp_path, scifact_passages):
     path = write(tmp_path, f"""
 name: bm25-top5
 stages:
-  - bm25: {{index: {tmp_path / 'ix'}, k: 50, k1: 1.2}}
+  - bm25: {{index: {tmp_path / 'ix'}, k: 50}}
   - cutoff: {{k: 5}}
 """)
     pipeline = load_pipeline(path, Workspace())
@@ -129,6 +129,34 @@ def test_vector_search_keys_are_declared_once_and_accepted_alike(tmp_path, scifa
     assert VectorSearch().factory == "Flat"
 
 
+def test_keys_that_would_change_nothing_are_refused(tmp_path, scifact_passages):
+    """BM25's build settings beside an index folder, a dense index's factory or another encoder, efSearch on an
+    index without HNSW, nprobe on one without IVF: each was accepted and ignored (a k1 sweep over an index folder
+    gave one figure for every value); now a one-line error before anything is encoded."""
+    from sleuth.index.dense import DenseIndex
+    from sleuth.models.registry import load_encoder
+
+    BM25Index.build(scifact_passages[:40], tmp_path / "bm25", show_progress=False)
+    DenseIndex.build(scifact_passages[:40], load_encoder("minilm-onnx"), tmp_path / "hnsw", "HNSW16",
+                     show_progress=False)
+    ws = Workspace()
+    refused = [
+        (("bm25", {"index": str(tmp_path / "bm25"), "k1": 1.2}), "k1 is fixed when an index is built"),
+        (("bm25", {"index": str(tmp_path / "bm25"), "b": 0.7, "stemmer": None}), "b, stemmer are fixed"),
+        (("dense", {"index": str(tmp_path / "hnsw"), "factory": "Flat"}), "factory is fixed when an index is built"),
+        (("dense", {"index": str(tmp_path / "hnsw"), "nprobe": 4}), "nprobe applies to IVF indexes (factory IVF1024"),
+        (("dense", {"index": str(tmp_path / "hnsw"), "encoder": "minilm"}), "holds vectors of encoder 'minilm-onnx'"),
+        (("dense", {"nprobe": 8}), "nprobe applies to IVF indexes .* this index is IndexFlat"),  # Flat by default
+        (("dense", {"factory": "IVF16,Flat", "ef_search": 8}), "ef_search applies to HNSW indexes"),
+    ]
+    for (name, keys), message in refused:
+        with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+            load_pipeline(name, ws, **keys)
+    same = load_pipeline("dense", ws, index=str(tmp_path / "hnsw"), encoder="minilm-onnx", ef_search=9, k=3)
+    assert len(same.search("vitamin d deficiency", k=3)) == 3  # the index's own encoder may be named
+    assert len(load_pipeline("bm25", ws, index=str(tmp_path / "bm25"), k=3).search(scifact_passages[0].text)) == 3
+
+
 def test_a_cutoff_after_a_stage_may_open_a_branch(tmp_path, scifact_passages):
     """A fusion branch after a first stage sees its candidates, so a cutoff may open it (what the checks allow)."""
     BM25Index.build(scifact_passages[:80], tmp_path / "ix", show_progress=False)
@@ -155,3 +183,17 @@ stages:
     assert set(hits[0].extras["components"]) == {"bm25#1", "bm25#2"}
     second = hits[1].extras["components"]
     assert second["bm25#1"] is not None and second["bm25#2"] is None  # the k=1 branch has the top hit only
+
+
+def test_a_name_key_names_the_pipeline(tmp_path, scifact_passages):
+    """`ws.pipeline("bm25", name="lex")` kept the name 'bm25' (only its inner stage was 'lex'), so two variants of one
+    built-in clashed in an Experiment and a fusion's components read bm25#1 / bm25#2."""
+    from sleuth.stages.fusion import Fuse
+
+    BM25Index.build(scifact_passages[:40], tmp_path / "ix", show_progress=False)
+    ws = Workspace()
+    lex = ws.pipeline("bm25", index=str(tmp_path / "ix"), name="lex")
+    top = ws.pipeline("bm25", index=str(tmp_path / "ix"), k=5, name="top5")
+    assert (lex.name, top.name, ws.pipeline("bm25", index=str(tmp_path / "ix")).name) == ("lex", "top5", "bm25")
+    hit = Fuse([lex, top]).search(scifact_passages[0].text, k=1)[0]
+    assert set(hit.extras["components"]) == {"lex", "top5"}

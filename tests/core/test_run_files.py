@@ -352,3 +352,27 @@ def test_read_run_and_write_run_from_the_front_door(tmp_path):
     with pytest.raises(Exception, match="whitespace|space"):
         sleuth.write_run(run, tmp_path / "run.trec")
     assert not (tmp_path / "run.trec").exists()
+
+
+def test_write_run_takes_what_stages_take_and_a_fusion_reads_back_in_its_order(tmp_path):
+    """write_run of a {qid: [Hit]} mapping or a results frame was an AttributeError; a NaN score was written, then
+    refused by read_run; and 6 decimals tied RRF scores 1e-6 apart, so a fused run read back in another order."""
+    import pandas as pd
+
+    import sleuth
+    from sleuth.errors import InputError
+    from sleuth.stages.fusion import reciprocal_rank_fusion
+
+    sleuth.write_run({"1": [Hit("a", 2.0), Hit("b", 3.0)]}, tmp_path / "dict.trec")
+    assert sleuth.read_run(tmp_path / "dict.trec").ids("1") == ["b", "a"]
+    frame = pd.DataFrame({"qid": ["1", "1"], "docno": ["a", "b"], "score": [1.0, 0.5]})
+    sleuth.write_run(frame, tmp_path / "frame.jsonl")
+    assert sleuth.read_run(tmp_path / "frame.jsonl").ids("1") == ["a", "b"]
+    with pytest.raises(InputError, match="document 'a' has score nan"):
+        sleuth.write_run(Run({"1": [Hit("a", float("nan"))]}), tmp_path / "nan.trec")
+    assert not (tmp_path / "nan.trec").exists()
+
+    ranking = [Hit(f"d{999 - i:03d}", float(-i)) for i in range(1000)]  # ids descending: a tie reads back reversed
+    fused = Run.from_scores({"1": reciprocal_rank_fusion([ranking], [1.0])})
+    sleuth.write_run(fused, tmp_path / "fused.trec")
+    assert sleuth.read_run(tmp_path / "fused.trec").ids("1") == fused.ids("1")

@@ -76,6 +76,7 @@ def test_eval_and_retrieve_with_set_run_the_pipeline_with_those_keys(sleuth, sci
     (("eval", "--set", "nope.k=1"), "unknown stage 'nope'"),
     (("eval", "--set", "bm25.k1=1", "--set", "bm25.k1=2"), "bm25.k1 is set twice"),
     (("search", "vitamin", "--set", "dense.k=5"), "no stage 'dense' in the pipeline(s) run (bm25)"),
+    (("eval", "--set", "bm25.index=indexes/x", "--set", "bm25.k1=1.2"), "k1 is fixed when an index is built"),
     (("retrieve", "QUERIES", "--out", "OUT", "--set", "bm25.k1=[1"), "the value is not YAML"),
 ])
 def test_bad_settings_are_one_line(sleuth, scifact, tmp_path, args, fragment):
