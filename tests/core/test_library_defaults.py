@@ -58,3 +58,11 @@ def test_one_privacy_default_for_stage_and_cli(sleuth):
     assert result.returncode == 0, result.stderr
     printed = json.loads(result.stdout)
     assert (printed["mechanism"], printed["epsilon"]) == (DEFAULT_MECHANISM, DEFAULT_EPSILON)
+    # and one count: POST /obfuscate gave 10 where its docs promised the CLI's (and the stage's) 20
+    import inspect
+
+    from sleuth.systems.private_search.cli import obfuscate
+    from sleuth.systems.private_search.service import DEFAULT_OBFUSCATIONS
+
+    cli_n = inspect.signature(obfuscate).parameters["n"].default.default
+    assert DEFAULT_OBFUSCATIONS == cli_n == defaults["n"] == 20

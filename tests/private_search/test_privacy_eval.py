@@ -3,6 +3,10 @@ radar plots; and the baselines AED (WordNet) and FSH (keyqueries over a local BM
 
 from __future__ import annotations
 
+import json
+import os
+from pathlib import Path
+
 import pytest
 
 from sleuth.corpus.beir import read_qrels
@@ -175,3 +179,53 @@ def test_eval_privacy_rejects_bad_options(capsys):
 def test_queries_of_the_evaluation_are_real(task):
     queries, qrels = task
     assert len(queries) >= 2 and all(isinstance(q, Query) and q.id in qrels for q in queries)
+
+
+def test_a_table_cell_is_the_same_whatever_other_cells_run(capsys):
+    """Table 1 drew every cell from one generator, so VkrMhl at epsilon 12.5 (seed 0) was .265 alone and .393 after
+    the epsilon-50 cell; and epsilons given high to low reported "FAILS: grows with epsilon" of a row that grows."""
+    from sleuth.cli.main import main
+
+    def table(*args: str) -> dict:
+        main(["privacy", "eval", "--max-queries", "3", "-n", "5", "--paper", "none", "--encoder", "minilm-onnx",
+              "--json", *args])
+        return json.loads(capsys.readouterr().out)["table1"]
+
+    alone = table("--mechanism", "vickrey-mahalanobis", "--epsilon", "12.5")["ours"]
+    grid = table("--mechanism", "cmp", "--mechanism", "vickrey-mahalanobis", "--epsilon", "50", "--epsilon", "12.5")
+    assert grid["ours"]["vickrey-mahalanobis"]["12.5"] == alone["vickrey-mahalanobis"]["12.5"]
+    assert list(grid["ours"]["cmp"]) == ["12.5", "50"]  # columns in order
+    assert grid["ours"]["cmp"]["12.5"] < grid["ours"]["cmp"]["50"]
+    assert grid["orderings"]["cmp: grows with epsilon"] and grid["orderings"]["vickrey-mahalanobis: grows with epsilon"]
+
+
+def test_a_system_epsilon_is_checked_before_any_index_is_built(tmp_path, capsys):
+    """`--system cmp@0` was refused only when its turn came, after the BM25 and dense indexes of the corpus were built
+    and the earlier systems evaluated."""
+    from sleuth.cli.main import main
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text('{"_id": "d1", "text": "goldfish grow"}\n')
+    qrels = tmp_path / "qrels.tsv"
+    qrels.write_text("1\t0\td1\t1\n")
+    with pytest.raises(SystemExit) as exit_:
+        main(["privacy", "eval", "--corpus", str(corpus), "--qrels", str(qrels), "--system", "original", "--system",
+              "cmp@0", "--no-table"])
+    assert exit_.value.code == 2
+    assert "--system cmp@0: epsilon must be a positive number" in capsys.readouterr().err
+    assert not (Path(os.environ["SLEUTH_HOME"]) / "indexes").exists()  # nothing built
+
+
+def test_eval_takes_the_oov_policy_its_error_names(tmp_path, capsys):
+    """A query with no vocabulary word stopped `privacy eval`, naming `oov 'random'`, which only `obfuscate` took."""
+    from sleuth.cli.main import main
+
+    topics = tmp_path / "topics.tsv"
+    topics.write_text("1\tdo goldfish grow\n2\t401k 2019\n")
+    args = ["privacy", "eval", "--queries", str(topics), "-n", "3", "--mechanism", "cmp", "--epsilon", "10",
+            "--paper", "none", "--encoder", "minilm-onnx", "--json"]
+    with pytest.raises(SystemExit):
+        main(args)
+    assert "oov 'random'" in capsys.readouterr().err
+    main([*args, "--oov", "random"])
+    assert 0 < json.loads(capsys.readouterr().out)["table1"]["ours"]["cmp"]["10"] < 1

@@ -91,6 +91,14 @@ def test_obfuscate_refuses_a_negative_seed_and_a_meaningless_epsilon(sleuth):
 
 
 
+def test_a_vocabulary_that_does_not_vary_is_one_line_for_mahalanobis(sleuth, tmp_path):
+    """One word vector (or all alike) has no covariance: a division by zero, then eigh's LinAlgError traceback."""
+    table = tmp_path / "one.txt"
+    table.write_text("cat 0.1 0.2 0.3\n", encoding="utf-8")
+    one_line_error(sleuth("privacy", "obfuscate", "cat", "--embeddings", table, "--mechanism", "mahalanobis", "-n", 2,
+                          "--seed", 0), "the 1 word vectors of the vocabulary do not vary")
+
+
 def test_the_smallest_epsilon_still_gives_random_words_not_one_constant_word():
     from sleuth.systems.private_search.mechanisms import MIN_EPSILON
     from sleuth.systems.private_search.registry import make_obfuscator

@@ -146,6 +146,9 @@ def test_private_search_command(server, scifact_rows):
     assert result.returncode == 0, result.stderr
     hits = json.loads(result.stdout)["hits"]
     assert 1 <= len(hits) <= 5 and len(hits[0]["extras"]["obfuscated_queries"]) <= 3
+    made = json.loads(result.stdout)["obfuscation"]  # before: no record of how the run was made
+    assert (made["mechanism"], made["epsilon"], made["n"], made["seed"]) == ("vickrey-mahalanobis", 12.5, 3, 1)
+    assert made["sent"] + made["withheld"] == 3 and made["sent"] == len(hits[0]["extras"]["obfuscated_queries"])
     assert query not in [e["query"] for e in log.entries()]
 
 
@@ -187,3 +190,33 @@ def test_private_search_reports_what_the_engine_saw(server, scifact_rows):
     assert f"privacy: engine saw {privacy['queries_sent']} quer" in text.stderr
     assert f"{privacy['words_sent_verbatim']} of {len(words)} original words sent verbatim" in " ".join(
         text.stderr.split()) or privacy["words_sent_verbatim"] == 0
+
+
+def test_private_stage_keys_it_would_ignore_are_refused(tmp_path):
+    """aed took `epsilon` and `embeddings` (even a missing file) and ignored both; fsh was offered, then failed for
+    want of a corpus the stage cannot be given, naming keys it does not have."""
+    from sleuth.errors import ConfigError
+    from sleuth.pipelines.config import validate_pipeline
+
+    for keys, message in (("mechanism: aed, epsilon: 0.5", "epsilon is for the DP mechanisms; aed uses neither"),
+                          ("mechanism: aed, embeddings: /nonexist.txt", "embeddings is for the DP mechanisms"),
+                          ("mechanism: fsh", "mechanism fsh finds its keyqueries in a local corpus")):
+        config = tmp_path / "private.yaml"
+        config.write_text(f"stages:\n  - private: {{engine: 'http://127.0.0.1:9', {keys}}}\n")
+        with pytest.raises(ConfigError, match=message):
+            validate_pipeline(config)
+    config.write_text("stages:\n  - private: {engine: 'http://127.0.0.1:9', mechanism: aed, n: 3}\n")
+    assert validate_pipeline(config)["stages"][0]["private"]["mechanism"] == "aed"
+
+
+def test_a_private_pipeline_is_not_said_to_search_the_bundled_corpus(tmp_path, server, scifact_rows):
+    """The private stage searches the engine's corpus; `sleuth search` said it searched the bundled SciFact."""
+    url, _ = server
+    config = tmp_path / "private.yaml"
+    config.write_text(f"name: private\nstages:\n  - private: {{engine: '{url}', epsilon: 12.5, n: 2, "
+                      "encoder: minilm-onnx, depth: 5, seed: 5}\n")
+    result = subprocess.run([sys.executable, "-m", "sleuth", "search", claims(scifact_rows, 1)[0], "--pipeline",
+                             str(config), "-k", "3", "--json"], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["hits"] and "bundled" not in result.stderr

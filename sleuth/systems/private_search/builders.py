@@ -12,7 +12,7 @@ pool by local BM25, see ``sleuth.systems.private_search.rescore``); ``rerank_dep
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from sleuth.constraints import AtLeast, Count
 from sleuth.pipelines.extras import register_extra
@@ -25,7 +25,20 @@ register_extra("obfuscated_queries", list, "per_query", "the obfuscated queries 
 register_extra("found_by", int, "count_of_per_query", "how many of the obfuscated queries retrieved the hit")
 
 
-@register_stage("private")
+def private_problem(params: dict[str, Any]) -> str | None:
+    """The private stage's keys together: fsh is refused (its keyqueries come from a local corpus, which the stage
+    has none of), and so are ``epsilon`` and ``embeddings`` with aed, which uses neither (before: both ignored)."""
+    mechanism = params.get("mechanism", DEFAULT_MECHANISM)
+    if mechanism == "fsh":
+        return ("mechanism fsh finds its keyqueries in a local corpus, which the private stage has none of: use a DP "
+                "mechanism or aed here (sleuth privacy obfuscate --mechanism fsh --corpus FILE obfuscates with fsh)")
+    given = [key for key in ("epsilon", "embeddings") if key in params]
+    if mechanism == "aed" and given:
+        return f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} for the DP mechanisms; aed uses neither"
+    return None
+
+
+@register_stage("private", check=private_problem, reads_corpus=False)  # the engine's corpus, not the workspace's
 def private_stage(ws: Workspace, *, engine: str, mechanism: str = DEFAULT_MECHANISM,
                   epsilon: Annotated[float, AtLeast(MIN_EPSILON)] = DEFAULT_EPSILON,
                   n: Count = 20, depth: Count = 100, pipeline: str | None = None, encoder: str = "minilm-onnx-128",

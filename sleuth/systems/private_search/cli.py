@@ -65,15 +65,25 @@ def check_mechanism_options(mechanism: str, given: dict[str, object]) -> None:
                               f"{', '.join(users)}")
 
 
+#: ``--oov``, declared once (obfuscate, search, eval)
+OOV = typer.Option(None, "--oov", help="Out-of-vocabulary words: drop (default), random, error or keep (sends them!); "
+                                       "aed: keep (default: WordNet lacks them) or error.", show_default=False)
+
+
+def check_oov(oov: str | None) -> str | None:
+    """``--oov``: None (each mechanism's default) or one of the policies."""
+    if oov is not None and oov not in OOV_POLICIES:
+        raise ConfigError(f"unknown out-of-vocabulary policy '{oov}' (known: {', '.join(OOV_POLICIES)})")
+    return oov
+
+
 def obfuscate(
     query: str = typer.Argument(..., help="The query to obfuscate."),
     mechanism: str = typer.Option(DEFAULT_MECHANISM, help=f"One of {', '.join(OBFUSCATORS)}."),
     epsilon: float | None = typer.Option(None, help=EPSILON_HELP, show_default=False),
     n: int = typer.Option(20, "-n", help="How many obfuscated queries."),
     seed: int | None = typer.Option(None, min=0, help="Seed for reproducible output (default: OS randomness)."),
-    oov: str | None = typer.Option(None, help="Out-of-vocabulary words: drop (default), random, error or keep "
-                                               "(sends them!); aed: keep (default: WordNet lacks them) or error.",
-                                   show_default=False),
+    oov: str | None = OOV,
     embeddings: str | None = typer.Option(None, help=f"Word vectors of the DP mechanisms: {DEFAULT_EMBEDDINGS} "
                                                      "(default) or a .txt/.bin/.npy file.", show_default=False),
     vocabulary_from: Path | None = typer.Option(None, help="Restrict the vocabulary to this corpus's words."),
@@ -85,8 +95,7 @@ def obfuscate(
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(OBFUSCATORS)})")
     check_obfuscation_count(n)
     epsilon = chosen_epsilon(mechanism, epsilon)
-    if oov is not None and oov not in OOV_POLICIES:
-        raise ConfigError(f"unknown out-of-vocabulary policy '{oov}' (known: {', '.join(OOV_POLICIES)})")
+    check_oov(oov)
     check_mechanism_options(mechanism, {"--corpus": corpus, "--embeddings": embeddings,
                                         "--vocabulary-from": vocabulary_from, "--oov": oov})
     vocabulary = corpus_words(vocabulary_from) if vocabulary_from else None
@@ -115,6 +124,7 @@ def private_search(
     rerank_depth: int = typer.Option(50, min=0, help="Rerank the top N of the pool by local BM25 with the original query "
                                               "(0: the whole pool, slower)."),
     seed: int | None = typer.Option(None, min=0, help="Seed (default: OS randomness)."),
+    oov: str | None = OOV,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     device: str = DEVICE,
 ) -> None:
@@ -134,7 +144,7 @@ def private_search(
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(MECHANISMS)}, aed)")
     check_obfuscation_count(n)
     epsilon = chosen_epsilon(mechanism, epsilon)
-    obfuscator = build_obfuscators([mechanism], DEFAULT_EMBEDDINGS, None, None)[mechanism]
+    obfuscator = build_obfuscators([mechanism], DEFAULT_EMBEDDINGS, None, check_oov(oov))[mechanism]
     if rerank_depth < 0:
         raise ConfigError(f"--rerank-depth must be 0 (the whole pool) or a positive integer, got {rerank_depth}")
     client = PrivateSearch(obfuscator, RemoteEngine.sleuth(engine, engine_pipeline),
@@ -149,10 +159,15 @@ def private_search(
     pools, sent = client.pools([asked], obfuscated)
     hits = client.rerank([asked], pools, sent).get(asked.id, [])[:k]
     exposure = Exposure.of(query, sent[asked.id])
-    if as_json:
-        print(json.dumps({**json.loads(hits_json(query, hits)), "privacy": exposure.to_dict()}))
+    withheld = n - len(sent[asked.id])
+    if as_json:  # with what was asked for: a logged run says how it was made
+        asked_for = {"mechanism": mechanism, "epsilon": epsilon, "n": n, "seed": seed, "depth": depth,
+                     "sent": len(sent[asked.id]), "withheld": withheld}
+        print(json.dumps({**json.loads(hits_json(query, hits)), "obfuscation": asked_for,
+                          "privacy": exposure.to_dict()}))
         return
-    console.print(f"sent {len(sent[asked.id])} obfuscated queries, e.g. {'; '.join(sent[asked.id][:3])}",
+    why = f" ({withheld} withheld: the query's own words, or repeated)" if withheld else ""
+    console.print(f"sent {len(sent[asked.id])} of {n} obfuscated queries{why}, e.g. {'; '.join(sent[asked.id][:3])}",
                   highlight=False)
     out.print(hits_table(query, hits))
     console.print(f"privacy: {exposure.line()}", highlight=False, soft_wrap=True)
@@ -168,9 +183,11 @@ def parse_system(spec: str) -> tuple[str, float | None]:
     if name not in MECHANISMS and eps:
         raise ConfigError(f"--system: {name} takes no epsilon")
     try:
-        return name, float(eps) if eps else None
+        value = float(eps) if eps else None
     except ValueError:
         raise ConfigError(f"--system: epsilon '{eps}' is not a number") from None
+    return name, None if value is None else check_epsilon(value, f"--system {spec}: epsilon")  # before: checked
+    # only when that system ran, after the indexes were built and the earlier systems evaluated
 
 
 def eval_privacy(
@@ -187,6 +204,7 @@ def eval_privacy(
     n: int = typer.Option(20, "-n", help="Obfuscated queries per query."),
     depth: int = typer.Option(100, min=1, help="Top documents pooled per obfuscated query."),
     seed: int = typer.Option(0, min=0, help="Seed of the experiment."),
+    oov: str | None = OOV,
     vocabulary: str = typer.Option("all", help="DP vocabulary: all (alphabetic GloVe words) or collection "
                                                "(only words of --corpus)."),
     fsh_corpus: str | None = typer.Option(None, help="FSH's local corpus: a path, or sample:F (a seeded "
@@ -210,6 +228,7 @@ def eval_privacy(
 
     if vocabulary not in ("all", "collection"):
         raise ConfigError(f"--vocabulary must be all or collection, got '{vocabulary}'")
+    check_oov(oov)
     if paper not in ("dl19", "robust04", "none"):
         raise ConfigError(f"--paper must be dl19, robust04 or none, got '{paper}'")
     if (corpus is None) != (qrels is None):
@@ -241,7 +260,7 @@ def eval_privacy(
             raise ConfigError(f"--baseline: unknown '{name}' (known: {', '.join(BASELINES)})")
     systems = [parse_system(s) for s in (system or PAPER_SYSTEMS)] if corpus is not None else []
     mechanisms = list(mechanism or MECHANISMS)
-    epsilons = list(epsilon or PAPER_EPSILONS)
+    epsilons = sorted(set(epsilon or PAPER_EPSILONS))  # Table 1's columns, and "grows with epsilon", in order
     table_names = [*mechanisms, *(baseline or [])] if table else []
     names = list(dict.fromkeys([*table_names, *(s for s, _ in systems if s != "original")]))
     if "fsh" in names and fsh_corpus is None:
@@ -262,7 +281,7 @@ def eval_privacy(
         judged = {q.id: judged[q.id] for q in query_list}
     words = corpus_words(corpus, fmt) if vocabulary == "collection" and corpus is not None else None
     fsh_index = local_bm25(fsh_corpus, corpus, fmt, seed) if "fsh" in names and fsh_corpus is not None else None
-    obfuscators = build_obfuscators(names, DEFAULT_EMBEDDINGS, words, None, fsh_index)
+    obfuscators = build_obfuscators(names, DEFAULT_EMBEDDINGS, words, oov, fsh_index)
     similarity_encoder = load_encoder(encoder, device=device)
     payload: dict = {"queries": str(queries_path), "num_queries": len(query_list), "n": n, "seed": seed,
                      "obfuscators": {k: o.describe() for k, o in obfuscators.items()}}

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -110,14 +111,24 @@ def evaluate_system(label: str, obfuscator: QueryObfuscator, epsilon: float | No
 def similarity_table(queries: Sequence[str], obfuscators: dict[str, QueryObfuscator], epsilons: Sequence[float],
                      encoder: Encoder, n: int = 20, seed: Seed = None,
                      show_progress: bool = True) -> dict[str, dict[float | None, float]]:
-    """Table 1: ``{system: {epsilon: mean similarity}}`` (key None for systems without epsilon)."""
-    rng = make_rng(seed)
+    """Table 1: ``{system: {epsilon: mean similarity}}`` (key None for systems without epsilon). With an integer
+    ``seed`` each cell draws from its own generator (:func:`cell_rng`), so a cell's value is the same whatever other
+    cells the table holds."""
     table: dict[str, dict[float | None, float]] = {}
     jobs = [(name, eps) for name, o in obfuscators.items() for eps in (epsilons if o.uses_epsilon else [None])]
+    shared = make_rng(seed)  # checks the seed; drawn from by every cell where it is a Generator or None
     for name, eps in track(jobs, "privacy eval: table 1", unit="cells", enabled=show_progress):
+        rng = cell_rng(int(seed), name, eps) if isinstance(seed, (int, np.integer)) else shared
         obfuscated = obfuscators[name].obfuscate(list(queries), n, eps, rng)
         table.setdefault(name, {})[eps] = mean(similarities(queries, obfuscated, encoder))
     return table
+
+
+def cell_rng(seed: int, name: str, epsilon: float | None) -> np.random.Generator:
+    """The generator of one Table 1 cell: seeded by the experiment's seed, the system's name and the epsilon
+    (before: one generator for the whole grid, so a cell's value depended on the cells computed before it)."""
+    key = zlib.crc32(f"{name}@{epsilon!r}".encode())
+    return np.random.Generator(np.random.PCG64DXSM(np.random.SeedSequence([seed, key])))
 
 
 def orderings(table: dict[str, dict[float | None, float]], epsilons: Sequence[float]) -> dict[str, bool]:

@@ -47,8 +47,8 @@ def check_epsilon(epsilon: float, name: str = "epsilon") -> float:
         raise ConfigError(f"{name} must be a positive number, got {epsilon!r}")
     if value < MIN_EPSILON:
         raise ConfigError(f"{name} must be at least {MIN_EPSILON:g}, got {epsilon!r}: below it the noise already "
-                          "replaces every word by a random one (no more privacy), and far below it every word "
-                          "becomes one constant word")
+                          "replaces every word by a random one (nothing of the query is left to search with), and far "
+                          "below it every word becomes one constant word")
     return value
 
 
@@ -71,8 +71,12 @@ def cmp_noise(rng: np.random.Generator, n: int, dim: int, epsilon: float) -> np.
 def normalised_covariance(vectors: np.ndarray) -> np.ndarray:
     """Sigma: the population covariance (ddof=0) of the rows, divided by the mean per-dimension variance."""
     vectors = np.asarray(vectors, dtype=np.float64)
-    covariance = np.cov(vectors, rowvar=False, ddof=0)
-    return covariance / np.mean(np.diag(covariance))
+    covariance = np.atleast_2d(np.cov(vectors, rowvar=False, ddof=0))
+    spread = float(np.mean(np.diag(covariance))) if len(vectors) else 0.0
+    if not np.isfinite(spread) or spread <= 0:  # before: a division by zero, then eigh's LinAlgError traceback
+        raise ConfigError(f"mahalanobis: the {len(vectors):,} word vectors of the vocabulary do not vary (one word, "
+                          "or all alike), so they have no covariance to shape the noise: give a larger vocabulary")
+    return covariance / spread
 
 
 def sigma_loc(vectors: np.ndarray, lam: float = DEFAULT_LAMBDA) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Private search's endpoint in the search service: ``POST /obfuscate`` gives obfuscated versions of a query
 (``{"query", "mechanism"?, "n"?, "epsilon"?, "seed"?}`` -> ``{"query", "mechanism", "epsilon", "obfuscated"}``),
 so that a client can see what a private search would send to an engine. ``mechanism`` and ``epsilon`` are named and
-default as in `sleuth privacy obfuscate` (``mechanisms.DEFAULT_MECHANISM``, ``DEFAULT_EPSILON``); ``obfuscator`` is
+default as in `sleuth privacy obfuscate` (``mechanisms.DEFAULT_MECHANISM``, ``DEFAULT_EPSILON``, ``n`` 20 or the
+service's ``--max-obfuscations`` where lower); ``obfuscator`` is
 the earlier name of ``mechanism``."""
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_ME
 from sleuth.systems.private_search.obfuscator import QueryObfuscator
 from sleuth.systems.private_search.registry import MECHANISMS, make_obfuscator
 
-DEFAULT_OBFUSCATIONS = 10
+#: ``n`` when a request gives none: the CLI's and the paper's 20 (before: 10, where the docs promised the CLI's)
+DEFAULT_OBFUSCATIONS = 20
 FIELDS = {"query", "mechanism", "obfuscator", "n", "epsilon", "seed"}
 
 
@@ -41,7 +43,7 @@ class ObfuscateEndpoint:
 
     def obfuscate(self, service, query: Any, obfuscator: Any = None, n: Any = None, epsilon: Any = None,
                   seed: Any = None) -> dict[str, Any]:
-        """``n`` obfuscated versions of ``query`` (default: 10 or the service's limit), within its time limit."""
+        """``n`` obfuscated versions of ``query`` (default: 20 or the service's limit), within its time limit."""
         query = service.limits.query(query)
         limit = service.limits.max_obfuscations
         n = service.limits.count(min(DEFAULT_OBFUSCATIONS, limit) if n is None else n, "n", limit)
