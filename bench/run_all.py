@@ -18,6 +18,7 @@ from bench import (
     cos_bench,
     dense_bench,
     dhr_bench,
+    fusion_bench,
     growth_bench,
     privacy_bench,
     ray_bench,
@@ -27,7 +28,8 @@ from bench.common import Report, ResultTable, base_parser, bench_main, time_call
 
 NAME = "run_all"
 BENCHMARKS = {module.NAME: module for module in (bm25_bench, dense_bench, ann_bench, dhr_bench, service_bench,
-                                                          privacy_bench, cos_bench, ray_bench, growth_bench)}
+                                                          privacy_bench, cos_bench, ray_bench, growth_bench,
+                                                          fusion_bench)}
 
 
 def forwarded(args: argparse.Namespace) -> list[str]:

@@ -171,7 +171,8 @@ class Stage(ABC):
         return self.transform(as_queries(queries), as_candidates(candidates))
 
     def search(self, query: str, k: int = 10) -> list[Hit]:
-        """Convenience: the top ``k`` hits of one query string."""
+        """Convenience: the top ``k`` hits of one query string (at most as many as the stage retrieves: a stage
+        built with ``k=10`` gives 10 for ``search(..., k=50)``; build it deeper for more)."""
         check_k(k, "search")
         query_obj = Query("q1", query)
         check_query(query_obj)

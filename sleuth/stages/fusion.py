@@ -9,7 +9,7 @@ import numpy as np
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage, check_k, pipeline_hint
-from sleuth.stages.run import Hit, Run
+from sleuth.stages.run import Hit, Run, gc_paused
 
 
 def minmax(scores: np.ndarray) -> np.ndarray:
@@ -113,19 +113,22 @@ class Fuse(Stage):
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         runs = [branch.transform(queries, candidates) for branch in self.branches]
         fused = Run()
-        for query in queries:
-            rankings = [run.get(query.id, [])[:self.depth] for run in runs]
-            if self.method == "rrf":
-                scores = reciprocal_rank_fusion(rankings, self.weights, self.rrf_k)
-            else:
-                scores = weighted_fusion(rankings, self.weights, self.normalise)
-            first_seen: dict[str, Hit] = {}
-            for hits in rankings:
-                for hit in hits:
-                    first_seen.setdefault(hit.id, hit)
-            components = [{h.id: h.score for h in hits} for hits in rankings]
-            fused[query.id] = [
-                first_seen[d].with_score(s, components={n: c.get(d) for n, c in zip(self.component_names, components)})
-                for d, s in scores.items()
-            ]
-        return fused.sorted()
+        with gc_paused():  # a hit and a components dict for each of up to depth x branches documents a query
+            for query in queries:
+                rankings = [run.get(query.id, [])[:self.depth] for run in runs]
+                if self.method == "rrf":
+                    scores = reciprocal_rank_fusion(rankings, self.weights, self.rrf_k)
+                else:
+                    scores = weighted_fusion(rankings, self.weights, self.normalise)
+                first_seen: dict[str, Hit] = {}
+                for hits in rankings:
+                    for hit in hits:
+                        first_seen.setdefault(hit.id, hit)
+                components = [{h.id: h.score for h in hits} for hits in rankings]
+                ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))  # ranking_key's order
+                fused[query.id] = [
+                    first_seen[d].with_score(s, components={n: c.get(d) for n, c in zip(self.component_names,
+                                                                                         components)})
+                    for d, s in ranked
+                ]
+        return fused

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,20 @@ def rank_hits(hits: Iterable[Hit]) -> list[Hit]:
     return sorted(hits, key=ranking_key)
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while many small objects are made (hits and their dicts, which hold
+    no reference cycles): otherwise every few hundred allocations it rescans the live hits of every run in memory
+    (a fusion of 809 queries x 2 x 1,000 hits: 10 s with it, 2.7 s without)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 MAX_DEPTH = 8
 MAX_ITEMS = 1000
 
@@ -93,7 +109,8 @@ class Run(dict):
     @classmethod
     def from_scores(cls, scores: Mapping[str, Mapping[str, float]]) -> Run:
         """Build from ``{qid: {doc_id: score}}``, sorting each ranking by score (ties by id)."""
-        return cls({qid: [Hit(d, float(s)) for d, s in docs.items()] for qid, docs in scores.items()}).sorted()
+        with gc_paused():
+            return cls({qid: [Hit(d, float(s)) for d, s in docs.items()] for qid, docs in scores.items()}).sorted()
 
     def sorted(self) -> Run:
         """A copy whose rankings are sorted by descending score, ties broken by id for determinism."""
@@ -145,24 +162,25 @@ class Run(dict):
         from sleuth.io import text_lines
 
         scores: dict[str, dict[str, float]] = {}
-        lines: dict[tuple[str, str], int] = {}
-        for number, line in text_lines(path):
-            parts = line.split()
-            if len(parts) != 6:
-                raise InputError(f"expected 6 columns 'qid Q0 docid rank score tag', found {len(parts)}",
-                                 path=path, line=number)
-            try:
-                score = float(parts[4])
-            except ValueError:
-                raise InputError(f"score '{parts[4]}' is not a number", path=path, line=number) from None
-            if math.isnan(score):
-                raise InputError("score is NaN", path=path, line=number)
-            qid, docid = parts[0], parts[2]
-            if (qid, docid) in lines:
-                raise InputError(f"document '{docid}' ranked twice for query '{qid}' (first on line "
-                                 f"{lines[qid, docid]:,})", path=path, line=number)
-            lines[qid, docid] = number
-            scores.setdefault(qid, {})[docid] = score
+        with gc_paused():  # a million lines of small objects
+            for number, line in text_lines(path):
+                parts = line.split()
+                if len(parts) != 6:
+                    raise InputError(f"expected 6 columns 'qid Q0 docid rank score tag', found {len(parts)}",
+                                     path=path, line=number)
+                try:
+                    score = float(parts[4])
+                except ValueError:
+                    raise InputError(f"score '{parts[4]}' is not a number", path=path, line=number) from None
+                if math.isnan(score):
+                    raise InputError("score is NaN", path=path, line=number)
+                qid, docid = parts[0], parts[2]
+                ranking = scores.setdefault(qid, {})
+                if docid in ranking:
+                    first = next(n for n, earlier in text_lines(path) if earlier.split()[0:3:2] == [qid, docid])
+                    raise InputError(f"document '{docid}' ranked twice for query '{qid}' (first on line {first:,})",
+                                     path=path, line=number)
+                ranking[docid] = score
         return cls.from_scores(scores)
 
     @classmethod

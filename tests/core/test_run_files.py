@@ -376,3 +376,14 @@ def test_write_run_takes_what_stages_take_and_a_fusion_reads_back_in_its_order(t
     fused = Run.from_scores({"1": reciprocal_rank_fusion([ranking], [1.0])})
     sleuth.write_run(fused, tmp_path / "fused.trec")
     assert sleuth.read_run(tmp_path / "fused.trec").ids("1") == fused.ids("1")
+
+
+def test_a_trec_run_ranking_a_document_twice_names_both_lines(tmp_path):
+    """read_trec keeps no line number per (query, document) any more (1.6 million tuples for two SciFact runs): the
+    first line of a repeated document is found again when it is refused."""
+    from sleuth.errors import InputError
+
+    path = tmp_path / "twice.trec"
+    path.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n2 Q0 a 1 1.0 t\n1 Q0 a 3 0.5 t\n")
+    with pytest.raises(InputError, match=r"twice.trec:4: document 'a' ranked twice for query '1' \(first on line 1\)"):
+        Run.read_trec(path)
