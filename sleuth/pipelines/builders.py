@@ -1,4 +1,4 @@
-"""Config builders of the core stages: bm25, dense, fuse, cutoff, run_file, path_passages."""
+"""Config builders of the core stages: bm25, dense, fuse, cutoff, run_file, max_passage, path_passages."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.base import Cutoff
 from sleuth.stages.fusion import METHODS as FUSION_METHODS
 from sleuth.stages.fusion import NORMALISERS, Fuse, weights_problem
+from sleuth.stages.max_passage import MaxPassage
 from sleuth.stages.paths import PathPassages
 from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
 from sleuth.stages.run_file import RunFile
@@ -115,6 +116,12 @@ def run_file_stage(ws: Workspace, *, path: str, k: Count | None = None, name: st
     """The rankings of a TREC run file (``path``, from the current folder), cut to ``k`` (default: whole); given
     candidates, the file's scores of those it ranks."""
     return RunFile(path, k=k, name=name)
+
+
+@register_stage("max_passage", reads_corpus=False, needs_candidates=True)
+def max_passage_stage(ws: Workspace) -> MaxPassage:
+    """An earlier stage's passages as their documents, each at its best passage (MaxP), for document qrels."""
+    return MaxPassage()
 
 
 @register_stage("path_passages", reads_corpus=False, needs_candidates=True)

@@ -83,3 +83,4 @@ def page_hidden() -> list[str]:
 
 register_extra("components", dict, "hidden", "fusion: each branch's score of the hit (None where it missed it)")
 register_extra(INPUT_SCORE, float, "chip", "the hit's score before the stage named <stage> rescored it")
+register_extra("passage", str, "chip", "max_passage: the id of the document's best passage, whose score it has")

@@ -178,3 +178,30 @@ def test_trec_run_roundtrip(tmp_path):
     run.write_trec(tmp_path / "run.txt", tag="t")
     again = Run.read_trec(tmp_path / "run.txt")
     assert again.scores() == run.scores()
+
+
+def test_max_passage_measures_a_window_split_corpus_against_document_qrels():
+    """A corpus split in 60-word windows ranks passages ('21257564#2'), which document qrels never judge: every
+    figure was 0 and no stage grouped them. max_passage gives each document once, at its best passage."""
+    import sleuth
+    from sleuth.corpus.bundled import bundled_dataset_dir
+    from sleuth.pipelines.config import validate_pipeline
+
+    folder = bundled_dataset_dir()
+    ws = sleuth.open(folder, splitter="window", window_words=60, progress=False)
+    queries = sleuth.read_queries(folder)[:60]
+    qrels = {q.id: sleuth.read_qrels(folder)[q.id] for q in queries}
+    passages = ws.pipeline("bm25", k=100)
+    documents = passages >> ws.pipeline("max_passage")
+    result = sleuth.Experiment([("passages", passages), ("documents", documents)], queries, qrels,
+                               ["nDCG@10"], same_depth=False).run()
+    assert result.aggregate["passages"]["nDCG@10"] == 0.0 and result.aggregate["documents"]["nDCG@10"] > 0.5
+    ranked = documents.transform(queries[:5])
+    for query in queries[:5]:
+        ids = ranked.ids(query.id)
+        first = passages.transform([query]).get(query.id)[0]
+        assert len(ids) == len(set(ids)) and "#" not in "".join(ids)
+        top = ranked[query.id][0]
+        assert (top.id, top.score, top.extras["passage"]) == (first.doc_id, first.score, first.id)
+    with pytest.raises(ConfigError, match="stage 1 'max_passage': works on the ranking of an earlier stage"):
+        validate_pipeline("max_passage")
