@@ -5,20 +5,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from sleuth.corpus.model import Qrels, Query
+from sleuth.errors import ConfigError
 from sleuth.pipelines.sources import corpus_source
 from sleuth.pipelines.workspace import Workspace
 
 
-def open(corpus: str | Path | None = None, *, format: str | None = None, fields: Mapping[str, str] | None = None,
+def open(corpus: str | Path | Any = None, *, format: str | None = None, fields: Mapping[str, str] | None = None,
          splitter: str = "none", window_words: int = 100, home: str | Path | None = None, device: str = "cpu",
          progress: bool = True) -> Workspace:
-    """A Workspace over ``corpus`` (a file or folder in any format ``sleuth.corpus`` reads, detected unless
-    ``format`` is given; None: the bundled SciFact). ``fields`` maps id/title/text to a JSONL file's keys;
-    ``splitter`` is none, sections or window. A path that is not a corpus, an unknown format or a misplaced field
-    mapping fails here, not at first use. Indexes are built on first use and cached under ``home``
-    (default ``$SLEUTH_HOME``)."""
+    """A Workspace over ``corpus``: a file or folder in any format ``sleuth.corpus`` reads (detected unless
+    ``format`` is given), documents in memory (a pandas DataFrame or a list of dicts with an id, ``docno`` included,
+    and a text: written once under ``home/corpora/``, :mod:`sleuth.corpus.in_memory`), or None: the bundled
+    SciFact. ``fields`` maps id/title/text to a JSONL file's (or the records') keys; ``splitter`` is none, sections
+    or window. A path that is not a corpus, an unknown format or a misplaced field mapping fails here, not at first
+    use. Indexes are built on first use and cached under ``home`` (default ``$SLEUTH_HOME``)."""
+    from sleuth.corpus.in_memory import corpus_file, is_in_memory
+    from sleuth.paths import home_dir
+
+    folder = Path(home) if home is not None else home_dir()
+    if corpus is not None and not isinstance(corpus, (str, Path)):
+        if not is_in_memory(corpus) or format not in (None, "jsonl"):
+            given = f"format '{format}' for documents in memory" if is_in_memory(corpus) else \
+                type(corpus).__name__
+            raise ConfigError(f"sleuth.open takes a corpus path, a pandas DataFrame or a list of dicts; got {given}")
+        corpus, fields = corpus_file(corpus, folder / "corpora", fields)  # before: a TypeError
+        format = "jsonl"
     source = corpus_source(None if corpus is None else Path(corpus), format, fields, splitter, window_words)
     workspace = Workspace(source, device=device, show_progress=progress)
     if home is not None:

@@ -219,3 +219,36 @@ def test_a_beir_folder_is_keyed_by_its_corpus_file(tmp_path):
     assert sleuth.open(folder).source().fingerprint() != key
     hits = sleuth.open(folder, progress=False).pipeline("bm25").search("vitamin d", k=3)
     assert len(hits) == 3 and all(hit.text for hit in hits)
+
+
+def test_documents_in_memory_open_as_a_corpus(tmp_path, scifact_rows):
+    """sleuth.open(DataFrame) or sleuth.open(list of dicts) was a TypeError ("expected str, bytes or os.PathLike");
+    PyTerrier's IterDictIndexer and bm25s take documents in memory. They are written once, named by their content,
+    and searched as the same documents in a JSONL file are."""
+    import json
+
+    import pandas as pd
+
+    rows = scifact_rows[:120]
+    frame = pd.DataFrame({"docno": [r["_id"] for r in rows], "title": [r["title"] for r in rows],
+                          "text": [r["text"] for r in rows]})
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"_id": r["_id"], "title": r["title"], "text": r["text"]}) + "\n"
+                            for r in rows), encoding="utf-8")
+    query = rows[7]["title"]
+    expected = [(h.id, h.score) for h in sleuth.open(path, progress=False).pipeline("bm25").search(query, k=5)]
+    from_frame = sleuth.open(frame, progress=False)
+    assert [(h.id, h.score) for h in from_frame.pipeline("bm25").search(query, k=5)] == expected
+    assert expected[0][0] == rows[7]["_id"]
+    again = sleuth.open(frame.copy(), progress=False)
+    assert again.source().path == from_frame.source().path and again.source().fingerprint() == \
+        from_frame.source().fingerprint()  # the same documents: the same file, the same index
+    records = [{"key": r["_id"], "body": r["text"]} for r in rows]
+    mapped = sleuth.open(records, fields={"id": "key", "text": "body"}, progress=False)
+    assert mapped.pipeline("bm25").search(rows[7]["text"], k=1)[0].id == rows[7]["_id"]
+    with pytest.raises(ConfigError, match="takes a corpus path, a pandas DataFrame or a list of dicts; got int"):
+        sleuth.open(42)
+    with pytest.raises(ConfigError, match="document 2 of the list is a str"):
+        sleuth.open([{"id": "a", "text": "x"}, "b"])
+    with pytest.raises(ConfigError, match="no documents"):
+        sleuth.open(frame.iloc[0:0])
