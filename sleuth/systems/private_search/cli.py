@@ -19,6 +19,7 @@ from sleuth.systems.private_search.registry import (
     BASELINES,
     MECHANISMS,
     OBFUSCATORS,
+    PARAMETER_USERS,
     build_obfuscators,
     corpus_words,
     local_bm25,
@@ -52,7 +53,9 @@ def chosen_epsilon(mechanism: str, epsilon: float | None) -> float | None:
 MECHANISM_OPTIONS = {"--corpus": ("FSH's local corpus", ("fsh",)),
                      "--embeddings": ("the DP mechanisms' word vectors", MECHANISMS),
                      "--vocabulary-from": ("the DP mechanisms' vocabulary", MECHANISMS),
-                     "--oov": ("the out-of-vocabulary policy", (*MECHANISMS, "aed"))}
+                     "--oov": ("the out-of-vocabulary policy", (*MECHANISMS, "aed")),
+                     "--lam": ("Mahalanobis' lambda", PARAMETER_USERS["lam"]),
+                     "--t": ("Vickrey's t", PARAMETER_USERS["t"])}
 
 
 def check_mechanism_options(mechanism: str, given: dict[str, object]) -> None:
@@ -70,11 +73,41 @@ OOV = typer.Option(None, "--oov", help="Out-of-vocabulary words: drop (default),
                                        "aed: keep (default: WordNet lacks them) or error.", show_default=False)
 
 
+LAM = typer.Option(None, "--lam", min=0.0, max=1.0, show_default=False,
+                   help="Mahalanobis lambda in [0, 1] (default 1, the paper's): how much of the vocabulary's "
+                        "covariance shapes the noise, against the identity (0: CMP's round noise).")
+T = typer.Option(None, "--t", min=0.0, max=1.0, show_default=False,
+                 help="Vickrey t in [0, 1] (default 0.75): the weight of the nearest word against the second nearest "
+                      "(higher: keeps the nearest more often).")
+
+
+def mechanism_params(lam: float | None, t: float | None) -> dict[str, float]:
+    """``--lam`` / ``--t`` as given (None: each mechanism's default)."""
+    return {key: value for key, value in (("lam", lam), ("t", t)) if value is not None}
+
+
+def refuse_unused_params(params: dict[str, float], names: list[str]) -> None:
+    """A ``--lam`` or ``--t`` that none of the mechanisms run uses is refused, not ignored."""
+    for key in params:
+        if not set(PARAMETER_USERS[key]) & set(names):
+            raise ConfigError(f"--{key} shapes {', '.join(PARAMETER_USERS[key])}, and none of them runs here "
+                              f"({', '.join(names) or 'no mechanism'})")
+
+
 def check_oov(oov: str | None) -> str | None:
     """``--oov``: None (each mechanism's default) or one of the policies."""
     if oov is not None and oov not in OOV_POLICIES:
         raise ConfigError(f"unknown out-of-vocabulary policy '{oov}' (known: {', '.join(OOV_POLICIES)})")
     return oov
+
+
+def out_of_vocabulary(obfuscator: object, query: str) -> list[str]:
+    """The words of ``query`` a DP mechanism's vocabulary lacks (what its OOV policy drops, replaces or keeps)."""
+    from sleuth.systems.private_search.obfuscator import DPObfuscator, tokenize
+
+    if not isinstance(obfuscator, DPObfuscator):
+        return []
+    return list(dict.fromkeys(word for word in tokenize(query) if obfuscator.embeddings.row(word) is None))
 
 
 def obfuscate(
@@ -84,6 +117,8 @@ def obfuscate(
     n: int = typer.Option(20, "-n", help="How many obfuscated queries."),
     seed: int | None = typer.Option(None, min=0, help="Seed for reproducible output (default: OS randomness)."),
     oov: str | None = OOV,
+    lam: float | None = LAM,
+    t: float | None = T,
     embeddings: str | None = typer.Option(None, help=f"Word vectors of the DP mechanisms: {DEFAULT_EMBEDDINGS} "
                                                      "(default) or a .txt/.bin/.npy file.", show_default=False),
     vocabulary_from: Path | None = typer.Option(None, help="Restrict the vocabulary to this corpus's words."),
@@ -97,14 +132,19 @@ def obfuscate(
     epsilon = chosen_epsilon(mechanism, epsilon)
     check_oov(oov)
     check_mechanism_options(mechanism, {"--corpus": corpus, "--embeddings": embeddings,
-                                        "--vocabulary-from": vocabulary_from, "--oov": oov})
+                                        "--vocabulary-from": vocabulary_from, "--oov": oov, "--lam": lam, "--t": t})
     vocabulary = corpus_words(vocabulary_from) if vocabulary_from else None
     fsh_index = local_bm25(str(corpus), None, None, 0, "--corpus") if mechanism == "fsh" and corpus else None
     obfuscator = build_obfuscators([mechanism], embeddings or DEFAULT_EMBEDDINGS, vocabulary, oov,
-                                   fsh_index)[mechanism]
+                                   fsh_index, **mechanism_params(lam, t))[mechanism]
     queries = obfuscator.obfuscate_one(query, n, epsilon, seed)
+    missing = out_of_vocabulary(obfuscator, query)
+    if missing:  # before: dropped (or replaced, or kept) without a word, though it changes what the query asks
+        policy = getattr(obfuscator, "oov", None)
+        console.print(f"note: not in the vocabulary ({policy}): {', '.join(missing)}", highlight=False, soft_wrap=True)
     if as_json:
-        print(json.dumps({"query": query, "mechanism": mechanism, "epsilon": epsilon, "obfuscated": queries}))
+        shape = {key: value for key, value in obfuscator.describe().items() if key in ("lambda", "t")}
+        print(json.dumps({"query": query, "mechanism": mechanism, "epsilon": epsilon, **shape, "obfuscated": queries}))
     else:
         for text in queries:
             print(text)
@@ -125,6 +165,8 @@ def private_search(
                                               "(0: the whole pool, slower)."),
     seed: int | None = typer.Option(None, min=0, help="Seed (default: OS randomness)."),
     oov: str | None = OOV,
+    lam: float | None = LAM,
+    t: float | None = T,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     device: str = DEVICE,
 ) -> None:
@@ -144,7 +186,9 @@ def private_search(
         raise ConfigError(f"unknown mechanism '{mechanism}' (known: {', '.join(MECHANISMS)}, aed)")
     check_obfuscation_count(n)
     epsilon = chosen_epsilon(mechanism, epsilon)
-    obfuscator = build_obfuscators([mechanism], DEFAULT_EMBEDDINGS, None, check_oov(oov))[mechanism]
+    check_mechanism_options(mechanism, {"--lam": lam, "--t": t})
+    obfuscator = build_obfuscators([mechanism], DEFAULT_EMBEDDINGS, None, check_oov(oov),
+                                   **mechanism_params(lam, t))[mechanism]
     if rerank_depth < 0:
         raise ConfigError(f"--rerank-depth must be 0 (the whole pool) or a positive integer, got {rerank_depth}")
     client = PrivateSearch(obfuscator, RemoteEngine.sleuth(engine, engine_pipeline),
@@ -161,8 +205,8 @@ def private_search(
     exposure = Exposure.of(query, sent[asked.id])
     withheld = n - len(sent[asked.id])
     if as_json:  # with what was asked for: a logged run says how it was made
-        asked_for = {"mechanism": mechanism, "epsilon": epsilon, "n": n, "seed": seed, "depth": depth,
-                     "sent": len(sent[asked.id]), "withheld": withheld}
+        asked_for = {**obfuscator.describe(), "mechanism": mechanism, "epsilon": epsilon, "n": n, "seed": seed,
+                     "depth": depth, "sent": len(sent[asked.id]), "withheld": withheld}
         print(json.dumps({**json.loads(hits_json(query, hits)), "obfuscation": asked_for,
                           "privacy": exposure.to_dict()}))
         return
@@ -205,6 +249,8 @@ def eval_privacy(
     depth: int = typer.Option(100, min=1, help="Top documents pooled per obfuscated query."),
     seed: int = typer.Option(0, min=0, help="Seed of the experiment."),
     oov: str | None = OOV,
+    lam: float | None = LAM,
+    t: float | None = T,
     vocabulary: str = typer.Option("all", help="DP vocabulary: all (alphabetic GloVe words) or collection "
                                                "(only words of --corpus)."),
     fsh_corpus: str | None = typer.Option(None, help="FSH's local corpus: a path, or sample:F (a seeded "
@@ -263,6 +309,7 @@ def eval_privacy(
     epsilons = sorted(set(epsilon or PAPER_EPSILONS))  # Table 1's columns, and "grows with epsilon", in order
     table_names = [*mechanisms, *(baseline or [])] if table else []
     names = list(dict.fromkeys([*table_names, *(s for s, _ in systems if s != "original")]))
+    refuse_unused_params(mechanism_params(lam, t), names)  # before any corpus is read
     if "fsh" in names and fsh_corpus is None:
         raise ConfigError("fsh needs --fsh-corpus (a local corpus path, or sample:0.5 of --corpus)")
     if "fsh" not in names and fsh_corpus is not None:  # before: ignored
@@ -281,7 +328,7 @@ def eval_privacy(
         judged = {q.id: judged[q.id] for q in query_list}
     words = corpus_words(corpus, fmt) if vocabulary == "collection" and corpus is not None else None
     fsh_index = local_bm25(fsh_corpus, corpus, fmt, seed) if "fsh" in names and fsh_corpus is not None else None
-    obfuscators = build_obfuscators(names, DEFAULT_EMBEDDINGS, words, oov, fsh_index)
+    obfuscators = build_obfuscators(names, DEFAULT_EMBEDDINGS, words, oov, fsh_index, **mechanism_params(lam, t))
     similarity_encoder = load_encoder(encoder, device=device)
     payload: dict = {"queries": str(queries_path), "num_queries": len(query_list), "n": n, "seed": seed,
                      "obfuscators": {k: o.describe() for k, o in obfuscators.items()}}

@@ -107,15 +107,20 @@ def local_bm25(spec: str, corpus: Path | None, fmt: str | None, seed: int, optio
     return Workspace(CorpusSource(path), show_progress=False).bm25()
 
 
+#: the DP mechanisms each mechanism parameter shapes (Mahalanobis' lambda, Vickrey's t)
+PARAMETER_USERS = {"lam": ("mahalanobis", "vickrey-mahalanobis"), "t": ("vickrey-cmp", "vickrey-mahalanobis")}
+
+
 def build_obfuscators(names: list[str], embeddings: str, vocabulary: set[str] | None, oov: str | None,
-                      fsh_index=None) -> dict:
+                      fsh_index=None, **params: float) -> dict:
     """Obfuscators by name, sharing one restricted embedding table; ``oov`` (None: each one's default) goes to the
-    DP mechanisms and AED."""
+    DP mechanisms and AED; ``params`` (``lam``, ``t``) to the mechanisms they shape (:data:`PARAMETER_USERS`)."""
     table = load_vocabulary_table(embeddings, vocabulary) if any(n in MECHANISMS for n in names) else None
     built = {}
     for name in names:
         if name in MECHANISMS:
-            built[name] = make_obfuscator(name, embeddings=table, oov=oov)
+            own = {key: value for key, value in params.items() if name in PARAMETER_USERS[key]}
+            built[name] = make_obfuscator(name, embeddings=table, oov=oov, **own)
         elif name == "fsh":
             built[name] = make_obfuscator(name, index=fsh_index)
         else:
