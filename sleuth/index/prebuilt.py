@@ -71,12 +71,36 @@ def prebuilt_for(encoder: Encoder, directory: Path = PREBUILT_DIR) -> PrebuiltVe
     return table if table.spec == json.loads(json.dumps(encoder.spec(), sort_keys=True)) else None
 
 
+#: passages from which an encoding is long enough to say that another encoder's vectors ship for them
+NOTE_FROM = 1000
+
+
+def shipped_for_another(encoder: Encoder, texts: Sequence[str], directory: Path = PREBUILT_DIR) -> str | None:
+    """Where vectors of (nearly all) ``texts`` ship for another encoder, a sentence naming it, else None."""
+    if os.environ.get("SLEUTH_PREBUILT", "1") == "0" or not directory.is_dir():
+        return None
+    for path in sorted(directory.glob("*.npz")):
+        if path.stem == Path(encoder.name).name:
+            continue
+        found, _ = PrebuiltVectors.load(path).lookup(texts)
+        if len(found) >= 0.9 * len(texts):
+            return (f"encoding {len(texts):,} passages with {encoder.name}; their vectors ship for encoder "
+                    f"'{path.stem}' (encoder: {path.stem}, or --set dense.encoder={path.stem}), which builds this "
+                    "index in seconds")
+    return None
+
+
 def encode_passages(encoder: Encoder, texts: Sequence[str], show_progress: bool = False,
                     prebuilt: PrebuiltVectors | None = None) -> np.ndarray:
     """``encoder.encode_passages(texts)``, taking the vectors of texts found in ``prebuilt`` (default: the shipped
     file of this encoder) from there (unit length again if the encoder normalises)."""
     table = prebuilt if prebuilt is not None else prebuilt_for(encoder)
     if table is None:
+        note = shipped_for_another(encoder, texts) if show_progress and len(texts) >= NOTE_FROM else None
+        if note:  # before: minutes of encoding, and nothing said of the vectors that ship for another encoder
+            from sleuth.progress import console
+
+            console.print(f"note: {note}", highlight=False, soft_wrap=True)
         return encoder.encode_passages(texts, show_progress=show_progress)
     found, known = table.lookup(texts)
     if encoder.normalize and len(known):

@@ -42,3 +42,16 @@ def test_shipped_scifact_vectors_cover_the_bundled_corpus_and_equal_the_encoder(
     cosine = np.sum(vectors[sample] * onnx.encode_passages([texts[i] for i in sample]), axis=1)
     assert np.all(cosine > 0.995), cosine
 
+
+
+def test_encoding_says_when_the_vectors_ship_for_another_encoder():
+    """`ws.pipeline("dense")` (torch MiniLM) over the bundled SciFact encoded for about 10 minutes, saying nothing of
+    the minilm-onnx vectors that ship for it (seconds)."""
+    from sleuth.index.prebuilt import shipped_for_another
+
+    texts = DocStore.from_passages(list(CorpusSource(bundled_dataset_dir(), "beir").passages())).contents()
+    torch_minilm = load_encoder("minilm")
+    note = shipped_for_another(torch_minilm, texts)
+    assert note is not None and "ship for encoder 'minilm-onnx'" in note and "5,183 passages" in note
+    assert shipped_for_another(torch_minilm, ["a text no corpus holds"] * 10) is None
+    assert shipped_for_another(load_encoder("minilm-onnx"), texts) is None  # its own: taken, nothing to say
