@@ -266,3 +266,20 @@ def test_obfuscate_says_which_words_the_vocabulary_lacks(sleuth):
                   env={"OMP_NUM_THREADS": "1"})
     assert "not in the vocabulary (keep): 2020" in kept.stderr and all("2020" in line for line in kept.stdout.split("\n")
                                                                          if line)
+
+
+def test_obfuscate_reads_its_vocabulary_corpus_with_format_and_field(sleuth, tmp_path):
+    """The hints of --vocabulary-from and FSH's --corpus named --format and --field, which privacy obfuscate did not
+    take, so a JSONL corpus with other keys could not restrict the vocabulary at all."""
+    corpus = tmp_path / "v.jsonl"
+    corpus.write_text('{"key": "a", "body": "goldfish grow large in ponds and tanks"}\n'
+                      '{"key": "b", "body": "small fish eat plants water weeds"}\n')
+    one_line_error(sleuth("privacy", "obfuscate", "do goldfish grow", "--vocabulary-from", corpus),
+                   "name it with --field id=KEY")
+    result = sleuth("privacy", "obfuscate", "do goldfish grow", "-n", 5, "--seed", 1, "--vocabulary-from", corpus,
+                    "--field", "id=key", "--field", "text=body", env={"OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr
+    words = {word for line in result.stdout.split("\n") for word in line.split()}
+    assert words and words <= set("goldfish grow large in ponds and tanks small fish eat plants water weeds".split())
+    one_line_error(sleuth("privacy", "obfuscate", "goldfish", "--format", "trec"),
+                   "--format and --field read --vocabulary-from or --corpus, and neither is given")

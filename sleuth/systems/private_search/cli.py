@@ -9,8 +9,10 @@ from pathlib import Path
 import typer
 
 from sleuth.cli.common import DEVICE, console, corpus_source, out, workspace
+from sleuth.cli.corpus_options import Fields, Format
 from sleuth.errors import ConfigError, QueryError
 from sleuth.overwrite import refuse_overwriting_inputs
+from sleuth.pipelines.sources import parse_fields
 from sleuth.service.limits import MAX_OBFUSCATIONS
 from sleuth.systems.private_search.embedding_readers import DEFAULT_EMBEDDINGS
 from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM, check_epsilon
@@ -123,6 +125,8 @@ def obfuscate(
                                                      "(default) or a .txt/.bin/.npy file.", show_default=False),
     vocabulary_from: Path | None = typer.Option(None, help="Restrict the vocabulary to this corpus's words."),
     corpus: Path | None = typer.Option(None, help="FSH: the local corpus searched for keyqueries."),
+    fmt: Format = None,
+    field: Fields = None,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Print n obfuscated versions of a query (nothing is sent anywhere)."""
@@ -133,8 +137,11 @@ def obfuscate(
     check_oov(oov)
     check_mechanism_options(mechanism, {"--corpus": corpus, "--embeddings": embeddings,
                                         "--vocabulary-from": vocabulary_from, "--oov": oov, "--lam": lam, "--t": t})
-    vocabulary = corpus_words(vocabulary_from) if vocabulary_from else None
-    fsh_index = local_bm25(str(corpus), None, None, 0, "--corpus") if mechanism == "fsh" and corpus else None
+    if (fmt is not None or field) and vocabulary_from is None and corpus is None:  # before: no such options, though
+        raise ConfigError("--format and --field read --vocabulary-from or --corpus, and neither is given")  # hinted
+    fields = parse_fields(field)
+    vocabulary = corpus_words(vocabulary_from, fmt, fields) if vocabulary_from else None
+    fsh_index = local_bm25(str(corpus), None, fmt, 0, "--corpus", fields) if mechanism == "fsh" and corpus else None
     obfuscator = build_obfuscators([mechanism], embeddings or DEFAULT_EMBEDDINGS, vocabulary, oov,
                                    fsh_index, **mechanism_params(lam, t))[mechanism]
     queries = obfuscator.obfuscate_one(query, n, epsilon, seed)

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -59,12 +59,13 @@ def make_obfuscator(name: str, embeddings: WordEmbeddings | None = None, oov: st
     raise ConfigError(f"unknown obfuscator '{name}' (known: {', '.join(OBFUSCATORS)})")
 
 
-def corpus_words(path: Path, fmt: str | None = None) -> set[str]:
-    """The lower-cased words of a corpus (titles and texts), for restricting the vocabulary to a collection."""
+def corpus_words(path: Path, fmt: str | None = None, fields: Mapping[str, str] | None = None) -> set[str]:
+    """The lower-cased words of a corpus (titles and texts; read as ``fmt`` with ``fields``, the JSONL keys), for
+    restricting the vocabulary to a collection."""
     from sleuth.corpus.formats import read_documents
 
     words: set[str] = set()
-    for doc in read_documents(path, fmt):
+    for doc in read_documents(path, fmt, fields):
         words.update(tokenize(f"{doc.title} {doc.full_text()}"))
     return words
 
@@ -83,8 +84,10 @@ def sample_fraction(spec: str, option: str = "--fsh-corpus") -> float | None:
     return fraction
 
 
-def local_bm25(spec: str, corpus: Path | None, fmt: str | None, seed: int, option: str = "--fsh-corpus"):
-    """FSH's local index: a corpus path, or ``sample:F`` = a seeded fraction F of the evaluation corpus."""
+def local_bm25(spec: str, corpus: Path | None, fmt: str | None, seed: int, option: str = "--fsh-corpus",
+               fields: Mapping[str, str] | None = None):
+    """FSH's local index: a corpus path (read as ``fmt`` with ``fields`` where ``corpus`` is None, as
+    ``privacy obfuscate --corpus`` gives it), or ``sample:F`` = a seeded fraction F of the evaluation corpus."""
     import numpy as np
 
     from sleuth.index.bm25 import BM25Index
@@ -104,7 +107,9 @@ def local_bm25(spec: str, corpus: Path | None, fmt: str | None, seed: int, optio
     path = Path(spec)
     if not path.exists():
         raise ConfigError(f"{option}: {path} not found")
-    return Workspace(CorpusSource(path), show_progress=False).bm25()
+    source = CorpusSource(path, fmt, dict(fields) if fields else None) if corpus is None else CorpusSource(path)
+    source.check()
+    return Workspace(source, show_progress=False).bm25()
 
 
 #: the DP mechanisms each mechanism parameter shapes (Mahalanobis' lambda, Vickrey's t)
