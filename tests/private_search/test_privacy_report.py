@@ -41,6 +41,8 @@ def test_effectiveness_and_its_report_from_the_library(task, tmp_path):
     assert [(r.system, r.epsilon) for r in results] == systems
     assert results[0].similarity == pytest.approx(1.0, abs=1e-3) and results[0].pooled_recall > 0.5
     assert results[1].obfuscation > results[0].obfuscation
+    built = [path.name for path in (tmp_path / "home").rglob("*") if path.is_dir()]
+    assert not any(name.startswith("dense-") for name in built)  # the pool's texts are encoded, not the corpus
     output = ReportOutput()  # no console: Markdown only
     part = effectiveness_report(output, results, corpus, "minilm-onnx", None)
     assert [r["system"] for r in part["effectiveness"]] == ["original", "cmp"]
