@@ -157,8 +157,8 @@ def load_pipeline(source: str | Path, workspace: Workspace | None = None,
     is reported before any index is built. ``keys`` set keys of a one-stage pipeline's stage, checked like the
     config's own; ``stage_keys`` (``{stage name: {key: value}}``) set keys of every stage of that name, fusion
     branches included (``stage_keys={"dense": {"encoder": "minilm-onnx"}}`` runs the built-in hybrid with another
-    encoder). The pipeline is its stages wrapped under the config's name (a one-stage pipeline's stage keeps its own
-    name)."""
+    encoder). The pipeline is its stages wrapped under the config's name, or under the ``name`` key where one is set
+    (``ws.pipeline("bm25", name="lex")`` is a pipeline called lex)."""
     return build_pipeline(pipeline_config(source, stage_keys, **keys), workspace)
 
 
@@ -237,8 +237,8 @@ def check_entries(entries: list[Any], where: str, has_input: bool = False) -> No
 
 def reads_corpus(entries: list[Any]) -> bool:
     """Whether any of these (checked) stage entries reads the workspace's corpus: a ``bm25`` or ``dense`` stage
-    without an ``index:`` path, a ``fuse`` with such a branch, any system stage; not a ``run_file``, ``cutoff`` or
-    ``path_passages``."""
+    without an ``index:`` path, a ``fuse`` with such a branch, any system stage but ``private``; not a ``run_file``,
+    ``cutoff``, ``max_passage`` or ``path_passages`` (each stage's ``register_stage(reads_corpus=...)``)."""
     for entry in entries:
         name, params = split_entry(entry, "a checked stage")
         if STAGE_READS_CORPUS[name](params):
@@ -249,7 +249,8 @@ def reads_corpus(entries: list[Any]) -> bool:
 def validate_pipeline(source: str | Path, stage_keys: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The config of a pipeline run on its own over queries, as the CLI runs one: :func:`pipeline_config`'s (a
     built-in, a YAML file or a stage name; ``stage_keys`` set; checked whole, nothing built), and a first stage that
-    cuts an earlier ranking (``--pipeline cutoff``) refused, as nothing comes before it."""
+    works on an earlier ranking (``--pipeline cutoff``, a reranker, a classifier) refused, as nothing comes before
+    it."""
     config = pipeline_config(source, stage_keys)
     check_entries(config["stages"], config["_where"])
     return config

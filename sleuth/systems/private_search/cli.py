@@ -237,8 +237,8 @@ def parse_system(spec: str) -> tuple[str, float | None]:
         value = float(eps) if eps else None
     except ValueError:
         raise ConfigError(f"--system: epsilon '{eps}' is not a number") from None
-    return name, None if value is None else check_epsilon(value, f"--system {spec}: epsilon")  # before: checked
-    # only when that system ran, after the indexes were built and the earlier systems evaluated
+    # checked here, before any index is built (before: only when that system ran, after the earlier ones)
+    return name, None if value is None else check_epsilon(value, f"--system {spec}: epsilon")
 
 
 def eval_privacy(
