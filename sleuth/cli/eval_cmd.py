@@ -11,7 +11,7 @@ from rich.text import Text
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, build_note, console, corpus_source, out, workspace
-from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings
+from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings, settings_line
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
@@ -386,8 +386,7 @@ def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict
         console.print(f"evaluating {len(stages)} pipeline(s) on {len(experiment.queries)} queries ...")
     result = experiment.run()
     if options.stage_keys:  # what ran is on record with its figures
-        result.notes.append("stage keys set (--set): " + ", ".join(
-            f"{stage}.{key}={value!r}" for stage, keys in options.stage_keys.items() for key, value in keys.items()))
+        result.notes.append(settings_line(options.stage_keys))
     if result.excluded_self is not None:
         console.print(Text(f"note: {exclusion_note(result.excluded_self)}", style="yellow"), soft_wrap=True)
     built = build_seconds or {}

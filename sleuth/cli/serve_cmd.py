@@ -57,7 +57,8 @@ def serve(
     query_log: Path | None = typer.Option(None, help="Append every query to this JSONL file."),
     max_k: int = typer.Option(1000, help="Largest k a request may ask for."),
     max_query_chars: int = typer.Option(2000, help="Longest query, in characters."),
-    max_batch: int = typer.Option(64, help="Most queries in one /search/batch request."),
+    max_batch: int = typer.Option(64, help="Most queries in one /search/batch request (and 16 times as many "
+                                           "documents or ids in one admin update)."),
     max_body_bytes: int = typer.Option(1_000_000, help="Largest request body, in bytes (413 above)."),
     max_obfuscations: int = typer.Option(
         50, help="Largest n a /obfuscate request may ask for (at most 50, the cap shared with sleuth privacy)."),
@@ -71,8 +72,8 @@ def serve(
     workers: int = typer.Option(8, help="Requests answered at once."),
     max_queued: int = typer.Option(64, help="Requests waiting for a worker (503 beyond)."),
     allowed_host: list[str] | None = typer.Option(
-        None, help="Host header value to answer, name or name:port (repeatable; '*': any). Default on a loopback "
-                   "address: 127.0.0.1, localhost and [::1] with the port; elsewhere: any."),
+        None, help="Host header value to answer, name or name:port (repeatable; '*': any). On a loopback address "
+                   "added to 127.0.0.1, localhost and [::1] with the port; elsewhere: these only (default: any)."),
     api_key_file: Path | None = typer.Option(
         None, help=f"File holding the API key of the admin endpoints (default: ${ENV_VAR}; none: admin disabled)."),
     api_key: str | None = typer.Option(None, hidden=True, help="Admin API key (visible in the process list)."),
@@ -126,7 +127,8 @@ def serve(
     QueryLog(query_log)  # a query log that cannot be written fails now, before the (slow) load
     if host not in LOOPBACK_ADDRESSES:
         console.print(f"[yellow]warning: listening on {host}, not a loopback address[/yellow]")
-    hosts = allowed_host or (loopback_hosts(port) if host in LOOPBACK_ADDRESSES else None)
+    loopback = loopback_hosts(port) if host in LOOPBACK_ADDRESSES else []  # added to, not replaced (before: an
+    hosts = [*loopback, *allowed_host] if allowed_host else (loopback or None)  # --allowed-host lost localhost)
 
     def load() -> dict:
         """The served stages, loaded from the index folders or pipeline configs (again on each reload), each with
@@ -243,8 +245,13 @@ def pipeline_stages(names: list[str], ws, stage_keys: dict | None = None) -> dic
     from sleuth.service.lazy import LazyStage
 
     stages: dict[str, Stage] = {}
+    from sleuth.cli.stage_settings import settings_line, stage_names
+
     for i, (source, config) in enumerate(served_configs(names, stage_keys).items()):
         description = str(config.get("description") or "")
+        own = {stage: keys for stage, keys in (stage_keys or {}).items() if stage in stage_names(config["stages"])}
+        if own:  # before: /pipelines and the page said k1=0.9 of a pipeline served with --set bm25.k1=2.0
+            description = f"{description}; {settings_line(own)}".lstrip("; ")
         if i == 0:
             stage = load_pipeline(source, ws, stage_keys)
             stage.description = description

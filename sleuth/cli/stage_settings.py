@@ -73,3 +73,10 @@ def check_settings_apply(settings: StageKeys, configs: list[dict[str, Any]]) -> 
             names = ", ".join(str(config["name"]) for config in configs) or "none"
             raise ConfigError(f"--set {stage}.{next(iter(settings[stage]))}: no stage '{stage}' in the pipeline(s) "
                               f"run ({names}), so it would set nothing")
+
+
+def settings_line(settings: StageKeys) -> str:
+    """``stage keys set (--set): bm25.k1=1.2, bm25.b=0.75``: what ``sleuth eval`` records with its figures and
+    ``sleuth serve`` adds to a pipeline's description."""
+    return "stage keys set (--set): " + ", ".join(f"{stage}.{key}={value!r}" for stage, keys in settings.items()
+                                                  for key, value in keys.items())

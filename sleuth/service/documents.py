@@ -41,8 +41,9 @@ class DocumentUpdates:
         items = documents if documents is not None else ids
         if not isinstance(items, list) or not items:
             raise RequestError(f"'{'documents' if documents is not None else 'ids'}' must be a non-empty list")
-        if len(items) > limit:
-            raise RequestError(f"at most {limit} documents or ids per request, got {len(items)}", 413)
+        if len(items) > limit:  # a count, as the batch limit's: 400 (before: 413, the status of a body too large)
+            raise RequestError(f"at most {limit} documents or ids per request (16 x --max-batch), got "
+                               f"{len(items)}: send them in several requests")
         folder = self.index_dirs[index]
         with self._lock:
             try:

@@ -4,6 +4,7 @@ refusing a JSON body that gives a key twice)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath, PureWindowsPath
@@ -57,8 +58,8 @@ class Limits:
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():
-            if not value > 0:
-                raise LimitError(name, f"must be positive, got {value!r}")
+            if not value > 0 or value == math.inf:  # before: --timeout inf started, then /obfuscate was a 500
+                raise LimitError(name, f"must be a positive finite number, got {value!r}")
         if self.max_obfuscations > MAX_OBFUSCATIONS:
             raise LimitError("max_obfuscations", f"must be at most {MAX_OBFUSCATIONS} (the cap shared with sleuth "
                                                  f"privacy), got {self.max_obfuscations}")

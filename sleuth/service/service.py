@@ -48,5 +48,6 @@ class SearchService:
         return self.executor.run(lambda deadline: work())
 
     def describe(self) -> dict[str, Any]:
-        """The served pipelines with their descriptions, the default one and the largest k."""
-        return {**self.served.describe(), "max_k": self.limits.max_k}
+        """The served pipelines with their descriptions, the default one, the largest k and the largest
+        ``max_chars`` a request may ask for (the web page asks for no more)."""
+        return {**self.served.describe(), "max_k": self.limits.max_k, "max_text_chars": self.limits.max_text_chars}

@@ -124,8 +124,9 @@ def test_ids_with_commas_or_surrounding_spaces_are_deleted_from_a_file(sleuth, t
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--max-k", "0"], "--max-k must be positive, got 0"),
-    (["--timeout", "0"], "--timeout must be positive, got 0.0"),
+    (["--max-k", "0"], "--max-k must be a positive finite number, got 0"),
+    (["--timeout", "0"], "--timeout must be a positive finite number, got 0.0"),
+    (["--timeout", "inf"], "--timeout must be a positive finite number, got inf"),  # was a 500 on /obfuscate
     (["--max-obfuscations", "51"], "--max-obfuscations must be at most 50 (the cap shared with sleuth privacy), got 51"),
 ])
 def test_a_request_limit_out_of_range_is_named_by_its_option(sleuth, args, message):

@@ -286,7 +286,8 @@ def test_fuzzed_requests_never_give_500(client):
 
 def test_pipelines_lists_names_descriptions_and_limits(client, index_dir, scifact_passages):
     assert client.get("/pipelines").json() == {"pipelines": [{"name": index_dir.name, "description": "", "status": "ready"}],
-                                               "default": index_dir.name, "max_k": LIMITS.max_k}
+                                               "default": index_dir.name, "max_k": LIMITS.max_k,
+                                               "max_text_chars": LIMITS.max_text_chars}  # the page asks no more
     first, second = stage_for_index_from(scifact_passages[:20]), stage_for_index_from(scifact_passages[:20])
     first.description = "the first twenty abstracts"
     with TestClient(create_app({"a": first, "b": second})) as two:

@@ -132,6 +132,13 @@ def test_admin_documents_without_documents_names_the_field(client):
         assert error(response, 400) == "'documents' is required"
 
 
+def test_too_many_documents_in_one_admin_update_is_a_400_naming_the_cap(client):
+    """Before: a 413 (the status of a body too large) for 1,025 small documents, the cap undocumented."""
+    documents = [{"id": f"bulk{i}", "text": "bulk document"} for i in range(1025)]
+    response = client.post("/admin/documents", json={"documents": documents}, headers={"X-API-Key": KEY})
+    assert error(response, 400).startswith("at most 1024 documents or ids per request (16 x --max-batch), got 1025")
+
+
 def test_an_empty_allowed_host_is_refused_when_the_app_is_made(index_dir):
     """Before: ``sleuth serve --allowed-host ""`` started, then refused every request."""
     with pytest.raises(SleuthError, match=r"allowed host '' is empty"):

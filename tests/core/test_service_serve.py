@@ -155,6 +155,8 @@ def test_a_pipeline_of_index_paths_is_served_without_the_bundled_corpus(tmp_path
     with sleuth_server(["--pipeline", str(config), "--set", "bm25.k=3"], env={"SLEUTH_HOME": str(tmp_path / "home")},
                        log=log) as url:
         found = post(url, scifact_passages[7].text[:200], "mine")
+        described = httpx.get(url + "/pipelines").json()["pipelines"][0]["description"]
+    assert described == "stage keys set (--set): bm25.k=3"  # before: nothing said what the service runs
     assert found["hits"][0]["id"] == scifact_passages[7].id
     assert len(found["hits"]) == 3  # --set bm25.k=3 (the request asks for 5)
     assert {hit["id"] for hit in found["hits"]} <= {p.id for p in scifact_passages[:50]}
@@ -236,5 +238,7 @@ def test_api_key_file_and_allowed_hosts(tmp_path, scifact_passages):
     with sleuth_server(args, env={"SLEUTH_API_KEY": "not-this-one"}) as url:
         assert httpx.get(url + "/health", headers={"Host": "search.example"}).status_code == 200
         assert httpx.get(url + "/health", headers={"Host": "localhost"}).status_code == 400
+        port = url.rsplit(":", 1)[1]  # --allowed-host adds to the loopback names (before: replaced them)
+        assert httpx.get(url + "/health", headers={"Host": f"localhost:{port}"}).status_code == 200
         assert httpx.post(url + "/admin/reload", headers={"X-API-Key": "not-this-one"}).status_code == 401
         assert httpx.post(url + "/admin/reload", headers={"X-API-Key": "file-key-1"}, timeout=60).status_code == 200

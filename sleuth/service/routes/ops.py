@@ -35,7 +35,8 @@ def metrics(request: Request):
 
 @router.get("/pipelines")
 def pipelines(request: Request) -> dict[str, Any]:
-    """The served pipelines: ``{"pipelines": [{name, description, status}], "default", "max_k"}``; ``status`` is
+    """The served pipelines: ``{"pipelines": [{name, description, status}], "default", "max_k",
+    "max_text_chars"}``; ``status`` is
     ``ready``, ``building on first use``, ``building: <phase> n%`` or ``failed: <one line>``."""
     return service_of(request).describe()
 

@@ -170,6 +170,7 @@ function renderSent(sent) {
 }
 
 let pipelines = [];
+let maxChars = 5000; // what the page shows of a passage; no more than the service's --max-text-chars
 
 const REFRESH_MS = 10000;
 
@@ -216,6 +217,7 @@ async function loadPipelines() {
     }));
     select.value = first || !pipelines.some((p) => p.name === chosen) ? body.default : chosen;
     $("k").max = body.max_k;
+    if (body.max_text_chars) maxChars = Math.min(5000, body.max_text_chars);
     describePipeline();
     if (pipelines.some((p) => notReady(p) && !p.status.startsWith("failed"))) setTimeout(loadPipelines, REFRESH_MS);
   } catch (error) {
@@ -240,7 +242,7 @@ async function search(event) {
     response = await fetch("/search", {
       method: "POST",
       headers: { "Content-Type": "application/json", Accept: "application/json" },
-      body: JSON.stringify({ query, pipeline: pipeline || undefined, k: Number.isNaN(k) ? undefined : k, extras: true, max_chars: 5000 }),
+      body: JSON.stringify({ query, pipeline: pipeline || undefined, k: Number.isNaN(k) ? undefined : k, extras: true, max_chars: maxChars }),
     });
     body = await response.json().catch(() => ({}));
   } catch (error) {
