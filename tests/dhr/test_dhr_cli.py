@@ -116,3 +116,39 @@ def test_eval_on_squad_articles_with_distractors(sleuth, data_dir, nq_slice, tmp
     assert f"Passage level: {answerable} all questions" in " ".join(result.stdout.split())
     rows = {r["name"]: r["measures"] for r in json.loads((tmp_path / "rows.json").read_text())["rows"]}
     assert 0 < rows["BM25"]["P Top-1"] <= 1 and 0 < rows["DHR parallel (lambda=1)"]["P Top-1"] <= 1
+
+
+def test_length_prior_tuning_scores_as_the_default_dhr(sleuth, data_dir, tmp_path):
+    """`dhr tune --search length-prior` scored with lam 1 (the default until it became lam 0), so its grid was of
+    another ranking than the pipeline whose prior it chose: its Top-1 at a prior must be `sleuth eval`'s of the
+    default `dhr` with that prior, ungated."""
+    from tests.squad_nq_support import nq_slice, squad_articles
+
+    from sleuth.corpus.squad import read_squad_questions
+
+    squad = squad_articles(data_dir, tmp_path, ("Steam_engine", "Warsaw", "Force"))
+    nq, _ = nq_slice(data_dir, tmp_path, 300)
+    answerable = [q for q in read_squad_questions(squad) if q.metadata.get("answers")][:40]
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text("".join(json.dumps({"id": q.id, "question": q.text, "answers": q.metadata["answers"]}) + "\n"
+                                 for q in answerable), encoding="utf-8")
+    common = ("--corpus", squad, "--distractors", nq, "--questions", questions)
+    tuned = sleuth("dhr", "tune", *common, "--search", "length-prior", "--separator", " ", "--metric-k", 1,
+                   "--split", "all")
+    assert tuned.returncode == 0, tuned.stderr
+    coarse = json.loads(tuned.stdout.strip().splitlines()[-1])["coarse"]
+    result = sleuth("eval", *common, "--pipeline", "dhr", "--set", "dhr.length_prior=0.05", "--set",
+                    "dhr.length_prior_below=null", "--top-k", 1, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["pipelines"][0]["measures"]["Top-1"] == pytest.approx(coarse["0.05"])
+    # every prior of the grid, in this process over the same (cached) index
+    from sleuth.eval.answers import top_k_accuracy
+    from sleuth.pipelines.config import load_pipeline
+    from sleuth.pipelines.mixed_source import MixedCorpusSource
+    from sleuth.pipelines.workspace import Workspace
+
+    ws = Workspace(MixedCorpusSource(squad, distractors=(nq,)), show_progress=False)
+    answers = {q.id: q.metadata["answers"] for q in answerable}
+    for prior, tuned_top1 in coarse.items():
+        run = load_pipeline("dhr", ws, length_prior=float(prior), length_prior_below=None).transform(answerable)
+        assert top_k_accuracy(run, None, answers, ks=(1,))["Top-1"] == pytest.approx(tuned_top1), prior

@@ -202,7 +202,7 @@ def tune_command(
     split: str = typer.Option("dev", help="Questions to tune on (dev by default)."),
     dev_fraction: float = typer.Option(0.2), seed: int = typer.Option(13),
     search: str = typer.Option("lambda", help="lambda: the paper's serial DHR lambda; length-prior: the length_prior "
-                                               "of the default dhr score (parallel, document max, lambda 1) with its "
+                                               "of the default dhr score (parallel, document max, lambda 0) with its "
                                                "gate length_prior_below."),
     k1: int = typer.Option(100, min=1, help="Documents passed to the passage stage (search lambda)."),
     metric_k: int = typer.Option(20, "--metric-k", min=1, help="Maximise passage-level Top-k accuracy (the paper: 20)."),
@@ -262,14 +262,18 @@ def lambda_candidates(setup: Setup, questions: list[Query], k1: int) -> Run:
 
 
 def prior_candidates(setup: Setup, questions: list[Query], metric_k: int):
-    """The default dhr score's top passages without a prior (parallel, document max, lambda 1; searched once) as
-    :class:`PriorCandidates`, with whether each holds an answer."""
+    """The default dhr score's top passages without a prior (its mode, document score, combination and lam, read
+    from the built-in ``dhr`` pipeline; searched once) as :class:`PriorCandidates`, with whether each holds an
+    answer. Before: lam 1, the score the default had until it became lam 0, so the prior it chose was for another
+    ranking."""
     from sleuth.eval.answers import answer_matcher
+    from sleuth.pipelines.config import parse_entry, read_config
     from sleuth.systems.dhr.lambda_search import PriorCandidates
     from sleuth.systems.dhr.stages import ParallelDHR
 
-    stage = ParallelDHR(setup.index, setup.document_encoder, setup.passage_encoder, lam=1.0,
-                        k=max(PRIOR_DEPTH, metric_k), document="max")
+    _, default = parse_entry(read_config("dhr")["stages"][0], "dhr")
+    stage = ParallelDHR(setup.index, setup.document_encoder, setup.passage_encoder, lam=default["lam"],
+                        k=max(PRIOR_DEPTH, metric_k), document=default["document"], combine=default["combine"])
     # log(passages of the document), as the stage's own prior computes it (beta 1)
     log_lengths = dict(zip(setup.index.documents.ids, setup.index.length_prior(1.0).tolist()))
     matchers = {q.id: answer_matcher(q.metadata["answers"]) for q in questions}
