@@ -135,6 +135,9 @@ def test_eval_refuses_predictions_joined_to_another_query(sleuth, val_head, tmp_
                    "'val-0001'", rows[1]["query"], "same order")
     one_line_error(sleuth("quest", "eval", val_head, "--predictions", reordered), "reordered-0001",
                    "--id-prefix val")
+    named = tmp_path / "val30.jsonl"  # gold ids val-NNNN in a file of another name: the hint gave 'val30', which
+    named.write_text("".join(json.dumps({**r, "id": f"val-{i:04d}"}) + "\n" for i, r in enumerate(rows, 1)))
+    one_line_error(sleuth("quest", "eval", named, "--predictions", reordered), "--id-prefix val if")  # failed again
     in_order = tmp_path / "in-order.jsonl"
     in_order.write_text("".join(json.dumps({"query": r["query"], "docs": r["docs"]}) + "\n" for r in rows))
     result = sleuth("quest", "eval", val_head, "--predictions", in_order, "--id-prefix", "val", "--json")
@@ -178,3 +181,24 @@ def test_quest_predict_takes_a_stage_name_and_refuses_one_that_needs_candidates(
     one_line_error(sleuth("quest", "predict", val_head, "--documents", val_head, "--pipeline", "classify", "--out",
                           out), "stage 1 'classify': works on the ranking of an earlier stage, so it cannot come first")
     assert not out.exists()
+
+
+def test_eval_says_which_gold_queries_have_no_prediction_and_takes_domains(sleuth, val_head, data_dir, tmp_path):
+    """`quest predict --domain films ...` then `quest eval val.jsonl` averaged the other domains' queries in as
+    zeros without a word (F1 .18 where films and books give .32); and --documents of another format named
+    `--field`, an option no quest command has."""
+    rows = [json.loads(line) for line in val_head.read_text().splitlines()]
+    predictions = tmp_path / "five.jsonl"
+    predictions.write_text("".join(json.dumps({**r, "id": f"val-{i:04d}"}) + "\n" for i, r in enumerate(rows[:5], 1)))
+    result = sleuth("quest", "eval", val_head, "--predictions", predictions, "--json")
+    assert result.returncode == 0, result.stderr
+    assert "7 of the 12 gold queries have no prediction" in " ".join(result.stderr.split())
+    domain = rows[0]["metadata"]["domain"]
+    scoped = sleuth("quest", "eval", val_head, "--predictions", predictions, "--domain", domain, "--json")
+    assert scoped.returncode == 0, scoped.stderr
+    in_domain = sum(r["metadata"]["domain"] == domain for r in rows)
+    assert json.loads(scoped.stdout)["five"]["count"]["overall"] == in_domain
+    done = sleuth("quest", "predict", val_head, "--documents", data_dir / "squad2" / "dev-v2.0.json", "--pipeline",
+                  "quest-bm25", "--out", tmp_path / "x.jsonl")
+    one_line_error(done, "not a QUEST documents.jsonl")
+    assert "--field" not in done.stderr

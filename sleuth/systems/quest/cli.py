@@ -96,6 +96,8 @@ def eval_command(
     by: str | None = typer.Option(None, help="Also break down by 'template' or 'domain'."),
     id_prefix: str | None = typer.Option(None, help="For prediction files without ids: the gold file's prefix "
                                                        "(e.g. 'val'), so line-based ids match."),
+    domain: list[str] | None = typer.Option(None, help="Score only the gold queries of these domains (repeatable; "
+                                                       "as quest predict --domain)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
 ) -> None:
     """Average set P / R / F1 and Recall@K / MRecall@K (K in 20, 50, 100, 1000) of prediction files, joined to
@@ -106,7 +108,7 @@ def eval_command(
 
     if by not in (None, "template", "domain"):
         raise ConfigError(f"--by must be 'template' or 'domain', got '{by}'")
-    task = load_task(gold)
+    task = load_task(gold, domain)
     reports = {}
     for path in predictions:
         read = read_quest_predictions(path, id_prefix=id_prefix)
@@ -114,6 +116,10 @@ def eval_command(
         if len(predicted) < len(read):
             console.print(f"note: {path}: {len(read) - len(predicted):,} of its {len(read):,} predictions are for "
                           f"queries not in {gold}; they are not scored")
+        unpredicted = len(task.queries) - len(predicted)
+        if unpredicted:  # before: averaged in as zeros without a word (a --domain predict against all of val)
+            console.print(f"note: {path}: {unpredicted:,} of the {len(task.queries):,} gold queries have no prediction "
+                          "and score as empty sets (--domain scores only some domains' queries)")
         sets = {qid: q.metadata.get("docs") or [] for qid, q in predicted.items()}
         rankings = {qid: q.metadata.get("ranking") or q.metadata.get("docs") or [] for qid, q in predicted.items()}
         reports[path.stem] = evaluate(task, sets, rankings)

@@ -10,7 +10,7 @@ from typing import TypeVar
 import numpy as np
 
 from sleuth.corpus.model import Query
-from sleuth.errors import ConfigError
+from sleuth.errors import ConfigError, InputError
 from sleuth.paths import home_dir
 from sleuth.pipelines.index_stage import bm25_retrieve, dense_retrieve
 from sleuth.pipelines.workspace import CorpusSource, Workspace
@@ -50,7 +50,14 @@ def quest_workspace(documents: str | Path, device: str = "cpu", show_progress: b
     path = Path(documents)
     if not path.exists():
         raise ConfigError(f"QUEST corpus not found: {path}")
-    return Workspace(corpus=CorpusSource(path, "quest"), device=device, show_progress=show_progress)
+    source = CorpusSource(path, "quest")
+    try:
+        next(iter(source.documents()), None)  # its first record, read now
+    except InputError as exc:  # before: the JSONL reader's hint, "name it with --field id=KEY", an option no quest
+        reason = str(exc).split(": ", 1)[-1].split("; name it with")[0]  # command has
+        raise InputError(f"not a QUEST documents.jsonl (one {{\"title\", \"text\"}} object a line, as `sleuth quest "
+                         f"corpus` writes): {reason}", path=path) from None
+    return Workspace(corpus=source, device=device, show_progress=show_progress)
 
 
 def retriever(ws: Workspace, kind: str, k: int, encoder: str = "minilm") -> Stage:

@@ -94,9 +94,13 @@ def joined_predictions(task: QuestTask, predicted: dict[str, Query], path: str |
     texts = {q.id: q.text for q in task.queries}
     unknown = sorted(set(predicted) - set(texts))
     if unknown and len(unknown) == len(predicted):
+        # the hint's prefix: the gold ids' own ('val' of val-0001) where they have one (before: the file's name,
+        # which gave 'val30' for a val30.jsonl whose ids are val-NNNN, and failed again)
+        first = task.queries[0].id if task.queries else ""
+        prefix = first.rsplit("-", 1)[0] if "-" in first else Path(gold).name.split(".")[0]
         raise ConfigError(f"{path}: query id '{unknown[0]}' is not in {gold}, nor is any of its {len(unknown)} "
                           f"ids; predictions are joined to gold by id (a file without ids by line: --id-prefix "
-                          f"{Path(gold).name.split('.')[0]} if it lists {Path(gold).name}'s queries in its order)")
+                          f"{prefix} if it lists {Path(gold).name}'s queries in its order)")
     predicted = {qid: query for qid, query in predicted.items() if qid in texts}
     for qid, query in predicted.items():
         if " ".join(query.text.split()) != " ".join(texts[qid].split()):
