@@ -80,16 +80,17 @@ def build_note(built: dict[str, float]) -> str:
 
 
 def pipeline_corpus(configs: list[dict], corpus: Path | None, fmt: str | None, field: list[str] | None,
-                    what: str = "searching") -> CorpusSource | None:
-    """The corpus the pipelines of these (checked) configs search: ``corpus``; the bundled SciFact, said on stderr,
-    when none is given; or none where no pipeline reads a corpus (run files, ``index:`` paths:
-    :func:`sleuth.pipelines.config.reads_corpus`), which the bundled SciFact would only be named for."""
+                    what: str = "searching", splitter: str = "none", window_words: int = 100) -> CorpusSource | None:
+    """The corpus the pipelines of these (checked) configs search: ``corpus``, cut into passages by ``splitter``;
+    the bundled SciFact, said on stderr, when none is given; or none where no pipeline reads a corpus (run files,
+    ``index:`` paths: :func:`sleuth.pipelines.config.reads_corpus`), which the bundled SciFact would only be named
+    for."""
     from sleuth.pipelines.config import reads_corpus
 
     if corpus is None and not any(reads_corpus(config["stages"]) for config in configs):
-        refuse_corpus_options(fmt, field is not None)
+        refuse_corpus_options(fmt, field is not None, splitter)
         return None
-    source = corpus_source(corpus, fmt, field)
+    source = corpus_source(corpus, fmt, field, splitter, window_words)
     note_bundled(corpus, what)
     return source
 

@@ -142,6 +142,8 @@ def eval_command(
     distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus (repeatable, format "
                                                   "detected) indexed with --corpus as distractor documents."),
     field: corpus_options.Fields = None,
+    splitter: corpus_options.Splitter = "none",
+    window_words: corpus_options.WindowWords = 100,
     pipeline: list[str] | None = typer.Option(None, help="Pipeline (repeatable): built-in name or YAML file; "
                                                             "the first is the baseline."),
     metric: list[str] | None = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP; "
@@ -200,7 +202,10 @@ def eval_command(
     run_stages = {title: RunFile(path, name=title) for title, path in run_files.items()}  # read (and checked) now
     check_run_coverage(run_stages, run_files, query_list)
     # --index folders only, or pipelines reading none, and no corpus given: no corpus read
-    source = corpus_source(corpus_path, fmt, field) if names and (corpus_path or read_corpus) else None
+    source = corpus_source(corpus_path, fmt, field, splitter, window_words) \
+        if names and (corpus_path or read_corpus) else None
+    if source is None and splitter != "none":  # before any run: it would split nothing
+        raise ConfigError(f"--splitter {splitter} cuts the corpus the pipelines read, and none is read here")
     if source is not None and distractors:
         from sleuth.pipelines.mixed_source import with_distractors
 

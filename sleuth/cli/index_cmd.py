@@ -11,7 +11,6 @@ import typer
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, console, corpus_source, positive_number, refuse_given, workspace
-from sleuth.corpus.splitters import MIN_WORDS
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params
@@ -34,9 +33,8 @@ def index(
     corpus: Path | None = typer.Argument(None, help="Corpus file or folder (default: the bundled SciFact)."),
     fmt: corpus_options.Format = None,
     field: corpus_options.Fields = None,
-    splitter: str = typer.Option("none", help="Passages: none (one per document), sections (DHR; a lead or section "
-                                              f"of {MIN_WORDS} words or fewer is dropped), window."),
-    window_words: int = typer.Option(100, min=1, help="Words per passage for --splitter window."),
+    splitter: corpus_options.Splitter = "none",
+    window_words: corpus_options.WindowWords = 100,
     kind: str = typer.Option("all", help="bm25, dense or all."),
     out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval; an "
                                                "index the cache holds for the same corpus and parameters is copied). "

@@ -35,6 +35,8 @@ def retrieve(
     corpus: Path | None = typer.Option(None, help="Corpus to search (default: the bundled SciFact)."),
     fmt: corpus_options.Format = None,
     field: corpus_options.Fields = None,
+    splitter: corpus_options.Splitter = "none",
+    window_words: corpus_options.WindowWords = 100,
     distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus (repeatable, format "
                                                   "detected) indexed with --corpus as distractor documents."),
     pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
@@ -56,7 +58,7 @@ def retrieve(
     check_writable(out, "--out", file=True)  # before any query is read or index built
     refuse_overwriting_inputs(out, [queries, corpus, index, *(distractors or [])])
     if index is not None:
-        refuse_given(ctx, ("corpus", "fmt", "field", "distractors", "pipeline", "settings"),
+        refuse_given(ctx, ("corpus", "fmt", "field", "splitter", "window_words", "distractors", "pipeline", "settings"),
                      "--index searches an index folder")
     elif distractors and corpus is None:
         raise ConfigError("--distractors go with --corpus (the documents they are mixed with)")
@@ -74,6 +76,7 @@ def retrieve(
     if ray_address is None:
         refuse_given(ctx, ("ray_workers",), "without --ray-address nothing runs on Ray")
     builder, built = stage_builder(index, corpus, fmt, field, distractors, pipeline, k, device,
+                                   splitter=splitter, window_words=window_words,
                                    on_ray=ray_address is not None, stage_keys=keys, config=config)
     if ray_address is None:
         stage = builder()  # index builds show their progress here, and are said apart in the summary
@@ -117,8 +120,8 @@ def checked_queries(query_list: list[Query], path: Path, max_queries: int | None
 
 def stage_builder(index: Path | None, corpus: Path | None, fmt: str | None, field: list[str] | None,
                   distractors: list[Path] | None, pipeline: str, k: int, device: str, on_ray: bool = False,
-                  stage_keys: dict | None = None,
-                  config: dict | None = None) -> tuple[Callable[[], Stage], dict[str, float]]:
+                  stage_keys: dict | None = None, config: dict | None = None, splitter: str = "none",
+                  window_words: int = 100) -> tuple[Callable[[], Stage], dict[str, float]]:
     """A builder of the stage to run (``on_ray``: a picklable one, for each Ray worker): an index folder's own (``k``
     results deep), else the pipeline over the corpus (with its distractors; none for a pipeline that reads no
     corpus, such as one of run files, when no ``--corpus`` is given: :func:`pipeline_corpus`, told by its checked
@@ -131,7 +134,7 @@ def stage_builder(index: Path | None, corpus: Path | None, fmt: str | None, fiel
         return partial(stage_for_index, index.resolve(), k, device), {}
     if config is None:
         raise ConfigError(f"pipeline '{pipeline}': its checked config is needed to build it")
-    source = pipeline_corpus([config], corpus, fmt, field)
+    source = pipeline_corpus([config], corpus, fmt, field, splitter=splitter, window_words=window_words)
     if source is not None and distractors:
         from sleuth.pipelines.mixed_source import with_distractors
 

@@ -22,6 +22,8 @@ def search(
     corpus: Path | None = typer.Option(None, help="Corpus to search (default: the bundled SciFact)."),
     fmt: corpus_options.Format = None,
     field: corpus_options.Fields = None,
+    splitter: corpus_options.Splitter = "none",
+    window_words: corpus_options.WindowWords = 100,
     pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
     index: Path | None = typer.Option(None, help="Search this index folder directly (instead of a corpus and "
                                                  "--pipeline)."),
@@ -33,13 +35,14 @@ def search(
     """Search a corpus or an index and print the top k results."""
     check_query(Query("", query))  # before any index is read or built: an empty query costs nothing
     if index is not None:
-        refuse_given(ctx, ("corpus", "fmt", "field", "pipeline", "settings"), "--index searches an index folder")
+        refuse_given(ctx, ("corpus", "fmt", "field", "splitter", "window_words", "pipeline", "settings"),
+                     "--index searches an index folder")
         stage: Stage = stage_for_index(index, k, device)
     else:
         keys = parse_settings(settings)
         config = validate_pipeline(pipeline, keys)  # a built-in, a YAML file or a stage name, checked whole
         check_settings_apply(keys, [config])
-        source = pipeline_corpus([config], corpus, fmt, field)
+        source = pipeline_corpus([config], corpus, fmt, field, splitter=splitter, window_words=window_words)
         stage = build_pipeline(config, workspace(source, device, progress=not as_json))
     hits = stage.search(query, k=k)
     if as_json:

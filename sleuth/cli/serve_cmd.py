@@ -48,6 +48,8 @@ def serve(
     corpus: Path | None = typer.Option(None, help="Corpus for --pipeline (default: the bundled SciFact)."),
     fmt: corpus_options.Format = None,
     field: corpus_options.Fields = None,
+    splitter: corpus_options.Splitter = "none",
+    window_words: corpus_options.WindowWords = 100,
     pipeline: list[str] | None = typer.Option(None, help="Pipeline to serve (repeatable): built-in or YAML. Default: "
                                                          "bm25; on the bundled SciFact: every built-in pipeline. The "
                                                          "first is built before serving, the others in the background "
@@ -95,8 +97,9 @@ def serve(
 
     if index and pipeline:
         raise ConfigError("give --index or --pipeline, not both")
-    if index and (corpus is not None or fmt is not None or field):  # before: ignored unsaid
-        given = "--corpus" if corpus is not None else "--format" if fmt is not None else "--field"
+    if index and (corpus is not None or fmt is not None or field or splitter != "none"):  # before: ignored unsaid
+        given = "--corpus" if corpus is not None else "--format" if fmt is not None else "--field" if field else \
+            "--splitter"
         raise ConfigError(f"{given} goes with --pipeline: an --index folder holds its own passages")
     if index and settings:
         raise ConfigError("--set goes with --pipeline: it sets keys of pipeline stages, which --index folders have "
@@ -147,7 +150,8 @@ def serve(
     if not index:
         served = served_pipelines(corpus, pipeline)
         configs = served_configs(served, keys)  # every config and --set checked before the corpus is named
-        source = pipeline_corpus(list(configs.values()), corpus, fmt, field, "serving")  # none: index paths, runs
+        source = pipeline_corpus(list(configs.values()), corpus, fmt, field, "serving", splitter,
+                                 window_words)  # none: index paths, runs
     try:
         import uvicorn
     except ImportError:

@@ -40,11 +40,12 @@ def make_splitter(name: str, words: int = 100):
     raise ConfigError(f"unknown splitter '{name}' (known: {', '.join(SPLITTERS)})")
 
 
-def refuse_corpus_options(fmt: str | None, fields: bool) -> None:
-    """A format or a field mapping given without a corpus is a ConfigError (it would be ignored: the bundled
-    SciFact is read as BEIR)."""
-    if fmt not in (None, "beir") or fields:
-        given = f"format '{fmt}'" if fmt not in (None, "beir") else "a field mapping"
+def refuse_corpus_options(fmt: str | None, fields: bool, splitter: str = "none") -> None:
+    """A format, a field mapping or a splitter given without a corpus is a ConfigError (it would be ignored: the
+    bundled SciFact is read as BEIR, whole)."""
+    if fmt not in (None, "beir") or fields or splitter != "none":
+        given = f"format '{fmt}'" if fmt not in (None, "beir") else "a field mapping" if fields else \
+            f"--splitter {splitter}"
         raise ConfigError(f"{given} is for a corpus you give, and none was given (the bundled SciFact is read as "
                           "BEIR): name the corpus too")
 

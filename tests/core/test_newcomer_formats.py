@@ -17,6 +17,7 @@ from sleuth.errors import InputError
 from sleuth.eval.experiment import Experiment
 from sleuth.pipelines.config import load_pipeline
 from sleuth.pipelines.workspace import CorpusSource, Workspace
+from tests.cli_support import one_line_error
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 CRAN, CISI = FIXTURES / "cranfield", FIXTURES / "cisi"
@@ -117,6 +118,29 @@ def test_search_takes_the_field_mapping(tmp_path, scifact_rows, sleuth):
     result = sleuth("search", "microRNA", "--corpus", path, "--field", "id=key", "--field", "text=body", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["hits"]
+
+
+def test_search_eval_retrieve_and_serve_take_the_splitter(tmp_path, scifact_rows, sleuth):
+    """Only `sleuth index` split documents into passages, so `sleuth search --corpus enwiki.xml.bz2 --pipeline dhr`
+    (the README's DHR example) searched whole articles: the corpus options now hold --splitter and --window-words
+    for every command that reads a corpus."""
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"_id": r["_id"], "text": r["text"]}) + "\n" for r in scifact_rows[:60]))
+    words = scifact_rows[5]["text"].split()
+    result = sleuth("search", " ".join(words[40:52]), "--corpus", path, "--splitter", "window", "--window-words", 30,
+                    "--json")
+    assert result.returncode == 0, result.stderr
+    top = json.loads(result.stdout)["hits"][0]
+    assert top["id"].startswith(scifact_rows[5]["_id"] + "#") and top["doc_id"] == scifact_rows[5]["_id"]
+    for command in ("index", "search", "retrieve", "eval", "serve"):
+        shown = " ".join(sleuth(command, "--help").stdout.replace("│", " ").split())
+        assert "--splitter" in shown and "--window-words" in shown, command
+    one_line_error(sleuth("search", "x", "--index", tmp_path, "--splitter", "sections"), "--splitter")
+    run, qrels = tmp_path / "run.trec", tmp_path / "qrels.txt"
+    run.write_text("1 Q0 a 1 1.0 t\n")
+    qrels.write_text("1 0 a 1\n")
+    one_line_error(sleuth("eval", "--run", run, "--qrels", qrels, "--splitter", "window"),
+                   "--splitter window cuts the corpus the pipelines read, and none is read here")
 
 
 def test_beir_split_missing_lists_the_splits(tmp_path):
