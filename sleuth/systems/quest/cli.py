@@ -116,13 +116,13 @@ def eval_command(
         if len(predicted) < len(read):
             console.print(f"note: {path}: {len(read) - len(predicted):,} of its {len(read):,} predictions are for "
                           f"queries not in {gold}; they are not scored")
+        sets = {qid: q.metadata.get("docs") or [] for qid, q in predicted.items()}
+        rankings = {qid: q.metadata.get("ranking") or q.metadata.get("docs") or [] for qid, q in predicted.items()}
+        reports[path.stem] = evaluate(task, sets, rankings)
         unpredicted = len(task.queries) - len(predicted)
         if unpredicted:  # before: averaged in as zeros without a word (a --domain predict against all of val)
             console.print(f"note: {path}: {unpredicted:,} of the {len(task.queries):,} gold queries have no prediction "
                           "and score as empty sets (--domain scores only some domains' queries)")
-        sets = {qid: q.metadata.get("docs") or [] for qid, q in predicted.items()}
-        rankings = {qid: q.metadata.get("ranking") or q.metadata.get("docs") or [] for qid, q in predicted.items()}
-        reports[path.stem] = evaluate(task, sets, rankings)
     if as_json:
         print(json.dumps(reports, indent=2))
         return
