@@ -55,7 +55,15 @@ class DocumentUpdates:
                     manifest = delete_documents(folder, ids)
             except SleuthError as exc:  # named by the index's served name: the server's folders are not the client's
                 raise RequestError(without_folder(str(exc), folder, index), getattr(exc, "status", 400)) from None
-            self.served.reload()
+            try:
+                self.served.reload()
+            except SleuthError as exc:  # before: a 400 naming another index's folder, for a write that was committed
+                message = str(exc)
+                for name, other in self.index_dirs.items():
+                    message = without_folder(message, other, name)
+                raise RequestError(f"the {'addition' if documents is not None else 'deletion'} is committed to index "
+                                   f"'{index}', but reloading the served indexes failed ({message}); it is served "
+                                   "once POST /admin/reload succeeds", 500) from None
         if documents is not None:
             return {"index": index, "added": len(items), "count": manifest.count}
         return {"index": index, "deleted": len(dict.fromkeys(ids)), "count": manifest.count}  # [a, a] deletes one

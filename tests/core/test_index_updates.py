@@ -377,3 +377,29 @@ def test_admin_documents_disabled_without_a_key(tmp_path, scifact_passages):
     app = create_app({"ix": stage_for_index(target, 10, "cpu")}, index_dirs={"ix": target})
     response = TestClient(app).post("/admin/documents", json={"documents": [{"id": "x", "text": "y"}]})
     assert response.status_code == 403 and len(BM25Index.load(target)) == 30
+
+
+def test_an_add_committed_while_another_index_cannot_reload_says_so(tmp_path, scifact_passages):
+    """The reload after an admin add covers every served index: with another one damaged, the committed add was
+    answered 400 naming that index's folder on the server, and its retry refused as a duplicate."""
+    team, scratch = tmp_path / "team", tmp_path / "scratch"
+    BM25Index.build(scifact_passages[:40], team, show_progress=False)
+    BM25Index.build(scifact_passages[40:80], scratch, show_progress=False)
+
+    def load():
+        return {"team": stage_for_index(team, 10, "cpu"), "scratch": stage_for_index(scratch, 10, "cpu")}
+
+    client = TestClient(create_app(load(), api_key=KEY, loader=load, index_dirs={"team": team, "scratch": scratch}))
+    manifest = (scratch / "manifest.json").read_text()
+    (scratch / "manifest.json").write_text("{not json\n")  # the other index, damaged on disk
+    added = client.post("/admin/documents", json={"documents": [{"id": "w1", "text": "wombat habitat"}],
+                                                  "index": "team"}, headers={"X-API-Key": KEY})
+    assert added.status_code == 500, added.text
+    message = added.json()["error"]
+    assert message.startswith("the addition is committed to index 'team', but reloading the served indexes failed")
+    assert str(tmp_path) not in message and "'scratch'" in message
+    assert "w1" in BM25Index.load(team).docstore.ids  # committed
+    (scratch / "manifest.json").write_text(manifest)
+    assert client.post("/admin/reload", headers={"X-API-Key": KEY}).status_code == 200
+    assert client.post("/search", json={"query": "wombat habitat", "index": "team", "k": 1}).json()["hits"][0]["id"] \
+        == "w1"
