@@ -122,9 +122,8 @@ def test_length_prior_tuning_scores_as_the_default_dhr(sleuth, data_dir, tmp_pat
     """`dhr tune --search length-prior` scored with lam 1 (the default until it became lam 0), so its grid was of
     another ranking than the pipeline whose prior it chose: its Top-1 at a prior must be `sleuth eval`'s of the
     default `dhr` with that prior, ungated."""
-    from tests.squad_nq_support import nq_slice, squad_articles
-
     from sleuth.corpus.squad import read_squad_questions
+    from tests.squad_nq_support import nq_slice, squad_articles
 
     squad = squad_articles(data_dir, tmp_path, ("Steam_engine", "Warsaw", "Force"))
     nq, _ = nq_slice(data_dir, tmp_path, 300)
