@@ -11,7 +11,7 @@ from rich.text import Text
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, build_note, console, corpus_source, out, workspace
-from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings, settings_line
+from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings, settings_line
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
@@ -20,7 +20,7 @@ from sleuth.eval.answers import DEFAULT_KS
 from sleuth.eval.experiment import Experiment, JudgedQueries, run_file_names
 from sleuth.eval.self_hits import exclusion_note
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
-from sleuth.pipelines.config import load_pipeline, reads_corpus, validate_pipeline
+from sleuth.pipelines.config import load_pipeline, reads_corpus
 from sleuth.stages.run_file import RunFile
 from sleuth.stages.run_formats import run_name
 
@@ -185,8 +185,7 @@ def eval_command(
     if keys and not names:
         raise ConfigError("--set sets keys of pipeline stages: give a --pipeline (--index folders and --run files "
                           "have none)")
-    configs = [validate_pipeline(name, keys) for name in names]
-    check_settings_apply(keys, configs)
+    configs = checked_configs(names, keys)
     titles = table_names([str(config["name"]) for config in configs], names, index or [], list(run_files))
     read_corpus = any(reads_corpus(config["stages"]) for config in configs)  # not: run files, index: paths
     if per_query is not None:  # not after the evaluation

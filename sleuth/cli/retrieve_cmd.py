@@ -13,11 +13,11 @@ from rich.text import Text
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, build_note, console, pipeline_corpus, refuse_given, workspace
-from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings
+from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
-from sleuth.pipelines.config import build_pipeline, validate_pipeline
+from sleuth.pipelines.config import build_pipeline
 from sleuth.pipelines.front import read_queries
 from sleuth.progress import format_duration
 from sleuth.stages.base import Stage, check_query, transform_counted
@@ -63,9 +63,7 @@ def retrieve(
     elif distractors and corpus is None:
         raise ConfigError("--distractors go with --corpus (the documents they are mixed with)")
     keys = parse_settings(settings)
-    config = validate_pipeline(pipeline, keys) if index is None else None
-    if config is not None:
-        check_settings_apply(keys, [config])
+    config = checked_configs([pipeline], keys)[0] if index is None else None
     name = str(config["name"]) if config is not None else Path(str(index)).name
     run_tag = tag if tag is not None else name
     trec = not is_jsonl_run(out)

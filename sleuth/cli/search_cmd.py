@@ -9,9 +9,9 @@ import typer
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, console, out, pipeline_corpus, refuse_given, workspace
 from sleuth.cli.render import hits_json, hits_table
-from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings
+from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings
 from sleuth.corpus.model import Query
-from sleuth.pipelines.config import build_pipeline, validate_pipeline
+from sleuth.pipelines.config import build_pipeline
 from sleuth.pipelines.index_stage import stage_for_index
 from sleuth.stages.base import Stage, check_query
 
@@ -40,8 +40,7 @@ def search(
         stage: Stage = stage_for_index(index, k, device)
     else:
         keys = parse_settings(settings)
-        config = validate_pipeline(pipeline, keys)  # a built-in, a YAML file or a stage name, checked whole
-        check_settings_apply(keys, [config])
+        config = checked_configs([pipeline], keys)[0]  # a built-in, a YAML file or a stage name, checked whole
         source = pipeline_corpus([config], corpus, fmt, field, splitter=splitter, window_words=window_words)
         stage = build_pipeline(config, workspace(source, device, progress=not as_json))
     hits = stage.search(query, k=k)

@@ -131,8 +131,9 @@ def serve(
     QueryLog(query_log)  # a query log that cannot be written fails now, before the (slow) load
     if host not in LOOPBACK_ADDRESSES:
         console.print(f"[yellow]warning: listening on {host}, not a loopback address[/yellow]")
-    loopback = loopback_hosts(port) if host in LOOPBACK_ADDRESSES else []  # added to, not replaced (before: an
-    hosts = [*loopback, *allowed_host] if allowed_host else (loopback or None)  # --allowed-host lost localhost)
+    # --allowed-host adds to the loopback names (before: it replaced them, and localhost:PORT was refused)
+    loopback = loopback_hosts(port) if host in LOOPBACK_ADDRESSES else []
+    hosts = [*loopback, *allowed_host] if allowed_host else (loopback or None)
 
     def load() -> dict:
         """The served stages, loaded from the index folders or pipeline configs (again on each reload), each with
@@ -227,11 +228,9 @@ def served_configs(names: list[str], stage_keys: dict | None = None) -> dict[str
     :func:`~sleuth.pipelines.config.validate_pipeline`), with ``stage_keys`` set (``--set``), checked whole: a typo
     in any of them, two of one name or a ``--set`` no pipeline takes is a one-line ConfigError, before anything is
     built (and before the corpus is named)."""
-    from sleuth.cli.stage_settings import check_settings_apply
-    from sleuth.pipelines.config import validate_pipeline
+    from sleuth.cli.stage_settings import checked_configs
 
-    configs = {name: validate_pipeline(name, stage_keys) for name in names}
-    check_settings_apply(stage_keys or {}, list(configs.values()))
+    configs = dict(zip(names, checked_configs(names, stage_keys or {})))
     sources: dict[str, str] = {}
     for source, config in configs.items():  # before: the later one replaced the earlier under its name, unsaid
         name = str(config["name"])
@@ -246,17 +245,16 @@ def pipeline_stages(names: list[str], ws, stage_keys: dict | None = None) -> dic
     """The served pipelines by name: the first built now (it is the default), the others as
     :class:`~sleuth.service.lazy.LazyStage` s the service builds in the background, in this order, each with
     ``stage_keys`` set (``--set``); the configs are checked first (:func:`served_configs`)."""
+    from sleuth.cli.stage_settings import settings_line, stage_names
     from sleuth.pipelines.config import load_pipeline
     from sleuth.service.lazy import LazyStage
 
     stages: dict[str, Stage] = {}
-    from sleuth.cli.stage_settings import settings_line, stage_names
-
     for i, (source, config) in enumerate(served_configs(names, stage_keys).items()):
-        description = str(config.get("description") or "")
         own = {stage: keys for stage, keys in (stage_keys or {}).items() if stage in stage_names(config["stages"])}
-        if own:  # before: /pipelines and the page said k1=0.9 of a pipeline served with --set bm25.k1=2.0
-            description = f"{description}; {settings_line(own)}".lstrip("; ")
+        # the keys it is served with, said (before: /pipelines said k1=0.9 of a pipeline served with bm25.k1=2.0)
+        description = "; ".join(part for part in (str(config.get("description") or ""),
+                                                  settings_line(own) if own else "") if part)
         if i == 0:
             stage = load_pipeline(source, ws, stage_keys)
             stage.description = description

@@ -75,6 +75,17 @@ def check_settings_apply(settings: StageKeys, configs: list[dict[str, Any]]) -> 
                               f"run ({names}), so it would set nothing")
 
 
+def checked_configs(names: list[str], settings: StageKeys) -> list[dict[str, Any]]:
+    """The configs of the pipelines a command runs (built-ins, YAML files or stage names:
+    :func:`~sleuth.pipelines.config.validate_pipeline`), with the ``--set`` keys set, each checked whole, and a
+    ``--set`` that none of them takes refused (:func:`check_settings_apply`); nothing is built."""
+    from sleuth.pipelines.config import validate_pipeline
+
+    configs = [validate_pipeline(name, settings) for name in names]
+    check_settings_apply(settings, configs)
+    return configs
+
+
 def settings_line(settings: StageKeys) -> str:
     """``stage keys set (--set): bm25.k1=1.2, bm25.b=0.75``: what ``sleuth eval`` records with its figures and
     ``sleuth serve`` adds to a pipeline's description."""

@@ -32,11 +32,11 @@ def common_depth(runs: Mapping[str, Run], measures: Iterable[object] = ()) -> tu
 
 def deeper_measures(measures: Iterable[object], depth: int) -> list[str]:
     """The names of the measures that read deeper than ``depth``: a cutoff above it, or none (AP, RR)."""
-    import ir_measures
+    from sleuth.eval.measures import parse_measure_name
 
     deeper = []
     for measure in measures:
-        parsed = ir_measures.parse_measure(measure) if isinstance(measure, str) else measure
+        parsed = parse_measure_name(measure) if isinstance(measure, str) else measure
         cutoff = getattr(parsed, "params", {}).get("cutoff")
         if cutoff is None or cutoff > depth:
             deeper.append(str(measure))

@@ -36,19 +36,27 @@ def faiss_reason(exc: RuntimeError) -> str:
     return re.sub(r"^Error in .*? at \S+:\d+: ", "", first).rsplit("Error: ", 1)[-1].strip()
 
 
-def factory_problem(factory: object) -> str | None:
-    """What is wrong with a FAISS factory string, found by FAISS's own parser on empty indexes of a few dimensions
-    (no vectors, milliseconds), or None: used to check configs before any index is built."""
-    if not isinstance(factory, str) or not factory.strip():
-        return "must be a FAISS factory string (Flat, HNSW32, IVF1024,Flat, IVF1024,PQ48 ...)"
+def probe_index(factory: str) -> tuple[faiss.Index | None, str]:
+    """An empty index of ``factory`` built by FAISS's own parser at the first of a few dimensions it takes (no
+    vectors, milliseconds; a PQ factory needs a dimension its parts divide), and FAISS's reason where none."""
     reason = ""
     for dim in PROBE_DIMENSIONS:
         try:
-            faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT)
-            return None
+            return faiss.index_factory(dim, factory, faiss.METRIC_INNER_PRODUCT), ""
         except RuntimeError as exc:
             reason = faiss_reason(exc)
-    return f"not a FAISS factory string FAISS can build ({reason}); e.g. Flat, HNSW32, IVF1024,Flat, IVF1024,PQ48"
+    return None, reason
+
+
+def factory_problem(factory: object) -> str | None:
+    """What is wrong with a FAISS factory string, found on an empty index of it (:func:`probe_index`), or None:
+    used to check configs before any index is built."""
+    if not isinstance(factory, str) or not factory.strip():
+        return "must be a FAISS factory string (Flat, HNSW32, IVF1024,Flat, IVF1024,PQ48 ...)"
+    probe, reason = probe_index(factory)
+    if probe is None:
+        return f"not a FAISS factory string FAISS can build ({reason}); e.g. Flat, HNSW32, IVF1024,Flat, IVF1024,PQ48"
+    return None
 
 
 def make_faiss_index(factory: str, dim: int) -> faiss.Index:
@@ -149,13 +157,10 @@ class VectorSearch:
         found on an empty index of the factory before any vector is encoded, or None."""
         if self.ef_search is None and self.nprobe is None:
             return None
-        for dim in PROBE_DIMENSIONS:  # as factory_problem: a PQ factory needs a dimension its parts divide
-            try:
-                probe = faiss.index_factory(dim, self.factory, faiss.METRIC_INNER_PRODUCT)
-            except RuntimeError:
-                continue
-            return search_params_problem(probe, self.ef_search, self.nprobe)
-        return None  # not a factory FAISS builds: factory_problem says so
+        probe, _ = probe_index(self.factory)
+        if probe is None:  # not a factory FAISS builds: factory_problem says so
+            return None
+        return search_params_problem(probe, self.ef_search, self.nprobe)
 
     def apply(self, index: faiss.Index) -> None:
         """Set this search's efSearch / nprobe on a FAISS index (where the index type has them)."""

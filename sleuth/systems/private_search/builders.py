@@ -19,7 +19,7 @@ from sleuth.pipelines.extras import register_extra
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace
 from sleuth.systems.private_search.mechanisms import DEFAULT_EPSILON, DEFAULT_MECHANISM, MIN_EPSILON
-from sleuth.systems.private_search.registry import PARAMETER_USERS
+from sleuth.systems.private_search.registry import PARAMETER_USERS, mechanism_params
 
 # what the private stage writes in Hit.extras
 register_extra("obfuscated_queries", list, "per_query", "the obfuscated queries sent to the engine for the query")
@@ -66,8 +66,7 @@ def private_stage(ws: Workspace, *, engine: str, mechanism: str = DEFAULT_MECHAN
     from sleuth.systems.private_search.rescore import TextRescore
 
     table = load_vocabulary_table(embeddings) if mechanism not in ("aed", "fsh") else None
-    params = {key: value for key, value in (("lam", lam), ("t", t)) if value is not None}
-    obfuscator = make_obfuscator(mechanism, embeddings=table, oov=oov, **params)
+    obfuscator = make_obfuscator(mechanism, embeddings=table, oov=oov, **mechanism_params(lam, t))
     reranker = TextRescore(ws.encoder(encoder), depth=rerank_depth)
     return PrivateSearch(obfuscator, RemoteEngine.sleuth(engine, pipeline), reranker, n=n, epsilon=epsilon,
                          depth=depth, seed=seed, withhold_original=withhold_original, name=name)

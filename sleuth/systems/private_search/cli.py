@@ -25,6 +25,7 @@ from sleuth.systems.private_search.registry import (
     build_obfuscators,
     corpus_words,
     local_bm25,
+    mechanism_params,
     sample_fraction,
 )
 
@@ -81,11 +82,6 @@ LAM = typer.Option(None, "--lam", min=0.0, max=1.0, show_default=False,
 T = typer.Option(None, "--t", min=0.0, max=1.0, show_default=False,
                  help="Vickrey t in [0, 1] (default 0.75): the weight of the nearest word against the second nearest "
                       "(higher: keeps the nearest more often).")
-
-
-def mechanism_params(lam: float | None, t: float | None) -> dict[str, float]:
-    """``--lam`` / ``--t`` as given (None: each mechanism's default)."""
-    return {key: value for key, value in (("lam", lam), ("t", t)) if value is not None}
 
 
 def refuse_unused_params(params: dict[str, float], names: list[str]) -> None:

@@ -116,6 +116,12 @@ def local_bm25(spec: str, corpus: Path | None, fmt: str | None, seed: int, optio
 PARAMETER_USERS = {"lam": ("mahalanobis", "vickrey-mahalanobis"), "t": ("vickrey-cmp", "vickrey-mahalanobis")}
 
 
+def mechanism_params(lam: float | None, t: float | None) -> dict[str, float]:
+    """The mechanism parameters given (``lam``, ``t``; None: each mechanism's default), as
+    :func:`make_obfuscator` and :func:`build_obfuscators` take them."""
+    return {key: value for key, value in (("lam", lam), ("t", t)) if value is not None}
+
+
 def build_obfuscators(names: list[str], embeddings: str, vocabulary: set[str] | None, oov: str | None,
                       fsh_index=None, **params: float) -> dict:
     """Obfuscators by name, sharing one restricted embedding table; ``oov`` (None: each one's default) goes to the

@@ -16,7 +16,7 @@ import typer
 from rich.table import Table
 
 from sleuth.cli.common import DEVICE, console, out
-from sleuth.cli.stage_settings import SETTINGS, check_settings_apply, parse_settings
+from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings
 from sleuth.errors import ConfigError, InputError
 from sleuth.overwrite import refuse_overwriting_inputs
 
@@ -62,7 +62,7 @@ def predict_command(
     """Run a pipeline on QUEST queries and write the predicted sets (docs, scores) and rankings."""
     from sleuth.corpus.model import Query
     from sleuth.corpus.quest import write_quest_predictions
-    from sleuth.pipelines.config import load_pipeline, validate_pipeline
+    from sleuth.pipelines.config import load_pipeline
     from sleuth.stages.base import transform_counted
     from sleuth.systems.quest.methods import quest_workspace
     from sleuth.systems.quest.ranking import SetWithRanking, set_members
@@ -71,7 +71,7 @@ def predict_command(
     refuse_overwriting_inputs(out_path, [examples, documents, pipeline if Path(pipeline).is_file() else None],
                               file=True)
     keys = parse_settings(settings)
-    check_settings_apply(keys, [validate_pipeline(pipeline, keys)])
+    checked_configs([pipeline], keys)
     task = load_task(examples, domain)
     queries = task.queries[:max_queries] if max_queries is not None else task.queries
     stage = load_pipeline(pipeline, quest_workspace(documents, device), keys)
