@@ -37,14 +37,14 @@ MECHANISM = "vickrey-mahalanobis"
 
 
 def start_engine(port: int) -> subprocess.Popen:
-    """`sleuth serve --pipeline bm25` (the bundled SciFact) on 127.0.0.1:port, once it answers /health."""
+    """`sleuth serve --pipeline bm25` (the bundled SciFact) on 127.0.0.1:port, once it answers /ready."""
     import httpx
 
     process = subprocess.Popen([sys.executable, "-m", "sleuth", "serve", "--pipeline", "bm25", "--port", str(port)],
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(600):
         try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+            if httpx.get(f"http://127.0.0.1:{port}/ready", timeout=1).status_code == 200:
                 return process
         except httpx.HTTPError:
             pass

@@ -33,7 +33,7 @@ def all_built(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def sleuth_server(args: list[str], env: dict[str, str] | None = None, ready: str = "/health",
+def sleuth_server(args: list[str], env: dict[str, str] | None = None, ready: str = "/ready",
                   built: bool = True, log: list[str] | None = None) -> Iterator[str]:
     """Start `sleuth serve ARGS` on 127.0.0.1, wait until ``ready`` answers 200 (and, when ``built``, until every
     pipeline built in the background is ready: ``GET /pipelines``), yield its URL, kill it at the end (and then add

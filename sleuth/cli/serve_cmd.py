@@ -6,9 +6,12 @@ once, never after "serving ..."), index folders (named by their absolute path's 
 name, corpus options given with --index, a writable query log, the API key file. On a loopback address only
 loopback ``Host`` values are answered unless ``--allowed-host`` adds some.
 
-Of the pipelines served, the first (the default) is built before serving and the others in the background, in
-order (:mod:`sleuth.service.lazy`): the startup line says which are ready and which are building, and the log has a
-line as each build ends. Every config is checked before anything is built.
+Pipelines are built in the background, in order, the first (the default) first (:mod:`sleuth.service.lazy`), while
+the server already answers: ``/health`` at once, ``/ready`` 503 until the default is built, a search of a pipeline
+being built 503 with its status (before, the default was built before serving, and a probe of a server with a long
+first build timed out on a port that listened without answering). The startup line says what is building, the log
+has a line as each build ends, and a default that fails to build stops the server with that line (exit 2). Every
+config is checked before anything is built.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import contextlib
 import errno
 import functools
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -51,9 +55,10 @@ def serve(
     splitter: corpus_options.Splitter = "none",
     window_words: corpus_options.WindowWords = 100,
     pipeline: list[str] | None = typer.Option(None, help="Pipeline to serve (repeatable): built-in or YAML. Default: "
-                                                         "bm25; on the bundled SciFact: every built-in pipeline. The "
-                                                         "first is built before serving, the others in the background "
-                                                         "(GET /pipelines gives their status)."),
+                                                         "bm25; on the bundled SciFact: every built-in pipeline. All "
+                                                         "build in the background, the first (the default) first; "
+                                                         "GET /ready is 200 once it is built, GET /pipelines gives "
+                                                         "their status."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
     query_log: Path | None = typer.Option(None, help="Append every query to this JSONL file."),
@@ -162,12 +167,17 @@ def serve(
 
     with shard_session(ray_address, actor_cpus):
         stages = load()
+        watch = DefaultWatch(stages)  # before the app starts the builds
         app = create_app(stages, query_log=query_log, limits=limits, api_key=api_key, loader=load,
                          index_dirs=names, allowed_hosts=hosts)
         admin = "admin enabled" if api_key else "admin disabled"
         where = f", shards on Ray ({ray_address})" if ray_address else ""
         console.print(f"serving on http://{host}:{port} ({admin}{where}): {startup_line(stages)}", soft_wrap=True)
-        uvicorn.Server(server_config(app, host, port, read_timeout)).run(sockets=[listener])
+        server = uvicorn.Server(server_config(app, host, port, read_timeout))
+        watch.attach(server)
+        server.run(sockets=[listener])
+        if watch.failure is not None:
+            raise ConfigError(watch.failure)
 
 
 @contextlib.contextmanager
@@ -210,6 +220,45 @@ def bind_port(host: str, port: int) -> socket.socket:
     return listener
 
 
+class DefaultWatch:
+    """Stops the server (a uvicorn ``Server``, :meth:`attach` ed once made) when the default (first) pipeline, built
+    in the background, fails to build: :attr:`failure` is then the one-line error ``sleuth serve`` exits with (a
+    service whose default cannot be built answers nothing useful; before the builds moved behind the server, it
+    never started). Made before the builds start, so a fast failure is not missed."""
+
+    def __init__(self, stages: dict[str, Stage]):
+        from sleuth.service.lazy import LazyStage
+
+        self.failure: str | None = None
+        self._server = None
+        self._lock = threading.Lock()
+        default = next(iter(stages.values()))
+        if isinstance(default, LazyStage):
+            announce = default.on_built
+
+            def watch(stage: LazyStage, seconds: float) -> None:
+                if announce is not None:
+                    announce(stage, seconds)
+                if not stage.ready:
+                    problem = stage.status.removeprefix("failed: ")
+                    self._fail(f"the default pipeline '{stage.name}' could not be built: {problem}")
+
+            default.on_built = watch
+
+    def _fail(self, failure: str) -> None:
+        with self._lock:
+            self.failure = failure
+            if self._server is not None:
+                self._server.should_exit = True
+
+    def attach(self, server) -> None:
+        """Stop ``server`` on a failure (at once when one came already)."""
+        with self._lock:
+            self._server = server
+            if self.failure is not None:
+                server.should_exit = True
+
+
 def served_pipelines(corpus: Path | None, pipeline: list[str] | None) -> list[str]:
     """The pipelines ``sleuth serve`` loads: those given; else on the bundled SciFact every built-in pipeline that
     runs on it (:data:`BUNDLED_PIPELINES`, those of systems that are installed); else ``bm25``."""
@@ -242,25 +291,21 @@ def served_configs(names: list[str], stage_keys: dict | None = None) -> dict[str
 
 
 def pipeline_stages(names: list[str], ws, stage_keys: dict | None = None) -> dict[str, Stage]:
-    """The served pipelines by name: the first built now (it is the default), the others as
-    :class:`~sleuth.service.lazy.LazyStage` s the service builds in the background, in this order, each with
-    ``stage_keys`` set (``--set``); the configs are checked first (:func:`served_configs`)."""
+    """The served pipelines by name, as :class:`~sleuth.service.lazy.LazyStage` s the service builds in the
+    background in this order (the first, the default, first), each with ``stage_keys`` set (``--set``); the configs
+    are checked first (:func:`served_configs`)."""
     from sleuth.cli.stage_settings import settings_line, stage_names
     from sleuth.pipelines.config import load_pipeline
     from sleuth.service.lazy import LazyStage
 
     stages: dict[str, Stage] = {}
-    for i, (source, config) in enumerate(served_configs(names, stage_keys).items()):
+    for source, config in served_configs(names, stage_keys).items():
         own = {stage: keys for stage, keys in (stage_keys or {}).items() if stage in stage_names(config["stages"])}
         # the keys it is served with, said (before: /pipelines said k1=0.9 of a pipeline served with bm25.k1=2.0)
         description = "; ".join(part for part in (str(config.get("description") or ""),
                                                   settings_line(own) if own else "") if part)
-        if i == 0:
-            stage = load_pipeline(source, ws, stage_keys)
-            stage.description = description
-        else:
-            stage = LazyStage(str(config["name"]), functools.partial(load_pipeline, source, ws, stage_keys),
-                              description, on_built=announce_built)
+        stage = LazyStage(str(config["name"]), functools.partial(load_pipeline, source, ws, stage_keys),
+                          description, on_built=announce_built)
         stages[stage.name] = stage
     return stages
 
@@ -276,13 +321,17 @@ def announce_built(stage, seconds: float) -> None:
 
 
 def startup_line(stages: dict[str, Stage]) -> str:
-    """``ready: bm25; building in the background: dense, hybrid`` (the second part only when some are lazy)."""
+    """``ready: idx`` (index folders), or ``building in the background: bm25 (the default: /ready is 503 until it
+    is built), dense, hybrid`` (pipelines); both parts where some are ready and some are not."""
     from sleuth.service.lazy import status_of
 
     ready = [name for name, stage in stages.items() if status_of(stage) == "ready"]
     later = [name for name in stages if name not in ready]
-    line = f"ready: {', '.join(ready)}"
-    return f"{line}; building in the background: {', '.join(later)}" if later else line
+    default = next(iter(stages))
+    later = [f"{name} (the default: /ready is 503 until it is built)" if name == default else name for name in later]
+    parts = ([f"ready: {', '.join(ready)}"] if ready else []) + \
+        ([f"building in the background: {', '.join(later)}"] if later else [])
+    return "; ".join(parts)
 
 
 def register(app: typer.Typer) -> None:

@@ -151,8 +151,64 @@ def test_serve_starts_with_the_first_pipeline_and_builds_the_others(tmp_path, sc
     finally:
         process.kill()
         output = process.communicate(timeout=30)[0]
-    assert f"serving on {url} (admin disabled): ready: bm25; building in the background: broken" in output
+    assert (f"serving on {url} (admin disabled): building in the background: bm25 (the default: /ready is 503 "
+            "until it is built), broken") in output
+    assert "pipeline 'bm25' ready (built in" in output
     assert "pipeline 'broken' failed: encoder file not found" in output and "Traceback" not in output
+
+
+def serve_process(tmp_path, *args: str) -> tuple[subprocess.Popen, str]:
+    """`sleuth serve ARGS` on a free loopback port, its output piped; the process and its URL."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "sleuth", "serve", *args, "--port", str(port)], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True,
+        env={"PATH": "/usr/bin:/bin", "SLEUTH_HOME": str(tmp_path / "home"), "OMP_NUM_THREADS": "1",
+             "PYTHONPATH": ":".join(sys.path)})
+    return process, f"http://127.0.0.1:{port}"
+
+
+def test_serve_answers_health_while_the_default_builds(tmp_path, scifact_rows):
+    """Before: the default pipeline was built before uvicorn ran, so the listening port answered nothing (a
+    liveness probe with a timeout restarted a server whose first build was long). Now /health answers at once,
+    /ready is a 503 and a search a 503 naming the build until the default is built, then both are 200."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in scifact_rows[:300]), encoding="utf-8")
+    process, url = serve_process(tmp_path, "--corpus", str(corpus), "--pipeline", "dense")  # encodes 300 abstracts
+    try:
+        def health() -> bool:
+            assert process.poll() is None, process.stdout.read()
+            try:
+                return httpx.get(url + "/health", timeout=2).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        wait_for(health, 120)
+        ready = httpx.get(url + "/ready", timeout=5)
+        assert ready.status_code == 503 and ready.json()["ready"] is False
+        refused = httpx.get(url + "/search", params={"query": "cells"}, timeout=5)
+        assert refused.status_code == 503 and "pipeline 'dense' is not ready: building" in refused.json()["error"]
+        wait_for(lambda: httpx.get(url + "/ready", timeout=5).status_code == 200, 300)
+        found = httpx.get(url + "/search", params={"query": scifact_rows[7]["title"], "k": 3}, timeout=30)
+        assert found.status_code == 200 and found.json()["hits"][0]["doc_id"] == scifact_rows[7]["_id"]
+    finally:
+        process.kill()
+        process.communicate(timeout=30)
+
+
+def test_a_default_that_fails_to_build_stops_the_server(tmp_path, scifact_rows):
+    """A service whose default pipeline cannot be built exits 2 with that one line (its build moved behind the
+    server, the server stops instead of answering 503 forever)."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in scifact_rows[:40]), encoding="utf-8")
+    config = tmp_path / "broken.yaml"
+    config.write_text(BROKEN % (tmp_path / "missing" / "model.onnx"), encoding="utf-8")
+    process, _ = serve_process(tmp_path, "--corpus", str(corpus), "--pipeline", str(config), "--pipeline", "bm25")
+    output = process.communicate(timeout=120)[0]
+    assert process.returncode == 2, output
+    lines = output.strip().splitlines()
+    assert lines[-1].startswith("error: the default pipeline 'broken' could not be built: encoder file not found")
+    assert "Traceback" not in output
 
 
 def test_status_shows_how_far_the_build_has_come(workspace):
