@@ -61,7 +61,8 @@ def serve(
                                                          "their status."),
     host: str = typer.Option("127.0.0.1", help="Address to listen on."),
     port: int = typer.Option(8000, help="Port to listen on."),
-    query_log: Path | None = typer.Option(None, help="Append every query to this JSONL file."),
+    query_log: Path | None = typer.Option(None, help="Append every query searched to this JSONL file, with the "
+                                                       "status it was answered with (HEAD is not logged)."),
     max_k: int = typer.Option(1000, help="Largest k a request may ask for (an --index folder answers that many; a "
                                          "pipeline at most its own k, 1,000 for the built-ins: --set bm25.k=5000)."),
     max_query_chars: int = typer.Option(2000, help="Longest query, in characters."),

@@ -15,7 +15,7 @@ status line) until it is ready.
 Searches run concurrently on a bounded pool: a 503 when it is full, a 504 past the time limit (and a batch stops
 between queries). Bad requests get a 4xx status with ``{"error": one line}`` (413 for large bodies, 401/403 for
 admin, checked before the body is read; 400 for a ``Host`` not on the allow-list). Every search is written to the
-query log when one is given; a log that cannot be written (a full disk) never fails a search: the entry is
+query log when one is given, with the status its request was answered with (not a ``HEAD``); a log that cannot be written (a full disk) never fails a search: the entry is
 dropped whole and counted (``sleuth_query_log_failures_total`` in ``/metrics``).
 
 Modules: routers in :mod:`sleuth.service.routes` (search, ops, admin) and :mod:`~sleuth.service.page`; the logic in

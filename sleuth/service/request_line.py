@@ -52,6 +52,10 @@ def has_body(headers: dict[bytes, bytes]) -> bool:
     return (length not in (b"", b"0")) or b"transfer-encoding" in headers
 
 
+#: the ASGI scope key marking a ``HEAD`` request answered as ``GET`` (a search is then not logged)
+HEAD_KEY = "sleuth.head"
+
+
 class RequestLineChecks:
     """ASGI middleware applying :func:`request_line_problem` and answering ``HEAD`` as a bodiless ``GET``."""
 
@@ -67,7 +71,7 @@ class RequestLineChecks:
             await send_error(send, *problem)
             return
         if scope["method"] == "HEAD":
-            scope, send = {**scope, "method": "GET"}, without_body(send)
+            scope, send = {**scope, "method": "GET", HEAD_KEY: True}, without_body(send)
         headers = dict(scope.get("headers") or [])
         if scope["method"] in BODY_METHODS and b"content-type" not in headers and has_body(headers):
             scope = {**scope, "headers": [*scope["headers"], (b"content-type", b"application/json")]}

@@ -3,11 +3,12 @@ limit (a batch stops between queries once it is passed), logged, and answered as
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sleuth.index.partial import partial_results
 from sleuth.service.executor import BoundedExecutor, Deadline
-from sleuth.service.limits import Limits, check_flag
+from sleuth.service.limits import Limits, RequestError, check_flag
 from sleuth.service.query_log import QueryLog
 from sleuth.service.served import ServedPipelines
 from sleuth.service.shape import Shape, encode, estimated_bytes, too_large
@@ -22,27 +23,51 @@ class Searcher:
     def __init__(self, served: ServedPipelines, executor: BoundedExecutor, limits: Limits, query_log: QueryLog):
         self.served, self.executor, self.limits, self.query_log = served, executor, limits, query_log
 
-    def _one(self, name: str, stage: Stage, query: str, k: int, shape: Shape, partial: bool) -> dict[str, Any]:
+    def _one(self, stage: Stage, query: str, k: int, shape: Shape, partial: bool) -> dict[str, Any]:
         """``{"hits"}`` of one query, with ``extras``: and each declared ``per_query`` extra the hits carry, under its
         own key (:mod:`sleuth.pipelines.extras`); with ``partial``, the ranking of the shards that answered and
         ``shards``: which answered, which are down."""
         with partial_results(partial) as report:
             hits = stage.search(query, k=k)
-        self.query_log.record(pipeline=name, query=query, k=k, hits=len(hits))
         records, per_query = shape.hits(hits)
         out: dict[str, Any] = {**per_query, "hits": records}
         return {**out, "shards": report.to_dict()} if partial else out
 
+    async def _logged(self, name: str, queries: list[str], k: int, work: Callable[[Deadline], bytes],
+                      answered: list[int], log: bool) -> bytes:
+        """``work`` run on the executor; then each query logged with the status its request was answered with:
+        ``200`` and its number of hits, or the refusal's status (503 busy, 504 past the time limit, 400 too large)
+        and its error, without hits (before, a query was logged with its hits once ranked, even when the client
+        got a 504 or a 400). ``answered`` holds each query's number of hits as ``work`` ranks them."""
+        try:
+            body = await self.executor.run_async(work)
+        except RequestError as exc:
+            if log:
+                for query in queries:
+                    self.query_log.record(pipeline=name, query=query, k=k, status=exc.status, error=str(exc))
+            raise
+        if log:
+            for query, hits in zip(queries, answered):
+                self.query_log.record(pipeline=name, query=query, k=k, status=200, hits=hits)
+        return body
+
     async def search(self, query: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
-                     max_chars: Any = None, fields: Any = None, partial: Any = False) -> bytes:
-        """One search: ``{"query", "pipeline", "hits"}`` (and ``shards`` with ``partial``)."""
+                     max_chars: Any = None, fields: Any = None, partial: Any = False, log: bool = True) -> bytes:
+        """One search: ``{"query", "pipeline", "hits"}`` (and ``shards`` with ``partial``); ``log=False`` (a
+        ``HEAD`` request) keeps it out of the query log."""
         name, stage = self.served.pipeline(pipeline)
         query, k = self.limits.query(query), self.limits.k(k)
         shape = Shape.of(self.limits, max_chars, fields, extras)
         partial = check_flag(partial, "partial")
         cap = self.limits.max_response_bytes
-        return await self.executor.run_async(lambda deadline: encode(
-            {"query": query, "pipeline": name, **self._one(name, stage, query, k, shape, partial)}, cap))
+        answered: list[int] = []
+
+        def work(deadline: Deadline) -> bytes:
+            found = self._one(stage, query, k, shape, partial)
+            answered.append(len(found["hits"]))
+            return encode({"query": query, "pipeline": name, **found}, cap)
+
+        return await self._logged(name, [query], k, work, answered, log)
 
     async def search_batch(self, queries: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
                            max_chars: Any = None, fields: Any = None, partial: Any = False) -> bytes:
@@ -53,15 +78,17 @@ class Searcher:
         shape = Shape.of(self.limits, max_chars, fields, extras)
         partial = check_flag(partial, "partial")
         cap = self.limits.max_response_bytes
+        answered: list[int] = []
 
         def work(deadline: Deadline) -> bytes:
             results, size = [], 0
             for query in queries:
                 deadline.check()
-                results.append({"query": query, **self._one(name, stage, query, k, shape, partial)})
+                results.append({"query": query, **self._one(stage, query, k, shape, partial)})
+                answered.append(len(results[-1]["hits"]))
                 size += estimated_bytes(results[-1]["hits"])
                 if size > cap:
                     raise too_large(size, cap)
             return encode({"pipeline": name, "results": results}, cap)
 
-        return await self.executor.run_async(work)
+        return await self._logged(name, list(queries), k, work, answered, True)

@@ -195,3 +195,27 @@ def test_a_timed_out_search_is_cancelled_and_does_not_block_the_next(bm25):
         assert after.status_code == 200, after.text
         time.sleep(0.3)
     assert hops.rounds <= 7  # stopped at the first check past the time limit, not after all 12 rounds
+
+
+def test_the_query_log_says_what_each_request_was_answered(bm25, scifact_rows, tmp_path):
+    """Before: a query was logged with its hits as soon as it was ranked, so a batch answered 504 or a search
+    refused as too large was logged as served, and a ``HEAD /search`` (an uptime check) as a user's query. Now each
+    entry has the status its request got: 200 with its hits, else the status and error, and HEAD is not logged."""
+    log = tmp_path / "queries.jsonl"
+    hops = Hops(bm25, hops=12, seconds=0.1)
+    title = scifact_rows[3]["title"]
+    app = create_app({"bm25": bm25, "hops": hops}, query_log=log, extensions=[],
+                     limits=Limits(timeout_seconds=0.5, max_response_bytes=20_000))
+    with TestClient(app) as client:
+        assert client.get("/search", params={"query": title, "k": 3}).status_code == 200
+        assert client.head("/search", params={"query": "an uptime check", "k": 3}).status_code == 200
+        timed_out = client.post("/search/batch", json={"queries": ["cells", "blood"], "pipeline": "hops"})
+        assert timed_out.status_code == 504
+        too_large = client.post("/search", json={"query": title, "k": 60})
+        assert too_large.status_code == 400
+    entries = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert [(entry["query"], entry["status"]) for entry in entries] == [
+        (title, 200), ("cells", 504), ("blood", 504), (title, 400)]
+    assert entries[0]["hits"] == 3 and entries[0]["pipeline"] == "bm25"
+    assert all("hits" not in entry for entry in entries[1:])
+    assert entries[1]["error"] == "the request took longer than 0.5 s" and "larger than 20,000 bytes" in entries[3]["error"]

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import Response
 
 from sleuth.service.limits import check_fields, check_query_parameters, chosen_pipeline
+from sleuth.service.request_line import HEAD_KEY
 from sleuth.service.routes import service_of
 from sleuth.service.searcher import DEFAULT_K
 
@@ -31,8 +32,9 @@ async def search_get(request: Request, query: str = Query(...),
                                                         "which are down (default: 503 naming a shard that is down).")):
     """Search one query (``k`` and ``max_chars`` are read as in the POST body: ``2.0`` is not an integer)."""
     check_query_parameters(request, {"query"} | SHAPE_FIELDS)
+    head = bool(request.scope.get(HEAD_KEY))  # a HEAD probe: answered, kept out of the query log
     return json_bytes(await service_of(request).searcher.search(query, k, chosen_pipeline(pipeline, index), extras,
-                                                                max_chars, fields, partial))
+                                                                max_chars, fields, partial, log=not head))
 
 
 @router.post("/search", response_class=Response)
