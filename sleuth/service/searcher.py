@@ -26,9 +26,13 @@ class Searcher:
     def _one(self, stage: Stage, query: str, k: int, shape: Shape, partial: bool) -> dict[str, Any]:
         """``{"hits"}`` of one query, with ``extras``: and each declared ``per_query`` extra the hits carry, under its
         own key (:mod:`sleuth.pipelines.extras`); with ``partial``, the ranking of the shards that answered and
-        ``shards``: which answered, which are down."""
+        ``shards``: which answered, which are down (a 400 when it asked no shard actor)."""
         with partial_results(partial) as report:
             hits = stage.search(query, k=k)
+        if partial and not (report.answered or report.down):  # before: "answered": [], read as none answered
+            raise RequestError("'partial' applies to sharded indexes served from shard actors (sleuth serve "
+                               "--ray-address), where a shard can be down; this pipeline searched none (every "
+                               "in-process shard answers)")
         records, per_query = shape.hits(hits)
         out: dict[str, Any] = {**per_query, "hits": records}
         return {**out, "shards": report.to_dict()} if partial else out
@@ -92,3 +96,4 @@ class Searcher:
             return encode({"pipeline": name, "results": results}, cap)
 
         return await self._logged(name, list(queries), k, work, answered, True)
+

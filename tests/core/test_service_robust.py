@@ -219,3 +219,19 @@ def test_the_query_log_says_what_each_request_was_answered(bm25, scifact_rows, t
     assert entries[0]["hits"] == 3 and entries[0]["pipeline"] == "bm25"
     assert all("hits" not in entry for entry in entries[1:])
     assert entries[1]["error"] == "the request took longer than 0.5 s" and "larger than 20,000 bytes" in entries[3]["error"]
+
+
+def test_partial_where_no_shard_actor_is_searched_is_a_400(scifact_passages, tmp_path):
+    """Before: ``partial=true`` on a sharded folder searched in-process (or any pipeline) answered
+    ``"shards": {"complete": true, "answered": [], "down": []}``, read as "no shard answered" where both had."""
+    from sleuth.index.sharded import ShardedBM25Index
+    from sleuth.pipelines.index_stage import stage_for_index
+
+    ShardedBM25Index.build(scifact_passages[:60], tmp_path / "two", shards=2, show_progress=False)
+    app = create_app({"two": stage_for_index(tmp_path / "two", 100, "cpu")}, extensions=[])
+    with TestClient(app) as client:
+        assert client.get("/search", params={"query": "cells", "k": 3}).status_code == 200
+        for refused in (client.get("/search", params={"query": "cells", "partial": "true"}),
+                        client.post("/search/batch", json={"queries": ["cells"], "partial": True})):
+            assert refused.status_code == 400
+            assert refused.json()["error"].startswith("'partial' applies to sharded indexes served from shard actors")
