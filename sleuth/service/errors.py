@@ -18,7 +18,7 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestError)
     def request_error(request, exc: RequestError):
-        return JSONResponse(status_code=exc.status, content={"error": str(exc)}, headers=getattr(exc, "headers", None))
+        return JSONResponse(status_code=exc.status, content={"error": str(exc)}, headers=exc.headers)
 
     @app.exception_handler(ShardUnavailableError)
     def shard_down(request, exc: ShardUnavailableError):

@@ -17,6 +17,8 @@ from sleuth.service.limits import RequestError
 from sleuth.stages.cancel import cancellable
 
 T = TypeVar("T")
+#: seconds a client refused as the service is busy is told to wait (``Retry-After``)
+BUSY_RETRY_AFTER_SECONDS = 1
 
 
 class Deadline:
@@ -53,7 +55,8 @@ class BoundedExecutor:
     def _submit(self, work: Callable[[Deadline], T]) -> tuple[Future, Deadline]:
         """``work`` started on the pool (or queued) with a fresh deadline; a 503 when every slot is taken."""
         if not self._slots.acquire(blocking=False):
-            raise RequestError(f"the service is busy ({self.capacity} requests in progress); try again shortly", 503)
+            raise RequestError(f"the service is busy ({self.capacity} requests in progress); try again shortly", 503,
+                               {"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)})
         deadline = Deadline(self.timeout)
 
         def task() -> T:

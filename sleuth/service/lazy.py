@@ -32,8 +32,7 @@ class NotReadyError(RequestError):
     ``Retry-After`` header while it builds."""
 
     def __init__(self, message: str, retry_after: int | None = RETRY_AFTER_SECONDS):
-        super().__init__(message, 503)
-        self.headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
+        super().__init__(message, 503, {"Retry-After": str(retry_after)} if retry_after is not None else None)
 
 
 def one_line(exc: BaseException) -> str:

@@ -21,11 +21,12 @@ INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,18}")
 
 
 class RequestError(SleuthError):
-    """A request the service refuses; ``status`` is the HTTP status it is answered with (4xx, or 504 on timeout)."""
+    """A request the service refuses; ``status`` is the HTTP status it is answered with (4xx, or 504 on timeout),
+    with ``headers`` (``Retry-After`` on a 503 worth retrying)."""
 
-    def __init__(self, message: str, status: int = 400):
+    def __init__(self, message: str, status: int = 400, headers: dict[str, str] | None = None):
         super().__init__(message)
-        self.status = status
+        self.status, self.headers = status, dict(headers or {})
 
 
 class LimitError(SleuthError):
@@ -63,6 +64,9 @@ class Limits:
         if self.max_obfuscations > MAX_OBFUSCATIONS:
             raise LimitError("max_obfuscations", f"must be at most {MAX_OBFUSCATIONS} (the cap shared with sleuth "
                                                  f"privacy), got {self.max_obfuscations}")
+        if self.text_chars > self.max_text_chars:  # before: a default cut no request could ask for
+            raise LimitError("text_chars", f"must be at most the largest max_chars a request may ask for "
+                                           f"({self.max_text_chars:,}), got {self.text_chars:,}")
 
     def query(self, query: Any, field: str = "query") -> str:
         """``query`` checked: a non-empty string of at most ``max_query_chars`` characters."""

@@ -113,8 +113,20 @@ def test_a_full_executor_answers_503(stages):
             answers = list(pool.map(lambda _: client.post("/search", json={"query": "cells"}), range(4)))
     statuses = sorted(a.status_code for a in answers)
     assert statuses == [200, 200, 503, 503], [a.text for a in answers]
-    busy = next(a for a in answers if a.status_code == 503).json()
-    assert set(busy) == {"error"} and "busy" in busy["error"]
+    busy = next(a for a in answers if a.status_code == 503)
+    assert set(busy.json()) == {"error"} and "busy" in busy.json()["error"]
+    assert busy.headers["retry-after"] == "1"  # before: none, where a pipeline being built said when to ask again
+
+
+def test_a_default_text_cut_above_what_a_request_may_ask_for_is_refused():
+    """Before: `sleuth serve --text-chars 5000 --max-text-chars 100` started, cutting texts by default at a length
+    no request could ask for."""
+    from sleuth.service.limits import LimitError
+
+    with pytest.raises(LimitError, match=r"'text_chars' must be at most the largest max_chars a request may ask for "
+                                         r"\(100\), got 5,000"):
+        Limits(text_chars=5000, max_text_chars=100)
+    assert Limits(text_chars=100, max_text_chars=100).text_chars == 100
 
 
 @pytest.fixture(scope="module")
