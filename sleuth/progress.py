@@ -207,15 +207,18 @@ def _shown(task: Task) -> Iterator[Task]:
 
     reporter = threading.Thread(target=report, name="sleuth-progress", daemon=True)
     reporter.start()
+    finished = False
     try:
         yield task
+        finished = True
     finally:
         stop.set()
         reporter.join()
-        if printed:  # a run long enough to report closes with its total
+        if printed:  # a run long enough to report closes with its total (before: "done" after a Ctrl-C too)
             elapsed = format_duration(time.perf_counter() - task.start)
             count = f"{task.done:,} {task.unit} " if task.done else ""
-            print(f"{task.description}: done, {count}in {elapsed}", file=sys.stderr, flush=True)
+            outcome = "done" if finished else "stopped"
+            print(f"{task.description}: {outcome}, {count}in {elapsed}", file=sys.stderr, flush=True)
 
 
 def counted(items: Iterable[T], task: Task) -> Iterator[T]:

@@ -45,11 +45,28 @@ def register() -> typer.Typer:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the app, turning usage errors, sleuth errors and file errors into one line on stderr and
-    exit code 2 (bare ``sleuth`` or a bare group prints its help and exits 0)."""
+    exit code 2 (bare ``sleuth`` or a bare group prints its help and exits 0); Ctrl-C prints ``interrupted`` and
+    exits 130."""
+    try:
+        run(argv)
+    except KeyboardInterrupt:  # also while the commands register, before typer runs (before: a traceback)
+        interrupted()
+
+
+def interrupted() -> None:
+    """``interrupted`` on stderr, exit 130 (128 + SIGINT, as a shell reports a Ctrl-C)."""
+    print("interrupted", file=sys.stderr)
+    sys.exit(130)
+
+
+def run(argv: list[str] | None) -> None:
+    """:func:`main`'s work. typer, run with ``standalone_mode=False``, turns a Ctrl-C into ``Exit(130)`` and
+    *returns* an ``Exit``'s code instead of raising it, so a returned code is the exit status (before: dropped, so an
+    interrupted ``sleuth index`` or ``update`` exited 0)."""
     command = typer.main.get_command(register())
     refuse_empty_paths(command)
     try:
-        command(args=argv, prog_name="sleuth", standalone_mode=False)
+        code = command(args=argv, prog_name="sleuth", standalone_mode=False)
     except SleuthError as exc:
         fail(str(exc))
     except UnicodeDecodeError as exc:  # a reader that opened a binary or non-UTF-8 file without naming it
@@ -57,8 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     except OSError as exc:  # a file that cannot be read or written
         fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "))
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        sys.exit(130)
+        interrupted()
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
@@ -67,6 +83,11 @@ def main(argv: list[str] | None = None) -> None:
         if not is_click_error(exc):
             raise
         usage_error(exc)
+    else:
+        if code == 130:
+            interrupted()
+        if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+            sys.exit(code)
 
 
 def fail(message: str) -> None:
