@@ -20,11 +20,17 @@ def update(
     delete_file: Path | None = typer.Option(None, "--delete-file", help="File of passage ids to delete, one per line, "
                                             "each taken exactly as written (ids with commas or surrounding spaces)."),
     encoder: str | None = typer.Option(None, help="Encoder of new dense documents (default: the index's)."),
+    field: list[str] | None = typer.Option(None, "--field", help="Field mapping of the --add file (repeatable), e.g. "
+                                           "id=docno (default: the mapping the index was built with)."),
     device: str = DEVICE,
 ) -> None:
     """Add (--add) or delete (--delete, --delete-file) documents; searches see the old or the new index, never half."""
+    from sleuth.index.as_built import CorpusReading, split_as_built
     from sleuth.index.updates import add_documents, delete_documents, passages_from_jsonl
+    from sleuth.pipelines.sources import parse_fields
 
+    if field and add is None:
+        raise ConfigError("--field names the keys of the --add file: it goes with --add, not with a deletion")
     if sum(option is not None for option in (add, delete, delete_file)) != 1:
         raise ConfigError("give exactly one of --add FILE, --delete ID,ID or --delete-file FILE")
     if encoder is not None:  # not loaded for nothing and then ignored
@@ -41,9 +47,14 @@ def update(
             from sleuth.models.registry import load_encoder
 
             loaded = load_encoder(encoder, device=device)
-        passages = passages_from_jsonl(add)
+        reading = CorpusReading.of(index)
+        mapping = parse_fields(field) or reading.fields
+        passages = split_as_built(passages_from_jsonl(add, mapping), reading.splitter, add)
+        documents = len({passage.doc_id for passage in passages})
         manifest = add_documents(index, passages, encoder=loaded, device=device)
-        done = f"added {len(passages):,}"
+        done = f"added {len(passages):,}" if reading.splitter == "none" else \
+            f"added {documents:,} document{'s' * (documents != 1)} as {len(passages):,} passages (--splitter " \
+            f"{reading.splitter}, as built)"
     else:  # exactly one of --add / --delete / --delete-file was checked above
         ids = ids_in_file(delete_file) if delete_file is not None else ids_to_delete(str(delete))
         manifest = delete_documents(index, ids)

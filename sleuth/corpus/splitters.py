@@ -88,3 +88,16 @@ class WindowSplitter(Splitter):
             if start + self.words >= len(tokens):
                 break
         return passages
+
+
+def splitter_named(name: str):
+    """The split function an index manifest's recorded splitter name stands for: ``none`` -> None (one passage per
+    document), ``sections`` -> :class:`SectionSplitter`, ``window<N>`` -> :class:`WindowSplitter` of N words."""
+    if name == "none":
+        return None
+    if name == "sections":
+        return SectionSplitter().split
+    words = name.removeprefix("window")
+    if name.startswith("window") and words.isdigit() and int(words) > 0:
+        return WindowSplitter(words=int(words)).split
+    raise ConfigError(f"unknown splitter '{name}' (known: none, sections, window<words>)")

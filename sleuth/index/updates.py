@@ -42,7 +42,7 @@ import contextlib
 import os
 import shutil
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,25 +105,32 @@ def system_updater(kind: str, index_dir: str | Path) -> Updater:
 RECORD_KEYS = ("id", "_id", "title", "text", "doc_id")
 
 
-def passages_from_records(records: Iterable[dict[str, Any]]) -> list[Passage]:
+def passages_from_records(records: Iterable[dict[str, Any]], fields: Mapping[str, str] | None = None) -> list[Passage]:
     """Passages from ``{"id", "title"?, "text", "doc_id"?}`` records (the admin API, where an unknown key is refused:
-    a misspelt ``titel`` lost the title unsaid); errors name the document by its position."""
+    a misspelt ``titel`` lost the title unsaid), their keys named by ``fields`` where the index was built with a
+    field mapping (:mod:`sleuth.index.as_built`); errors name the document by its position."""
+    from sleuth.index.as_built import mapped_record
+
     def located(number: int) -> Callable[[str, str | None], InputError]:
         return lambda message, field: InputError(f"document {number}: " + (f"'{field}' " if field else "") + message)
 
     passages = []
     for number, record in enumerate(records, start=1):
+        record = mapped_record(record, fields, located(number))
         unknown = sorted(set(record) - set(RECORD_KEYS)) if isinstance(record, dict) else []
         if unknown:
-            raise located(number)(f"unknown field(s) {unknown} (known: {', '.join(RECORD_KEYS)})"[:300], None)
+            known = [*(fields or {}).values(), *(key for key in RECORD_KEYS if key not in (fields or {}))]
+            raise located(number)(f"unknown field(s) {unknown} (known: {', '.join(known)})"[:300], None)
         passages.append(record_passage(record, located(number)))
     return passages
 
 
-def passages_from_jsonl(path: str | Path) -> list[Passage]:
-    """Passages from a JSONL file of such records (``sleuth update --add``); errors name the file, line and field,
-    and an id that comes twice names both lines."""
+def passages_from_jsonl(path: str | Path, fields: Mapping[str, str] | None = None) -> list[Passage]:
+    """Passages from a JSONL file of such records (``sleuth update --add``), their keys named by ``fields`` where
+    the index was built with a field mapping; errors name the file, line and field, and an id that comes twice
+    names both lines."""
     from sleuth.corpus.jsonl import iter_jsonl, require_new_id
+    from sleuth.index.as_built import mapped_record
 
     passages: list[Passage] = []
     first_lines: dict[str, int] = {}
@@ -131,7 +138,7 @@ def passages_from_jsonl(path: str | Path) -> list[Passage]:
         def located(message: str, field: str | None, line: int = line) -> InputError:
             return InputError(message, path=path, line=line, field=field)
 
-        passage = record_passage(record, located)
+        passage = record_passage(mapped_record(record, fields, located), located)
         require_new_id(first_lines, passage.id, path, line, what="id")
         passages.append(passage)
     return passages

@@ -24,6 +24,7 @@ class DocumentUpdates:
     def update(self, index: Any, documents: Any = None, ids: Any = None) -> dict[str, Any]:
         """Add ``documents`` (``[{id, title?, text}]``) to, or delete ``ids`` from, the index served as ``index``
         (default: the only one): ``{"index", "added"|"deleted", "count"}``."""
+        from sleuth.index.as_built import CorpusReading, split_as_built
         from sleuth.index.updates import add_documents, delete_documents, passages_from_records
 
         if not self.index_dirs:
@@ -48,7 +49,9 @@ class DocumentUpdates:
         with self._lock:
             try:
                 if documents is not None:
-                    manifest = add_documents(folder, passages_from_records(documents))
+                    reading = CorpusReading.of(folder)  # the records read, and split, as the index's corpus was
+                    passages = split_as_built(passages_from_records(documents, reading.fields), reading.splitter)
+                    manifest = add_documents(folder, passages)
                 else:
                     if not all(isinstance(item, str) and item for item in ids):
                         raise RequestError("'ids' must be a list of non-empty strings")
