@@ -99,8 +99,7 @@ class BM25Index(StoredIndex):
         if not texts:  # bm25s fails on an empty batch
             return np.zeros((0, k), dtype=np.int64), np.zeros((0, k), dtype=np.float32)
         tokens = self.analyzer.tokenize(list(texts))
-        positions, scores = self.model.retrieve(tokens, k=k, show_progress=False, n_threads=n_threads)
-        return positions, scores
+        return topk_rows(self.model, tokens, k, self.docstore.ids, n_threads)
 
     def score(self, text: str, positions: Sequence[int]) -> np.ndarray:
         """BM25 scores of one query against the given rows (for rescoring candidates)."""
@@ -109,6 +108,38 @@ class BM25Index(StoredIndex):
         if not ids:
             return np.zeros(len(positions), dtype=np.float32)
         return self.model.get_scores_from_ids(ids)[np.asarray(positions, dtype=np.int64)]
+
+
+def topk_rows(model: bm25s.BM25, tokens: list[list[str]], k: int, ids: Sequence[str],
+              n_threads: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """bm25s's top ``k`` rows and scores of each tokenised query over the documents ``ids``, ties at the cut
+    broken as every ranking breaks them, by id (:func:`sleuth.stages.run.ranking_key`). bm25s chooses among
+    documents tied at the cut as its selection falls, so a top 100 was not the first 100 of a top 1,000 (2 of 150
+    SciFact queries) and a sharded index could disagree at rank 100: the top ``k + 1`` is asked for, and a query
+    whose ``k``-th and ``k + 1``-th scores tie (rare) is cut from all its scores."""
+    count = len(ids)
+    k = min(k, count)
+    deeper = min(k + 1, count)
+    positions, scores = model.retrieve(tokens, k=deeper, show_progress=False, n_threads=n_threads)
+    positions, scores = np.asarray(positions, dtype=np.int64), np.asarray(scores, dtype=np.float32)
+    if deeper == k:
+        return positions, scores
+    for row in np.flatnonzero(scores[:, k] == scores[:, k - 1]):
+        token_ids = model.get_tokens_ids(tokens[row])
+        every = model.get_scores_from_ids(token_ids) if token_ids else np.zeros(count, dtype=np.float32)
+        positions[row, :k], scores[row, :k] = cut_by_id(np.asarray(every, dtype=np.float32), k, ids)
+    return positions[:, :k], scores[:, :k]
+
+
+def cut_by_id(scores: np.ndarray, k: int, ids: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best rows of one query's ``scores`` (one per document), best first, of those tied at the cut the
+    ones of the smallest ids."""
+    threshold = np.partition(scores, len(scores) - k)[len(scores) - k]
+    above = np.flatnonzero(scores > threshold)
+    tied = sorted(np.flatnonzero(scores == threshold).tolist(), key=ids.__getitem__)[:k - len(above)]
+    rows = np.concatenate([above, np.asarray(tied, dtype=np.int64)])
+    rows = rows[np.argsort(-scores[rows], kind="stable")]
+    return rows, scores[rows]
 
 
 def check_unique(ids: list[str]) -> None:

@@ -17,13 +17,13 @@ import threading
 from collections.abc import Callable, Iterable, Sequence, Sized
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Protocol, Self, TypeVar
 
 import numpy as np
 
 from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError, IndexError_
-from sleuth.index.bm25 import BM25Index, BM25Params, check_unique
+from sleuth.index.bm25 import BM25Index, BM25Params, check_unique, topk_rows
 from sleuth.index.bm25_stats import GlobalStats, count_shard, global_stats, shard_model, shared_vocabulary
 from sleuth.index.dense import DenseIndex, VectorSearch, add_vectors, apply_search_params, make_faiss_index
 from sleuth.index.docstore import DocStore
@@ -74,6 +74,35 @@ def merge_topk(parts: Sequence[tuple[np.ndarray, np.ndarray]], offsets: Sequence
     global position; FAISS's -1 padding stays -1 and sorts last."""
     positions, scores, _ = merge_order(parts, offsets, k)
     return positions, scores
+
+
+class IdsByRow(Protocol):
+    """A global row's passage id by ``ids[row]`` (a list of ids, a remote document store's column)."""
+
+    def __getitem__(self, row: int, /) -> str: ...
+
+
+def merge_topk_by_id(parts: Sequence[tuple[np.ndarray, np.ndarray]], offsets: Sequence[int], k: int,
+                     ids: IdsByRow) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`merge_topk`, ties at the cut broken by id (``ids[row]``: a global row's id; one with a ``prefetch(rows)``
+    is told the rows it will be asked for), as an unsharded BM25 index cuts (:func:`sleuth.index.bm25.topk_rows`),
+    so a sharded index gives the unsharded top k at any k."""
+    positions, scores, _ = merge_order(parts, offsets, k + 1)
+    if positions.shape[1] <= k:
+        return positions, scores
+    for row in np.flatnonzero((scores[:, k] == scores[:, k - 1]) & (positions[:, k] >= 0)):
+        rows = np.concatenate([np.where(p[row] >= 0, p[row] + offset, -1) for (p, _), offset in zip(parts, offsets)])
+        values = np.concatenate([np.asarray(s[row], dtype=np.float32) for _, s in parts])
+        threshold = scores[row, k - 1]
+        above = np.flatnonzero((rows >= 0) & (values > threshold))
+        tied = rows[(rows >= 0) & (values == threshold)].tolist()
+        if hasattr(ids, "prefetch"):
+            ids.prefetch(tied)
+        chosen = np.concatenate([rows[above][np.argsort(-values[above], kind="stable")],
+                                 np.asarray(sorted(tied, key=ids.__getitem__)[:k - len(above)], dtype=np.int64)])
+        positions[row, :k], scores[row, :k] = chosen, np.concatenate(
+            [np.sort(values[above])[::-1], np.full(k - len(above), threshold, dtype=np.float32)])
+    return positions[:, :k], scores[:, :k]
 
 
 def merge_order(parts: Sequence[tuple[np.ndarray, np.ndarray]], offsets: Sequence[int],
@@ -274,9 +303,10 @@ class ShardedBM25Index(_Sharded):
         tokens = self.analyzer.tokenize(list(texts))
 
         def one(shard: BM25Index) -> tuple[np.ndarray, np.ndarray]:
-            return shard.model.retrieve(tokens, k=min(k, len(shard)), show_progress=False, n_threads=n_threads)
+            return topk_rows(shard.model, tokens, k, shard.docstore.ids, n_threads)
 
-        return self._merge(scatter(self.shards, one, self.threads), k)
+        parts = scatter(self.shards, one, self.threads)
+        return merge_topk_by_id(parts, self.offsets.tolist(), min(k, len(self)), self.docstore.ids)
 
     def score(self, text: str, positions: Sequence[int]) -> np.ndarray:
         """BM25 scores of one query against the given global rows."""

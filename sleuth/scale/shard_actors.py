@@ -34,9 +34,11 @@ from sleuth.index.partial import current_report
 from sleuth.index.sharded import (
     SHARDED_BM25,
     SHARDED_DENSE,
+    IdsByRow,
     answering,
     by_shard,
     merge_topk,
+    merge_topk_by_id,
     read_root_manifest,
 )
 from sleuth.scale.session import require_ray
@@ -211,21 +213,29 @@ class ShardActors:
         """The results of the shards that answered (a partial gather's non-None ones) and those shards' offsets."""
         return answering(results, self.offsets.tolist())
 
-    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray, dict[int, tuple] | None]:
-        """Scatter ``queries`` to every shard, merge the local top-k exactly (global rows, ties by row); up to
-        ``rows_with_search_k``, also the passages of the shards' top-k rows by global row (else None). Inside
-        :func:`sleuth.index.partial.partial_results`, the shards that answered are merged and the rest reported."""
+    def search(self, queries: Any, k: int, ids: IdsByRow | None = None
+               ) -> tuple[np.ndarray, np.ndarray, dict[int, tuple] | None]:
+        """Scatter ``queries`` to every shard, merge the local top-k exactly (global rows; ties at the cut by id when
+        ``ids`` reads a global row's id, as BM25 cuts, else by row); up to ``rows_with_search_k``, also the passages
+        of the shards' top-k rows by global row (else None). Inside :func:`sleuth.index.partial.partial_results`,
+        the shards that answered are merged and the rest reported."""
         ray = require_ray()
         shared = ray.put(queries)
         if k > self.options.rows_with_search_k:
             parts, offsets = self.answering(self.call_all(lambda actor: actor.search.remote(shared, k), partial=True))
-            return (*merge_topk(parts, offsets, min(k, len(self))), None)
+            return (*self._merge(parts, offsets, k, ids), None)
         answers, offsets = self.answering(self.call_all(lambda actor: actor.search_with_rows.remote(shared, k),
                                                         partial=True))
         records = {offset + row: tuple(record) for offset, (_, _, rows) in zip(offsets, answers)
                    for row, record in rows}
-        positions, scores = merge_topk([(p, s) for p, s, _ in answers], offsets, min(k, len(self)))
+        sent = None if ids is None else RowIds(records, ids)  # the candidates' ids came with the search
+        positions, scores = self._merge([(p, s) for p, s, _ in answers], offsets, k, sent)
         return positions, scores, records
+
+    def _merge(self, parts: list, offsets: list[int], k: int, ids: IdsByRow | None) -> tuple[np.ndarray, np.ndarray]:
+        if ids is None:
+            return merge_topk(parts, offsets, min(k, len(self)))
+        return merge_topk_by_id(parts, offsets, min(k, len(self)), ids)
 
     def close(self) -> None:
         """Stop the actors and release their placement group."""
@@ -244,6 +254,18 @@ def release_group(group: Any) -> None:
         ray.util.remove_placement_group(group)
 
 
+class RowIds:
+    """Global rows' ids read from the records a search sent (``{row: (id, ...)}``), else from ``ids``."""
+
+    def __init__(self, records: dict[int, tuple], ids: IdsByRow):
+        self.records, self.ids = records, ids
+
+    def __getitem__(self, row: int) -> str:
+        record = self.records.get(int(row))
+        return str(record[0]) if record is not None else self.ids[int(row)]
+
+
+
 class _Column:
     """One field of a :class:`RemoteDocStore`, indexed by global row."""
 
@@ -252,6 +274,10 @@ class _Column:
 
     def __getitem__(self, row: int) -> str:
         return self.store.row(int(row))[self.field]
+
+    def prefetch(self, rows: Sequence[int]) -> None:
+        """Fetch these rows in one call per shard (before they are read one by one)."""
+        self.store.prefetch(rows)
 
     def __len__(self) -> int:
         return len(self.store)
@@ -324,8 +350,11 @@ class _RaySharded:
     def __len__(self) -> int:
         return len(self.actors)
 
+    #: whether ties at the cut go by id (BM25, as :class:`~sleuth.index.sharded.ShardedBM25Index`), else by row
+    ties_by_id = False
+
     def _search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        positions, scores, records = self.actors.search(queries, k)
+        positions, scores, records = self.actors.search(queries, k, self.docstore.ids if self.ties_by_id else None)
         if records is not None:
             self.docstore.keep({row: records[row] for row in np.asarray(positions).ravel().tolist() if row >= 0})
         self.docstore.prefetch(positions)  # rows not sent with the search (k above rows_with_search_k)
@@ -339,6 +368,7 @@ class RayShardedBM25Index(_RaySharded):
     """A sharded BM25 index searched by shard actors (scores and rankings: those of :class:`ShardedBM25Index`)."""
 
     kind = SHARDED_BM25
+    ties_by_id = True
 
     def __init__(self, path: str | Path, options: ShardActorOptions = ShardActorOptions()):
         super().__init__(path, options)
