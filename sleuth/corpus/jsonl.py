@@ -124,7 +124,30 @@ def read_jsonl_documents(path: str | Path, fields: Mapping[str, str] | None = No
     is read.
     """
     mapping = field_mapping(fields, path)
-    return (document_from_record(obj, mapping, path, number) for number, obj in iter_jsonl(path))
+    documents = (document_from_record(obj, mapping, path, number) for number, obj in iter_jsonl(path))
+    title = (fields or {}).get("title")
+    return documents if title is None else with_title_key(documents, iter_jsonl(path), title, path)
+
+
+def with_title_key(documents: Iterator[Document], records: Iterator[tuple[int, dict[str, Any]]], key: str,
+                   path: str | Path) -> Iterator[Document]:
+    """``documents``, then an InputError when a ``--field title=KEY`` named a key that no record has (before: every
+    title dropped without a word, where a wrong text key is an error); ``records`` are the same file's, read again
+    only then, for their keys."""
+    found = False
+    for document in documents:
+        found = found or bool(document.title)
+        yield document
+    if found:
+        return
+    keys: set[str] = set()
+    for _, record in records:
+        if key in record:
+            return  # the key is there, its titles empty
+        if len(keys) < 50:
+            keys.update(map(str, record))
+    raise InputError(f"no record has the title key '{key}' named by --field title={key} (keys seen: "
+                     f"{', '.join(sorted(keys)[:8])})", path=path)
 
 
 def field_mapping(fields: Mapping[str, str] | None, path: str | Path) -> dict[str, str]:

@@ -514,3 +514,21 @@ def test_a_beir_folder_holding_a_file_and_its_compressed_copy_is_refused(tmp_pat
         list(read_beir_corpus(tmp_path))
     (tmp_path / "corpus.jsonl").unlink()
     assert [doc.text for doc in read_beir_corpus(tmp_path)] == ["new"]
+
+
+def test_a_title_key_that_no_record_has_is_an_error(tmp_path, scifact_rows):
+    """Before: `--field title=KEY` naming a key no record had dropped every title without a word (a wrong text key
+    is an error); a key that is there with empty titles is still read."""
+    path = tmp_path / "custom.jsonl"
+    path.write_text("".join(json.dumps({"docno": r["_id"], "headline": r["title"], "body": r["text"]}) + "\n"
+                            for r in scifact_rows[:20]), encoding="utf-8")
+    fields = {"id": "docno", "text": "body"}
+    with pytest.raises(InputError, match=r"custom.jsonl: no record has the title key 'headlne' named by --field "
+                                         r"title=headlne \(keys seen: body, docno, headline\)"):
+        list(read_jsonl_documents(path, fields={**fields, "title": "headlne"}))
+    titled = list(read_jsonl_documents(path, fields={**fields, "title": "headline"}))
+    assert [d.title for d in titled] == [r["title"] for r in scifact_rows[:20]]
+    empty = tmp_path / "empty-titles.jsonl"
+    empty.write_text("".join(json.dumps({"docno": r["_id"], "headline": "", "body": r["text"]}) + "\n"
+                             for r in scifact_rows[:3]), encoding="utf-8")
+    assert [d.title for d in read_jsonl_documents(empty, fields={**fields, "title": "headline"})] == ["", "", ""]

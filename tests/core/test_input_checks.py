@@ -289,3 +289,20 @@ def test_update_names_the_id_keys_it_reads_and_a_folder_given_as_a_file(sleuth, 
     one_line_error(sleuth("update", tmp_path / "ix", "--add", new),
                    "new.jsonl:1: field 'id': missing: each record needs 'id' or '_id' (its keys: docid, text")
     one_line_error(sleuth("update", tmp_path / "ix", "--add", tmp_path), "is a folder; give a file")
+
+
+def test_a_whole_document_is_a_query_a_longer_text_is_not(sleuth, tmp_path, scifact_rows):
+    """Before: a batch query over 4,096 characters (query by document: 15 of SciFact's abstracts are longer) refused
+    the whole `retrieve`; the limit is now 100,000 characters, and above it still one line."""
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in scifact_rows[:50]), encoding="utf-8")
+    long_query = " ".join(" ".join(row["text"].split()) for row in scifact_rows[3:8])
+    assert 4096 < len(long_query) < 100_000
+    topics = tmp_path / "topics.tsv"
+    topics.write_text(f"q1\t{long_query}\nq2\tcells\n", encoding="utf-8")
+    done = sleuth("retrieve", topics, "--corpus", corpus, "--out", tmp_path / "run.trec", "-k", "3")
+    assert done.returncode == 0, done.stderr
+    assert {line.split()[0] for line in (tmp_path / "run.trec").read_text().splitlines()} == {"q1", "q2"}
+    topics.write_text(f"q1\t{'word ' * 20_001}\n", encoding="utf-8")
+    one_line_error(sleuth("retrieve", topics, "--corpus", corpus, "--out", tmp_path / "long.trec"),
+                   "query 'q1' has 100,004 characters; the limit is 100,000")  # its last space stripped
