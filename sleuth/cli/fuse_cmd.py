@@ -47,7 +47,7 @@ def fuse(
     qids = list(dict.fromkeys(qid for stage in stages for qid in stage.run))  # in the order the files give them
     fused = fused_stage.transform([Query(qid, qid) for qid in qids]).cut(k)
     if not is_jsonl_run(out):
-        check_trec_ids(fused, "fuse")
+        check_trec_ids(fused, "", "the fused run")
     write_run(fused, out, tag=tag)
     hits = sum(len(ranking) for ranking in fused.values())
     console.print(Text(f"wrote {out}: {len(fused):,} queries, {hits:,} hits, {method} of {len(runs)} runs"),

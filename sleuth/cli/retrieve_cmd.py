@@ -93,10 +93,7 @@ def retrieve(
     run = Run({q.id: run.get(q.id, []) for q in query_list}).cut(k)
     seconds = time.perf_counter() - started
     if trec:
-        try:
-            check_trec_ids(run, name)  # e.g. HotpotQA's paragraphs, whose ids are their titles
-        except ConfigError as exc:
-            raise ConfigError(f"{exc}; name the --out file .jsonl to write JSON Lines, which holds any id") from None
+        check_trec_ids(run, name)  # e.g. HotpotQA's paragraphs, whose ids are their titles
     write_run(run, out, tag=run_tag)
     console.print(Text(summary(out, run, seconds, built)), soft_wrap=True)
 

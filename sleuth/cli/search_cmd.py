@@ -27,7 +27,7 @@ def search(
     pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
     index: Path | None = typer.Option(None, help="Search this index folder directly (instead of a corpus and "
                                                  "--pipeline)."),
-    k: int = typer.Option(10, "-k", min=1, help="How many results to show."),
+    k: int = typer.Option(10, "-k", "--hits", min=1, help="How many results to show."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     device: str = DEVICE,
     settings: list[str] | None = SETTINGS,

@@ -110,7 +110,9 @@ def _read_tsv_topics(path: Path) -> Iterator[Query]:
             if not text.strip():
                 continue
             topic_id, tab, query = text.rstrip("\r\n").partition("\t")
-            if not tab or not topic_id.strip() or not query.strip():
+            if tab and topic_id.strip() and not query.strip():  # before: "expected 'qid<TAB>query'" of a line with one
+                raise InputError(f"query '{topic_id.strip()}' is empty", path=path, line=number)
+            if not tab or not topic_id.strip():
                 raise InputError("expected 'qid<TAB>query'", path=path, line=number)
             yield Query(id=topic_id.strip(), text=query.strip())
 

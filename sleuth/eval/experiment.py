@@ -403,7 +403,9 @@ def unjudged_run_note(name: str, run: Run, qrels: Qrels | None, least: int = 5) 
         return None
     first = answered[0][1][0]
     paths = " (its hits are evidence paths: add the path_passages stage to measure their passages)" \
-        if first.extras.get("path") else ""
+        if first.extras.get("path") else \
+        " (its hits are passages of documents: add the max_passage stage to rank their documents)" \
+        if any(hit.doc_id != hit.id and hit.doc_id in qrels[qid] for qid, hits in answered for hit in hits) else ""
     return (f"pipeline '{name}' retrieved no judged document for any of its {len(answered):,} judged queries (its "
             f"ids are like '{first.id}'): do they name the documents the qrels judge?{paths}")
 

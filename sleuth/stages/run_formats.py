@@ -35,11 +35,13 @@ def is_jsonl_run(path: str | Path) -> bool:
     return uncompressed_name(path).lower().endswith(".jsonl")
 
 
-def check_trec_ids(run: Run, name: str) -> None:
-    """A ConfigError naming the first query or document id of pipeline ``name``'s ``run`` that a TREC run file
-    cannot hold."""
+def check_trec_ids(run: Run, name: str, what: str = "pipeline") -> None:
+    """A ConfigError naming the first query or document id of ``what`` ``name``'s ``run`` (a pipeline's, or ``the
+    fused run``) that a TREC run file cannot hold, and the way out: a ``.jsonl`` file."""
     if problem := run.trec_problem():
-        raise ConfigError(f"cannot write pipeline '{name}' as a TREC run file: {problem}")
+        owner = f"{what} '{name}'" if name else what
+        raise ConfigError(f"cannot write {owner} as a TREC run file: {problem}; name the --out file .jsonl to write "
+                          "JSON Lines, which holds any id")
 
 
 def write_run(run: Run | Mapping[str, Sequence[Hit]] | Any, path: str | Path, tag: str = "sleuth") -> None:

@@ -1,0 +1,51 @@
+"""Small inconsistencies the CLI audit of session 36 found, each mended: the fused run's TREC id error names its
+way out, `search` takes `--hits` as `retrieve` and `fuse` do, an empty query in a topics file is called empty, and
+the note on a run of passages scored against document qrels names the max_passage stage."""
+
+from __future__ import annotations
+
+import json
+
+from sleuth.eval.experiment import unjudged_run_note
+from sleuth.stages.run import Hit, Run
+from tests.cli_support import one_line_error
+
+
+def test_a_fused_run_of_ids_trec_cannot_hold_names_the_jsonl_way_out(sleuth, tmp_path):
+    """Before: "cannot write pipeline 'fuse' as a TREC run file" without the hint `retrieve` gives."""
+    (tmp_path / "a.trec").write_text("1 Q0 d1 1 2.0 a\n1 Q0 d2 2 1.0 a\n", encoding="utf-8")
+    (tmp_path / "b.jsonl").write_text(json.dumps({"qid": "1", "docno": "doc 9", "score": 3.0}) + "\n",
+                                      encoding="utf-8")
+    one_line_error(sleuth("fuse", tmp_path / "a.trec", tmp_path / "b.jsonl", "--out", tmp_path / "f.trec"),
+                   "cannot write the fused run as a TREC run file: document id 'doc 9' has whitespace; name the "
+                   "--out file .jsonl to write JSON Lines, which holds any id")
+    assert sleuth("fuse", tmp_path / "a.trec", tmp_path / "b.jsonl", "--out", tmp_path / "f.jsonl").returncode == 0
+
+
+def test_search_takes_hits_as_retrieve_and_fuse_do(sleuth, tmp_path, scifact_rows):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in scifact_rows[:30]), encoding="utf-8")
+    done = sleuth("search", "cells", "--corpus", corpus, "--hits", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    assert len(json.loads(done.stdout)["hits"]) == 3
+
+
+def test_an_empty_query_in_a_topics_file_is_called_empty(sleuth, tmp_path, scifact_rows):
+    """Before: `99<TAB>` was "expected 'qid<TAB>query'", of a line that has the tab."""
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in scifact_rows[:30]), encoding="utf-8")
+    topics = tmp_path / "t.tsv"
+    topics.write_text("1\tcells\n99\t \n", encoding="utf-8")
+    one_line_error(sleuth("retrieve", topics, "--corpus", corpus, "--out", tmp_path / "r.trec"),
+                   "t.tsv:2: query '99' is empty")
+
+
+def test_passages_scored_against_document_qrels_are_told_of_max_passage():
+    """Before: the note asked whether the ids name the judged documents; the passages' documents are judged."""
+    run = Run({str(q): [Hit(f"d{q}#0", 1.0, f"d{q}"), Hit(f"x{q}#1", 0.5, f"x{q}")] for q in range(6)})
+    qrels = {str(q): {f"d{q}": 1} for q in range(6)}
+    note = unjudged_run_note("bm25", run, qrels)
+    assert note is not None and note.endswith(
+        "(its hits are passages of documents: add the max_passage stage to rank their documents)")
+    whole = Run({str(q): [Hit(f"y{q}", 1.0, f"y{q}")] for q in range(6)})
+    assert not unjudged_run_note("bm25", whole, qrels).endswith("documents)")
