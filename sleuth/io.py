@@ -211,8 +211,11 @@ class TextFile:
 
 
 @contextlib.contextmanager
-def atomic_directory(target: str | Path) -> Iterator[Path]:
-    """Build a directory atomically: yield a temporary sibling, then swap it into place on success.
+def atomic_directory(target: str | Path, markers: tuple[str, ...] | None = None) -> Iterator[Path]:
+    """Build a directory atomically: yield a temporary sibling, then swap it into place on success. With
+    ``markers``, an existing ``target`` is replaced only when it is empty or holds one of these files (what sleuth
+    writes there), else a ConfigError, checked before and again before the swap (before: a ``cos train --out``
+    naming the home folder replaced it whole with the model).
 
     On an exception the temporary directory is discarded and any existing ``target`` stays untouched and usable.
     A kill leaves ``.NAME.tmp-HOST-PID-TAG`` (or, between the two renames, ``.NAME.old-HOST-PID-TAG``); the next
@@ -221,6 +224,7 @@ def atomic_directory(target: str | Path) -> Iterator[Path]:
     never leaves the path empty.
     """
     target = Path(target).absolute()
+    refuse_foreign_folder(target, markers)
     target.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(target)
     tag = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -232,10 +236,29 @@ def atomic_directory(target: str | Path) -> Iterator[Path]:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     old = target.parent / f".{target.name}.old-{tag}"
+    try:
+        refuse_foreign_folder(target, markers)  # it may have changed while the work ran
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if target.exists():
         replace(target, old)
     replace(tmp, target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def refuse_foreign_folder(target: Path, markers: tuple[str, ...] | None) -> None:
+    """A ConfigError when ``target`` exists and is a file, or a folder of other files (not empty, none of
+    ``markers``); nothing when ``markers`` is None."""
+    if markers is None or not (target.exists() or target.is_symlink()):
+        return
+    from sleuth.errors import ConfigError
+
+    if not target.is_dir():
+        raise ConfigError(f"{target}: a file, not a folder; refusing to replace it")
+    if any(target.iterdir()) and not any((target / name).exists() for name in markers):
+        raise ConfigError(f"{target}: a folder of other files (none of {', '.join(markers)}); refusing to replace it "
+                          "(choose a new or empty folder)")
 
 
 def remove_stale_temporaries(target: Path) -> list[Path]:

@@ -21,6 +21,8 @@ from sleuth.errors import ConfigError, MissingExtraError, SleuthError
 from sleuth.io import atomic_directory
 
 MARKER = "sleuth-adapter.json"
+#: what a saved model, encoder or adapter folder holds: a folder with none of them is not replaced by a save
+MODEL_MARKERS = ("config.json", "modules.json", MARKER)
 PEFT_CONFIG = "adapter_config.json"
 BERT_LINEAR = ("query", "key", "value", "output.dense", "intermediate.dense")  # every encoder linear, no pooler
 
@@ -115,7 +117,7 @@ def write_adapter(path: str | Path, backbone: str, write: Callable[[Path], None]
     the directory swapped into place (an existing one stays untouched until then)."""
     from sleuth.io import atomic_write_text
 
-    with atomic_directory(path) as tmp:
+    with atomic_directory(path, MODEL_MARKERS) as tmp:
         write(Path(tmp))
         atomic_write_text(Path(tmp) / MARKER, json.dumps({"backbone": backbone, **(extra or {})}, indent=2) + "\n")
         if card is not None:

@@ -10,10 +10,10 @@ import json
 from pathlib import Path
 
 from sleuth.errors import ConfigError
-from sleuth.models.adapters import MARKER, adapter_info, is_adapter
+from sleuth.models.adapters import MODEL_MARKERS, adapter_info, is_adapter
 from sleuth.models.registry import backbone_dir
 
-MODEL_FILES = ("config.json", "modules.json", MARKER)  # what a saved model, encoder or adapter folder holds
+MODEL_FILES = MODEL_MARKERS  # what a saved model, encoder or adapter folder holds
 
 
 def model_folder(model: str | Path) -> Path:

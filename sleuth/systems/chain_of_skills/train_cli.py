@@ -197,15 +197,19 @@ def train_cos_command(
     device: str = DEVICE,
 ) -> None:
     """Multi-task training: single retrieval, expanded queries, reranking, entity linking and span proposal."""
+    from sleuth.systems.chain_of_skills.model import UNTRAINED
     from sleuth.systems.chain_of_skills.training import train_cos
     from sleuth.systems.chain_of_skills.training_data import counts
+    from sleuth.train.checks import refuse_other_files
 
     check_options(data, architecture, training)
     refuse_inapplicable_architecture(ctx, architecture)
     settings = train_config(training, device)  # its checks (weights, checkpoints, ...) before the data is read
+    started_from = None if architecture.model == UNTRAINED else architecture.model  # before: --out X --model X
     refuse_overwriting_inputs(out, [*data.hotpotqa, *data.hotpotqa_corpus, *data.twowiki, *data.wikipedia,
                                     data.musique, data.musique_corpus, data.nq_questions, data.nq_corpus, data.squad,
-                                    data.ottqa, data.ottqa_questions], folder=True)
+                                    data.ottqa, data.ottqa_questions, started_from], folder=True)
+    refuse_other_files(out)  # before: `--out ~` replaced the home folder whole with the model
     examples = training_examples(data, training.negatives, training.seed)
     console.print(f"examples: {counts(examples)}")
     encoder, head = initial_model(architecture, device, training.seed)
@@ -334,6 +338,9 @@ def initial_model(architecture: ModelOptions, device: str, seed: int) -> tuple[A
         encoder = load_model(architecture.model, device=device)
         head = load_span_head(model_path(architecture.model), encoder.dim, device)
         return encoder, head or SpanProposalHead(encoder.dim, seed=seed)
+    import torch
+
+    torch.manual_seed(seed)  # the experts' LoRA init (before: unseeded, so --seed did not repeat a run)
     encoder = MultiExpertEncoder.from_backbone("minilm", fresh_config(architecture), device=device)
     return encoder, SpanProposalHead(encoder.dim, seed=seed)
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.io import atomic_directory, atomic_write_text
+from sleuth.models.adapters import MODEL_MARKERS
 from sleuth.models.cross_encoder import DEFAULT_BACKBONE, MAX_LENGTH, CrossEncoderClassifier, pair_text
 from sleuth.progress import progress
 from sleuth.stages.run import Run
@@ -185,7 +186,7 @@ def length_grouped_batches(texts: Sequence[str], batch_size: int, rng: random.Ra
 def save_classifier(classifier: CrossEncoderClassifier, path: str | Path, record: Mapping) -> Path:
     """Write the model directory (or adapter) atomically, with ``training.json`` (budgets, counts, losses,
     thresholds)."""
-    with atomic_directory(path) as tmp:
+    with atomic_directory(path, MODEL_MARKERS) as tmp:
         classifier.save(tmp)
         write_training_record(tmp, record)
     return Path(path)

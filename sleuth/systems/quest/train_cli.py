@@ -63,6 +63,7 @@ def train_classifier_command(
     device: str = DEVICE,
 ) -> None:
     """Train the QUEST relevance classifier and tune its thresholds; writes a model directory with training.json."""
+    from sleuth.models.adapters import adapter_info, is_adapter
     from sleuth.models.registry import backbone_dir
     from sleuth.systems.quest.classifier_training import ExampleBudget, TrainingConfig
     from sleuth.systems.quest.methods import RETRIEVERS, default_classifier_dir, quest_workspace
@@ -76,10 +77,14 @@ def train_classifier_command(
     if lora_layer and lora_rank is None:
         raise ConfigError("--lora-layer places a LoRA: it needs --lora-rank")
     backbone_dir(backbone, "--backbone")
+    if is_adapter(Path(backbone_dir(backbone))):  # before: trained, then unloadable (an adapter of an adapter)
+        raise ConfigError(f"--backbone {backbone}: a trained adapter (sleuth-adapter.json), not a model to train one "
+                          f"on; give its backbone ('{adapter_info(Path(backbone))['backbone']}') or a full model folder")
     check_max_length(max_length, {"--backbone": backbone})
     check_lora_rank(lora_rank, {"--backbone": backbone})
     if out_dir is not None:
-        refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples], folder=True)
+        refuse_overwriting_inputs(out_dir, [examples, documents, tune_examples,
+                                            None if backbone == "minilm" else backbone], folder=True)
     refuse_other_files(out_dir or default_classifier_dir())
     if save_runs is not None:
         refuse_overwriting_inputs(save_runs, [examples, documents, tune_examples], option="--save-runs", file=True)

@@ -20,6 +20,7 @@ from pathlib import Path
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.io import atomic_directory, atomic_write_text
+from sleuth.models.adapters import MODEL_MARKERS
 from sleuth.pipelines.workspace import Workspace
 from sleuth.stages.run import Run
 from sleuth.systems.quest.classifier_training import (
@@ -88,7 +89,7 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
     classifier, losses = train_classifier(pairs, config, backbone=backbone, device=device,
                                           show_progress=ws.show_progress, seconds=seconds)
     train_seconds = time.perf_counter() - started
-    with atomic_directory(target) as staged:  # an earlier model at target stays until this one is tuned and recorded
+    with atomic_directory(target, MODEL_MARKERS) as staged:  # an earlier model at target stays until this one is tuned and recorded
         classifier.save(staged)  # the adapter as trained, before merge() and quantize() change the model in place
         classifier.merge()
         if plan.int8:
