@@ -49,6 +49,23 @@ def backbone_name(model: str | Path) -> str:
     return str(model)
 
 
+#: the files whose size and time say which weights a model folder holds
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt", ".pth")
+
+
+def encoder_identity(name: str) -> str | dict[str, Any]:
+    """What an index cache key names an encoder by: a built-in name as itself; a model folder or file by its
+    resolved path and its weight files' names, sizes and modification times, so a model retrained in the same folder
+    gets indexes of its own (before: the name alone, so searches scored the new model's query vectors against the
+    old model's cached passage vectors, and two folders of one relative name in two places shared one index)."""
+    path = Path(name)
+    if name in BUILTIN or not path.exists():
+        return name
+    files = [path] if path.is_file() else sorted(f for f in path.rglob("*") if f.suffix in WEIGHT_SUFFIXES and f.is_file())
+    return {"path": str(path.resolve()), "weights": [(str(f.relative_to(path)) if f != path else f.name,
+                                                     f.stat().st_size, f.stat().st_mtime_ns) for f in files]}
+
+
 def load_encoder(name: str = DEFAULT_ENCODER, device: str = "cpu", **options: Any) -> Encoder:
     """Load an encoder by built-in name, ONNX model directory/file, or sentence-transformers model path."""
     check_device(device)

@@ -165,8 +165,11 @@ class Workspace:
 
     @staticmethod
     def dense_key(encoder: str = "minilm", factory: str = "Flat") -> str:
-        """Cache folder name of a dense index with this encoder and FAISS factory string."""
-        return params_key("dense", {"encoder": encoder, "factory": factory})
+        """Cache folder name of a dense index with this encoder (a model folder by its weights:
+        :func:`~sleuth.models.registry.encoder_identity`) and FAISS factory string."""
+        from sleuth.models.registry import encoder_identity
+
+        return params_key("dense", {"encoder": encoder_identity(encoder), "factory": factory})
 
     def source(self) -> CorpusSource:
         """The workspace corpus (a ConfigError when there is none)."""

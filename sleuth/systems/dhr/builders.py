@@ -15,6 +15,7 @@ from sleuth.corpus.model import Passage
 from sleuth.errors import ConfigError
 from sleuth.index.bm25 import BM25Index
 from sleuth.index.dense import VectorSearch
+from sleuth.models.registry import encoder_identity
 from sleuth.pipelines.registry import register_stage
 from sleuth.pipelines.workspace import Workspace, params_key
 from sleuth.stages.base import Stage
@@ -78,8 +79,9 @@ def hierarchical_index(ws: Workspace, source: HierarchySource = HierarchySource(
         if isinstance(loaded, HierarchicalIndex):
             search.apply(loaded.document_index)
         return loaded
-    key = params_key("hierarchical", {"document_encoder": source.document_encoder,
-                                      "passage_encoder": source.passage_encoder, "factory": search.factory,
+    key = params_key("hierarchical", {"document_encoder": encoder_identity(source.document_encoder),
+                                      "passage_encoder": encoder_identity(source.passage_encoder),
+                                      "factory": search.factory,
                                       "separator": source.separator, "grouping": source.grouping})
     loaded = ws.cached_index(key, HierarchicalIndex.load, lambda path: HierarchicalIndex.build(
         corpus_groups(ws, source.grouping), ws.encoder(source.document_encoder),
