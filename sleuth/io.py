@@ -238,6 +238,7 @@ def atomic_directory(target: str | Path, markers: tuple[str, ...] | None = None)
     old = target.parent / f".{target.name}.old-{tag}"
     try:
         refuse_foreign_folder(target, markers)  # it may have changed while the work ran
+        readable_as_open_makes(tmp)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -245,6 +246,17 @@ def atomic_directory(target: str | Path, markers: tuple[str, ...] | None = None)
         replace(target, old)
     replace(tmp, target)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def readable_as_open_makes(folder: Path) -> None:
+    """Give the files under ``folder`` that their writer made private (mode 0600: safetensors' and mkstemp's) the
+    permissions ``open()`` gives under the umask (before: model weights were unreadable to other users, beside
+    readable configs)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in folder.rglob("*"):
+        if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 == 0o600:
+            path.chmod(0o666 & ~umask)
 
 
 def refuse_foreign_folder(target: Path, markers: tuple[str, ...] | None) -> None:

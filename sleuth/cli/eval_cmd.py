@@ -123,7 +123,9 @@ def dataset_task(path: Path | None, fmt: str | None) -> tuple[list[Query], Qrels
         return None  # another corpus, or a --format's corpus file (paragraphs, no questions)
     query_list = list(QUESTION_READERS[kind](path))
     key = "supporting_titles" if kind == "hotpotqa" else "supporting_ids"
-    return query_list, {q.id: {doc: 1 for doc in q.metadata.get(key, [])} for q in query_list}, False
+    # a question without supporting paragraphs (a test file's) is unjudged, counted apart as such (before: judged,
+    # scored 0 and averaged in)
+    return query_list, {q.id: {doc: 1 for doc in q.metadata[key]} for q in query_list if q.metadata.get(key)}, False
 
 
 def eval_command(

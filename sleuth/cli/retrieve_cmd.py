@@ -149,8 +149,9 @@ def summary(out: Path, run: Run, seconds: float, built: dict[str, float] | None 
     empty = sum(1 for ranking in run.values() if not ranking)
     without = f" ({empty:,} quer{'y' if empty == 1 else 'ies'} without any)" if empty else ""
     rate = len(run) / seconds if seconds > 0 else float("inf")
+    speed = f"{rate:,.0f}" if rate >= 10 else f"{rate:.2g}"  # before: "0 queries/s" of a chain at 0.2
     return (f"wrote {out}: {len(run):,} queries, {hits:,} hits{without} in {format_duration(seconds)}, "
-            f"{rate:,.0f} queries/s{f'; {build_note(built)}' if built else ''}")
+            f"{speed} queries/s{f'; {build_note(built)}' if built else ''}")
 
 
 def register(app: typer.Typer) -> None:

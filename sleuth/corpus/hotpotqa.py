@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.corpus.jsonfile import first_json_record, iter_json_records, load_json_object
-from sleuth.corpus.jsonl import require
+from sleuth.corpus.jsonl import require, require_id, require_nonblank
 from sleuth.corpus.model import Document, Query
 from sleuth.errors import InputError
 
@@ -28,8 +28,8 @@ def read_hotpotqa_questions(path: str | Path) -> Iterator[Query]:
         if "_id" not in record and (other := other_dataset(record)) is not None:
             raise InputError(f"a {other} record, not a HotpotQA-format question (HotpotQA, 2WikiMultihopQA: '_id', "
                              "'question', 'supporting_facts', 'context')", path=where)
-        query_id = require(record, "_id", where, None)
-        question = require(record, "question", where, None)
+        query_id = require_id(record, "_id", where, None)  # before: 1.0 taken as the id "1.0"
+        question = require_nonblank(record, "question", where, None, "empty question")  # before: evaluated
         metadata: dict[str, Any] = {key: record[key] for key in ("answer", "type", "level") if key in record}
         if "supporting_facts" in record:
             facts = [_supporting_fact(fact, where) for fact in require(record, "supporting_facts", where, None, list)]

@@ -23,6 +23,12 @@ class PathPassages(Stage):
         if candidates is None:
             raise ConfigError(f"{self.name} reads the paths of an earlier stage's ranking; run it after one (e.g. "
                               "cos_chain)")
+        hits = [hit for q in queries for hit in candidates.get(q.id, [])]
+        if hits and not any(isinstance(hit.extras.get("path"), list) for hit in hits):  # before: passed through
+            raise ConfigError(f"{self.name} got {len(hits):,} hits and no evidence path (extras['path']), e.g. "
+                              f"'{hits[0].id}': a PyTerrier results frame carries no extras, so compose the chain "
+                              "and path_passages in sleuth (chain >> ws.pipeline('path_passages')), then "
+                              "as_transformer the whole")
         return Run({q.id: path_passages(candidates.get(q.id, [])) for q in queries})
 
 

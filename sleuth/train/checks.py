@@ -76,6 +76,9 @@ def refuse_other_files(out: str | Path, option: str = "--out", markers: tuple[st
     not a saved model, with no ``config.json``, ``modules.json`` or sleuth adapter marker): saving replaces the
     folder or mixes its files in. A new folder, an empty one or an earlier ``what`` is fine (it is replaced)."""
     path = Path(out)
+    here = Path.cwd().resolve()
+    if path.resolve() == here or path.resolve() in here.parents:  # swapping it would pull the folder from under us
+        raise ConfigError(f"{option} {out}: the current folder (or one holding it); choose another {option}")
     if path.is_dir() and any(path.iterdir()) and not any((path / name).exists() for name in markers):
         raise ConfigError(f"{option} {out}: a folder of other files, not {what}; refusing to write into it "
                           f"(choose another {option}, or empty it)")

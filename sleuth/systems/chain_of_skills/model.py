@@ -322,16 +322,21 @@ class MultiExpertEncoder:
 
             return write_adapter(directory, self.backbone, write, card=card or None,
                                  extra={"format": ADAPTER_FORMAT, "config": CONFIG_FILE, "weights": ADAPTER_FILE})
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / CONFIG_FILE).write_text(json.dumps(self.config.to_dict(), indent=2) + "\n", encoding="utf-8")
-        save_file({k: v.detach().contiguous().cpu() for k, v in self.bert.state_dict().items()},
-                  str(directory / WEIGHTS_FILE))
-        self.bert.config.save_pretrained(directory)
-        self.tokenizer.save_pretrained(directory)
-        if card is not None:
-            (directory / "README.md").write_text(card, encoding="utf-8")
-        if extras is not None:
-            extras(directory)
+        from sleuth.io import atomic_directory
+        from sleuth.models.adapters import MODEL_MARKERS
+
+        # swapped in whole, as an adapter is (before: written file by file into the folder, so a LoRA model's files
+        # stayed beside the new one and the folder no longer loaded, or the files mixed in among a user's)
+        with atomic_directory(directory, MODEL_MARKERS) as tmp:
+            (tmp / CONFIG_FILE).write_text(json.dumps(self.config.to_dict(), indent=2) + "\n", encoding="utf-8")
+            save_file({k: v.detach().contiguous().cpu() for k, v in self.bert.state_dict().items()},
+                      str(tmp / WEIGHTS_FILE))
+            self.bert.config.save_pretrained(tmp)
+            self.tokenizer.save_pretrained(tmp)
+            if card is not None:
+                (tmp / "README.md").write_text(card, encoding="utf-8")
+            if extras is not None:
+                extras(tmp)
         return directory
 
     @classmethod
@@ -418,8 +423,13 @@ class MultiExpertEncoder:
 
     def encode(self, texts: Sequence[Text], skill: str, side: str = "query", batch_size: int = 32,
                task: Any = None) -> np.ndarray:
-        """One float32 vector per text (shape (n, dim)), pooled as configured ([CLS] by default); ``task``: a
-        :class:`sleuth.progress.Task` advanced by each batch's texts."""
+        """One float32 vector per text (shape (n, dim)), pooled as configured ([CLS] by default); one string is one
+        text (shape (1, dim); before: one vector per character); ``task``: a :class:`sleuth.progress.Task` advanced
+        by each batch's texts."""
+        if isinstance(texts, str):
+            texts = [texts]
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive integer, got {batch_size!r}")
         result = np.zeros((len(texts), self.dim), dtype=np.float32)
         for rows, batch, states in self._batches(texts, skill, side, batch_size, offsets=False):
             if task is not None:

@@ -304,6 +304,8 @@ def training_examples(data: TrainingData, negatives: int, seed: int) -> dict:
 
     for path in data.twowiki:  # before any data is read: a HotpotQA file would train as 2Wiki without evidences
         check_twowiki(path)
+    for path in data.hotpotqa:  # and a 2Wiki file as HotpotQA, its bridge-comparison hops paired as HotpotQA's
+        check_not_twowiki(path)
     parts = []
     if data.hotpotqa:
         questions, corpus = load_hotpotqa(data.hotpotqa, data.hotpotqa_corpus)
@@ -384,6 +386,17 @@ def check_twowiki(path: Path) -> None:
         if "evidences" not in record:
             raise InputError("missing (a 2WikiMultihopQA file has evidences: is this a HotpotQA file? use "
                              "--hotpotqa)", path=where, field="evidences")
+
+
+def check_not_twowiki(path: Path) -> None:
+    """An InputError naming ``file[record]`` when a question of ``path`` (given as HotpotQA) has 2WikiMultihopQA's
+    ``evidences``."""
+    from sleuth.corpus.jsonfile import iter_json_records
+
+    for where, record in iter_json_records(path):
+        if isinstance(record, dict) and "evidences" in record:
+            raise InputError("a 2WikiMultihopQA question (it has evidences): give this file as --twowiki",
+                             path=where, field="evidences")
 
 
 def train_config(training: TrainingOptions, device: str) -> Any:
