@@ -39,7 +39,8 @@ PERIOD_ENV = "SLEUTH_PROGRESS_SECONDS"
 DEFAULT_PERIOD = 10.0
 
 #: the console progress draws on (stderr); the CLI prints its own messages on it too, so they appear above the bars
-console = Console(stderr=True)
+# piped to a log, a message stays one line (before: rich wrapped it at 80 columns, breaking line-oriented logs)
+console = Console(stderr=True, soft_wrap=not sys.stderr.isatty())
 
 T = TypeVar("T")
 

@@ -63,8 +63,11 @@ def run(argv: list[str] | None) -> None:
     """:func:`main`'s work. typer, run with ``standalone_mode=False``, turns a Ctrl-C into ``Exit(130)`` and
     *returns* an ``Exit``'s code instead of raising it, so a returned code is the exit status (before: dropped, so an
     interrupted ``sleuth index`` or ``update`` exited 0)."""
+    from sleuth.train.card import set_invocation
+
     command = typer.main.get_command(register())
     refuse_empty_paths(command)
+    set_invocation(sys.argv[1:] if argv is None else argv)  # the command a model card names
     try:
         code = command(args=argv, prog_name="sleuth", standalone_mode=False)
     except SleuthError as exc:
@@ -88,6 +91,8 @@ def run(argv: list[str] | None) -> None:
             interrupted()
         if isinstance(code, int) and not isinstance(code, bool) and code != 0:
             sys.exit(code)
+    finally:
+        set_invocation(None)  # a command run in a process that goes on (tests, a notebook) names no later model
 
 
 def fail(message: str) -> None:

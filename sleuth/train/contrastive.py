@@ -194,14 +194,23 @@ def train_contrastive(model: str | Path, examples: Sequence[ContrastiveExample],
             task.note(f"loss {losses[-1]:.3f}")
     st.eval()
     out = Path(out)
+    seconds = time.perf_counter() - start
+    card = bi_encoder_card(backbone_name(model), len(examples), losses, config, seconds, lora is not None)
     if lora is not None:
         from sleuth.models.adapters import save_adapter
 
-        save_adapter(st[0].model, out, backbone_name(model), lora, extra={"kind": "bi-encoder"})
+        save_adapter(st[0].model, out, backbone_name(model), lora, card=card, extra={"kind": "bi-encoder"})
     else:
-        out.mkdir(parents=True, exist_ok=True)
-        st.save(str(out))
-    result = TrainResult(out, losses, len(losses), time.perf_counter() - start)
+        from sleuth.io import atomic_directory
+        from sleuth.models.adapters import MODEL_MARKERS
+        from sleuth.models.quiet import quiet_model_load
+
+        # swapped in whole (before: written into the folder, among an earlier run's files), without transformers'
+        # "Writing model shards" bars, with sleuth's card (before: the base model's, word for word)
+        with atomic_directory(out, MODEL_MARKERS) as staged, quiet_model_load():
+            st.save(str(staged))
+            (staged / "README.md").write_text(card, encoding="utf-8")
+    result = TrainResult(out, losses, len(losses), seconds)
     write_loss_log(out / log_name, result, config, len(examples), backbone_name(model))
     return result
 
@@ -214,6 +223,21 @@ def lora_settings(config: TrainConfig):
 
     return LoraSettings(rank=config.lora_rank, alpha=2 * config.lora_rank, layers=config.lora_layers,
                         modules_to_save=())
+
+
+def bi_encoder_card(base: str, examples: int, losses: list[float], config: TrainConfig, seconds: float,
+                    adapter: bool) -> str:
+    """The model card of a trained bi-encoder (``dhr train``'s encoders, ``quest train-dense``)."""
+    from sleuth.train.card import hardware_line, training_card
+
+    what = f"a LoRA adapter of rank {config.lora_rank}" if adapter else "every weight"
+    loss = f"; loss {losses[0]:.3f} -> {losses[-1]:.3f}" if losses else ""
+    return training_card(
+        "Bi-encoder (contrastive, in-batch negatives)", base, [f"{examples:,} (query, positive, negatives) examples"],
+        [f"{what}; {len(losses):,} steps of batch {config.batch_size} (epochs {config.epochs}, max steps "
+         f"{config.max_steps}), lr {config.lr}, warm-up {config.warmup_ratio}, max length {config.max_length}, "
+         f"scale {config.scale}{loss}", f"time: {seconds:.0f} s; the loss of every step in the loss log beside it"],
+        config.seed, hardware=hardware_line(config.device))
 
 
 def write_loss_log(path: Path, result: TrainResult, config: TrainConfig, examples: int, base: str) -> None:

@@ -103,3 +103,17 @@ def test_admin_documents_are_read_and_split_as_the_index_was_built(sleuth, tmp_p
         assert wrong.status_code == 400 and "'docno' missing" in wrong.json()["error"]
     ids = BM25Index.load(folder).docstore.ids
     assert sum(1 for i in ids if i.startswith("new#")) == len(text.split()) // 50 + (len(text.split()) % 50 > 0)
+
+
+def test_a_message_piped_to_a_log_stays_one_line(sleuth, tmp_path, scifact_rows):
+    """Before: rich wrapped every message at 80 columns when stderr was not a terminal (a training log's step
+    lines, this summary), so a log could not be read line by line."""
+    write_jsonl(tmp_path / "base.jsonl", [{"_id": r["_id"], "text": r["text"]} for r in scifact_rows[:20]])
+    write_jsonl(tmp_path / "new.jsonl", [{"_id": "long-" + "x" * 60, "text": " ".join(["word"] * 130)}])
+    folder = tmp_path / "an-index-folder-with-a-rather-long-name"
+    built = sleuth("index", tmp_path / "base.jsonl", "--kind", "bm25", "--splitter", "window", "--window-words",
+                   "60", "--out", folder)
+    assert built.returncode == 0, built.stderr
+    added = sleuth("update", folder, "--add", tmp_path / "new.jsonl")
+    line = next(line for line in added.stderr.splitlines() if line.startswith("bm25 index at "))
+    assert len(line) > 100 and "as built), now " in line, added.stderr

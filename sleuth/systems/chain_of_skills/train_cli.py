@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import platform
-import shlex
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,6 +13,7 @@ from sleuth.cli.common import DEVICE, console, non_negative_number, positive_num
 from sleuth.cli.option_groups import with_option_groups
 from sleuth.errors import ConfigError, InputError
 from sleuth.overwrite import refuse_overwriting_inputs
+from sleuth.train.card import command_line, hardware_line
 
 
 def parse_weights(pairs: list[str]) -> dict[str, float]:
@@ -52,18 +49,6 @@ def parse_routes(pairs: list[str]) -> dict[str, tuple[int, int]]:
     return routes
 
 
-def cpu_name() -> str:
-    """The CPU model (Linux /proc/cpuinfo), else the platform's processor string."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def model_card(result, data_counts: dict, settings, encoder, command: str) -> str:
     """The README.md written beside a trained model: data, schedule, seed, hardware, speed, the exact command."""
     steps = dict.fromkeys(result.skills, 0)
@@ -75,7 +60,6 @@ def model_card(result, data_counts: dict, settings, encoder, command: str) -> st
             f"{', '.join(map(str, lora.frozen_experts)) or 'none'}) over the frozen backbone"
             if lora else f"{encoder.config.variant} experts in layers "
                          f"{', '.join(map(str, encoder.config.expert_layers or ())) or '(none)'}")
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
     lines = [
         "# Chain-of-Skills model (multi-expert MiniLM)", "",
         f"Backbone: `{encoder.backbone}`; {arch}; {encoder.config.num_experts} experts, pooling "
@@ -93,8 +77,7 @@ def model_card(result, data_counts: dict, settings, encoder, command: str) -> st
         f"seed {settings.seed}",
         f"- time: {result.seconds:.0f} s; {result.examples_per_second():.2f} training examples/s "
         f"({result.examples_per_cpu_second():.2f} per CPU second of the process)",
-        f"- hardware: {cpu_name()} ({os.cpu_count()} cores, shared with other jobs), torch threads "
-        f"{settings.threads or 'default'}, load average at the end {load[0]:.1f}" if load else "- hardware: unknown",
+        f"- hardware: {hardware_line(threads=settings.threads)}",
         "", "## Reproduce", "", "```bash", command, "```", "",
     ]
     return "\n".join(lines)
@@ -217,8 +200,7 @@ def train_cos_command(
     for skill, skill_examples in examples.items():
         for example in skill_examples:
             data_counts[skill][example.source] = data_counts[skill].get(example.source, 0) + 1
-    command = "sleuth cos train " + " ".join(shlex.quote(a) for a in sys.argv[3:]) \
-        if sys.argv[1:3] == ["cos", "train"] else " ".join(shlex.quote(a) for a in sys.argv)
+    command = command_line()
     result = train_cos(encoder, head, examples, out, settings, log=console.print,
                        card=lambda r: model_card(r, data_counts, settings, encoder, command))
     first, last = result.losses[:10], result.losses[-10:]

@@ -124,9 +124,9 @@ def random_negatives(ids: Sequence[str], excluded: set[str], count: int, rng: ra
 def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig = TrainingConfig(),
                      backbone: str = DEFAULT_BACKBONE, device: str = "cpu",
                      show_progress: bool = True, seconds: list[float] | None = None,
-                     ) -> tuple[CrossEncoderClassifier, list[float]]:
+                     sizes: list[int] | None = None) -> tuple[CrossEncoderClassifier, list[float]]:
     """Fine-tune a cross-encoder with binary cross-entropy; returns it and the loss of every step (and appends
-    the wall seconds of every step to ``seconds`` when given)."""
+    the wall seconds and the number of pairs of every step to ``seconds`` and ``sizes`` when given)."""
     import time
 
     import torch
@@ -162,6 +162,8 @@ def train_classifier(pairs: Sequence[tuple[str, float]], config: TrainingConfig 
             losses.append(optimisation.step(loss_fn(model(**inputs).logits.reshape(-1), labels)))
             if seconds is not None:
                 seconds.append(time.perf_counter() - started)
+            if sizes is not None:
+                sizes.append(len(batch))
             bar.advance()
             bar.note(f"loss {sum(losses[-20:]) / len(losses[-20:]):.3f}")
     model.eval()

@@ -103,8 +103,9 @@ def train_classifier_command(
     target = out_dir or default_classifier_dir()
     record = train_and_tune(ws, train, plan, budget, config, target, backbone=backbone, device=device)
     console.print(f"trained {record['steps']} steps ({record['examples_seen']:,} of {record['train_pairs']:,} recipe "
-                  f"pairs from {record['train_queries']} queries, {record['examples_per_second']} examples/s) in "
-                  f"{record['train_seconds']:.0f} s; {time.perf_counter() - start:.0f} s in all; wrote {target}")
+                  f"pairs from {record['train_queries']} queries, {record['examples_per_second']} examples/s over "
+                  f"{record['step_seconds']:.0f} s of steps) in {record['train_seconds']:.0f} s with loading; "
+                  f"{time.perf_counter() - start:.0f} s in all; wrote {target}")
     for name, cut in record["cuts"].items():
         out.print(f"set rule {name}: {cut} (average F1 {record['tuned_f1'][name]:.4f} on "
                   f"{record['tune_queries']} tuning queries)")

@@ -85,20 +85,22 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
         if budget.retriever_negatives else Run()
     pairs = training_pairs(train_queries, gold, documents, negatives_from, budget)
     seconds: list[float] = []
+    sizes: list[int] = []
     started = time.perf_counter()
     classifier, losses = train_classifier(pairs, config, backbone=backbone, device=device,
-                                          show_progress=ws.show_progress, seconds=seconds)
+                                          show_progress=ws.show_progress, seconds=seconds, sizes=sizes)
     train_seconds = time.perf_counter() - started
+    examples, step_seconds = sum(sizes), sum(seconds)  # before: steps x batch size, the last batch counted whole
     with atomic_directory(target, MODEL_MARKERS) as staged:  # an earlier model at target stays until this one is tuned and recorded
         classifier.save(staged)  # the adapter as trained, before merge() and quantize() change the model in place
         classifier.merge()
         if plan.int8:
             classifier.quantize()
-        examples = len(losses) * config.batch_size
         record = {**budget_record(budget, config), "backbone": backbone, "train_queries": len(train_queries),
                   "train_pairs": len(pairs), "positive_share": sum(label for _, label in pairs) / len(pairs),
                   "steps": len(losses), "examples_seen": examples, "train_seconds": round(train_seconds, 1),
-                  "examples_per_second": round(examples / sum(seconds), 2) if seconds else None,
+                  "step_seconds": round(step_seconds, 1),  # the steps alone (train_seconds: with loading the model)
+                  "examples_per_second": round(examples / step_seconds, 2) if step_seconds else None,
                   "losses": losses, "train_query_ids": [q.id for q in train_queries],
                   "tune_query_ids": [q.id for q in tune_queries], "tune_queries": len(tune_queries),
                   "tune_split": tune_split(plan),
@@ -107,6 +109,7 @@ def train_and_tune(ws: Workspace, train: QuestTask, plan: TuningPlan, budget: Ex
                   "thresholds": {}, "cuts": {}, "tuned_f1": {}, "sweeps": {}}
         runs = tune_rules_into(record, ws, classifier, plan, tune_queries)
         write_training_record(staged, record)
+        (staged / "README.md").write_text(classifier_card(record, config), encoding="utf-8")  # not peft's stub
     if plan.runs is not None:
         write_runs(plan.runs, runs)
     return record
@@ -184,3 +187,22 @@ def record_runs(record: dict) -> dict[str, Run]:
     return {name: Run({qid: [Hit(h["id"], h["score"], extras={"constraint_scores": h["constraint_scores"]}
                                  if "constraint_scores" in h else {}) for h in hits] for qid, hits in run.items()})
             for name, run in record.items() if name != "provenance"}
+
+
+def classifier_card(record: dict, config: TrainingConfig) -> str:
+    """The model card of a trained QUEST classifier, from its training record."""
+    from sleuth.train.card import training_card
+
+    lora = f"a LoRA adapter of rank {config.lora_rank}" if config.lora_rank else "every weight"
+    return training_card(
+        "QUEST relevance classifier (cross-encoder)", str(record["backbone"]),
+        [f"{record['train_pairs']:,} (query, document) pairs of {record['train_queries']:,} training queries "
+         f"({record['positive_share']:.0%} positive); rules tuned on {record['tune_queries']:,} queries "
+         f"({record['tune_split']})",
+         f"corpus: {(record.get('corpus') or {}).get('path')}"],
+        [f"{lora}; {record['steps']:,} steps of batch {config.batch_size} ({record['examples_seen']:,} pairs read), lr "
+         f"{config.learning_rate}, max length {config.max_length}",
+         f"time: {record['train_seconds']} s ({record['step_seconds']} s of steps: {record['examples_per_second']} "
+         "pairs/s)",
+         f"loss {record['losses'][0]:.3f} -> {record['losses'][-1]:.3f}; details in training.json"],
+        config.seed)
