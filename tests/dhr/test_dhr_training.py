@@ -196,3 +196,28 @@ def test_training_questions_read_json_lines_named_json_as_questions(data_dir, tm
     assert [q.id for q in train] == ["1", "2"] and split is None
     with pytest.raises(ConfigError, match="questions.json is not a SQuAD JSON file like the others"):
         training_questions([data_dir / "squad2" / "dev-v2.0.json", named_json], None)
+
+
+@pytest.mark.slow
+def test_a_rerun_replaces_the_earlier_run_and_its_index_loads_from_anywhere(data_dir, questions, tmp_path, monkeypatch):
+    """Before: a shorter rerun into an earlier run's folder left that run's round2/ (trained from encoders no longer
+    there) beside the new round 1, and a round index named its encoders relative to the folder training ran in, so
+    it could not be searched from another one."""
+    from sleuth.index.manifest import read_manifest
+    from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
+    from sleuth.train.contrastive import TrainConfig
+
+    model = tiny_bert()
+    chosen = questions[:60]
+    gold = {q.metadata["gold_passage"] for q in chosen}
+    docs = [d for i, d in enumerate(read_beir_corpus(data_dir / "nq" / "corpus.jsonl")) if d.id in gold or i % 50 == 0]
+    config = TrainConfig(lr=2e-4, batch_size=8, max_steps=2, show_progress=False)
+    monkeypatch.chdir(tmp_path)
+    for rounds in (2, 1):
+        settings = DHRTrainingSettings(document_model=model, passage_model=model, rounds=rounds, shared_encoder=True,
+                                       k1=20, ks=(1, 5), dev_fraction=0.3)
+        train_dhr(documents_to_groups(docs, None), chosen, "run", settings, config, log=lambda _: None)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["report.json", "round1", "split.json"]
+    manifest = read_manifest(tmp_path / "run" / "round1" / "index")
+    names = [spec["name"] for spec in manifest.encoder.values()]
+    assert all(Path(name).is_absolute() and Path(name).is_dir() for name in names), names

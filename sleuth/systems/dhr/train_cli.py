@@ -69,7 +69,9 @@ def train_dhr_command(
     train_articles: str | None = typer.Option(None, help="SQuAD questions: the train articles (comma-separated "
                                                          "titles or a file); the others are never trained on. "
                                                          "Default: every other article in file order."),
-    out: Path = typer.Option(..., help="Output folder: round<r>/{document,passage}-encoder, index, report.json."),
+    out: Path = typer.Option(..., help="Output folder: round<r>/{document,passage}-encoder, index, report.json (an "
+                                       "earlier run there is removed first; its indexes name the encoders by "
+                                       "absolute path)."),
     fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
     splitter: str = typer.Option("none", help="none | sections (DHR's section-aware split for structured corpora)."),
     grouping: str = typer.Option("auto", help="auto | title | document: how passages form documents."),

@@ -116,13 +116,27 @@ def mine(index: HierarchicalIndex, corpus: DHRCorpus, items: Sequence[LabelledQu
     return mine_with_ranking(items, corpus, rankings_from_run(passage_rows), rankings_from_run(document_rows), count)
 
 
+def clear_earlier_run(out: Path) -> None:
+    """Remove an earlier run's rounds, report and split from ``out`` before this run writes there (before: a
+    shorter or interrupted rerun left the earlier run's round2/, indexes and report beside the new encoders, a
+    folder mixing two runs; `sleuth dhr train` refuses an ``out`` holding anything else)."""
+    import shutil
+
+    for path in [*out.glob("round[0-9]*"), out / "report.json", out / "split.json"]:
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+
+
 def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: str | Path,
               settings: DHRTrainingSettings = DHRTrainingSettings(), config: TrainConfig = TrainConfig(),
               log=print, corpus_info: dict | None = None) -> dict[str, Any]:
     """Run every training round and return (and write to ``out/report.json``) what happened; ``corpus_info`` (the
     corpus source's) is recorded in the rounds' index manifests, which `dhr compare --index` checks."""
     settings.check()
-    out = Path(out)
+    out = Path(out).absolute()  # the rounds' indexes name their encoders by it (before: relative to where training
+    # ran, so a round index could not be searched from another folder)
     corpus = DHRCorpus(groups, settings.separator, config.show_progress)
     train_questions, dev_questions = split_questions(questions, settings.dev_fraction, settings.split_seed)
     split = {"seed": settings.split_seed, "train": [q.id for q in train_questions], "dev": [q.id for q in dev_questions]}
@@ -133,6 +147,7 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
         raise ConfigError(f"none of the {len(train_questions)} train questions has a positive passage in the corpus "
                           f"(a gold_passage it holds, or an answer in BM25's top {POSITIVE_DEPTH} passages): "
                           "nothing to train on")
+    clear_earlier_run(out)
     log(f"{len(train_questions)} train questions ({len(items)} with a positive), {len(dev_questions)} dev questions; "
         f"{len(corpus.groups)} documents, {len(corpus.passages)} passages")
     report: dict[str, Any] = {"settings": asdict(settings), "config": asdict(config), "train_questions": len(items),
