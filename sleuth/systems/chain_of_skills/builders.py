@@ -103,7 +103,33 @@ def cos_rerank_stage(ws: Workspace, *, model: str | None = None, name: str = "co
     return Rerank(cos_model(ws, model), name=name)
 
 
-@register_stage("cos_chain")
+_HOP2 = ("hotpotqa",)
+#: the cos_chain keys that change what only some chains do, and those chains (any other: the key changes nothing)
+CHAIN_KEYS: dict[str, tuple[str, ...]] = {
+    "k_retrieval": ("hotpotqa", "nq", "retrieval"), "k_link": ("hotpotqa", "nq", "retrieval"),
+    "alpha": ("hotpotqa", "nq", "retrieval"), "beta": ("nq",), "rerank_weight": _HOP2,
+    "k_hop1": ("hotpotqa", "retrieval-2hop"), "k_expanded": ("hotpotqa", "retrieval-2hop"), "k_hop2_link": _HOP2,
+    "k_hop2_rerank": _HOP2, "hop2_selection": _HOP2, "selection_weights": _HOP2, "fusion": _HOP2, "fusion_k": _HOP2,
+    "fusion_chain_weight": _HOP2, "hop2_ensemble": _HOP2}
+
+
+def cos_chain_problem(params: dict) -> str | None:
+    """Keys given for a chain they change nothing in (before: accepted without a word, as `cos eval` refuses its
+    options), fusion settings with ``fusion: false``, a negative ``alpha``; or None."""
+    chain = params.get("chain")
+    idle = [key for key, chains in CHAIN_KEYS.items() if key in params and chain not in chains]
+    if chain in CHAINS and idle:
+        return (f"{', '.join(idle)} change{'s' if len(idle) == 1 else ''} nothing in the '{chain}' chain (used by: "
+                + "; ".join(f"{key} {'/'.join(CHAIN_KEYS[key])}" for key in idle)
+                + f"): leave {'it' if len(idle) == 1 else 'them'} out")
+    if params.get("fusion") is False and ("fusion_k" in params or "fusion_chain_weight" in params):
+        return "fusion_k and fusion_chain_weight weigh the fusion that fusion: false turns off: leave them out"
+    if isinstance(params.get("alpha"), (int, float)) and params["alpha"] < 0:
+        return f"alpha promotes linked passages by a factor: it must be 0 or more, got {params['alpha']}"
+    return None
+
+
+@register_stage("cos_chain", check=cos_chain_problem)
 def cos_chain_stage(ws: Workspace, *, chain: Annotated[str, OneOf(CHAINS)], model: str | None = None,
                     k_retrieval: Count = 200, k_link: Count = 5, k_hop1: Count = 30, k_expanded: Count = 50,
                     k_hop2_link: Count = 2, k: Count = 100,
