@@ -25,9 +25,7 @@ def read_hotpotqa_questions(path: str | Path) -> Iterator[Query]:
     supporting_facts, supporting_titles, context_titles and (2WikiMultihopQA) evidences (the fields absent from a file
     are left out)."""
     for where, record in iter_json_records(path):
-        if "_id" not in record and (other := other_dataset(record)) is not None:
-            raise InputError(f"a {other} record, not a HotpotQA-format question (HotpotQA, 2WikiMultihopQA: '_id', "
-                             "'question', 'supporting_facts', 'context')", path=where)
+        refuse_other_dataset(record, where)
         query_id = require_id(record, "_id", where, None)  # before: 1.0 taken as the id "1.0"
         question = require_nonblank(record, "question", where, None, "empty question")  # before: evaluated
         metadata: dict[str, Any] = {key: record[key] for key in ("answer", "type", "level") if key in record}
@@ -41,6 +39,14 @@ def read_hotpotqa_questions(path: str | Path) -> Iterator[Query]:
             metadata["evidences"] = [_evidence(triple, where) for triple in require(record, "evidences", where, None,
                                                                                      list)]
         yield Query(id=query_id, text=question, metadata=metadata)
+
+
+def refuse_other_dataset(record: Any, where: str) -> None:
+    """An InputError naming ``where`` when ``record`` is another dataset's (MuSiQue, SQuAD), not a HotpotQA-format
+    question."""
+    if isinstance(record, dict) and "_id" not in record and (other := other_dataset(record)) is not None:
+        raise InputError(f"a {other} record, not a HotpotQA-format question (HotpotQA, 2WikiMultihopQA: '_id', "
+                         "'question', 'supporting_facts', 'context')", path=where)
 
 
 def other_dataset(record: dict[str, Any]) -> str | None:
@@ -81,6 +87,7 @@ def hotpotqa_context_documents(path: str | Path) -> Iterator[Document]:
 def hotpotqa_contexts(path: str | Path) -> Iterator[tuple[str, list[tuple[str, list[str]]]]]:
     """Each question's id and its ``context`` as ``(title, sentences)`` pairs, in file order (validated)."""
     for where, record in iter_json_records(path):
+        refuse_other_dataset(record, where)  # before: "field '_id': missing" of a MuSiQue file
         yield require(record, "_id", where, None), _context(record, where)
 
 

@@ -392,10 +392,11 @@ class Experiment:
         return pvalues
 
 
-def unjudged_run_note(name: str, run: Run, qrels: Qrels | None, least: int = 5) -> str | None:
+def unjudged_run_note(name: str, run: Run, qrels: Qrels | None, least: int = 1) -> str | None:
     """A note when a pipeline that returned hits for at least ``least`` judged queries has none of them judged (for
     its query), relevant or not: its ids are then rarely the documents the qrels name (a Chain-of-Skills path
-    ``A || B`` against paragraph qrels, another collection's run); None otherwise."""
+    ``A || B`` against paragraph qrels, another collection's run); None otherwise. From one query on (before: five,
+    so a quick check over three questions showed a silent row of zeros)."""
     if qrels is None:
         return None
     answered = [(qid, hits) for qid, hits in run.items() if hits and qid in qrels]

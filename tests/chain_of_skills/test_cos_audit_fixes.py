@@ -93,3 +93,53 @@ def test_eval_leaves_a_question_without_supporting_paragraphs_unjudged(dev3, tmp
     assert done.returncode == 0, done.stderr
     rows = [line.split("\t") for line in per_query.read_text(encoding="utf-8").splitlines()[1:]]
     assert {row[1] for row in rows} == {records[0]["_id"]}
+
+
+def test_a_hops_link_extra_is_the_aligned_score_it_merged():
+    """Before: the `link` extra (declared "entity linking, aligned") held the raw link score, so a hop found by
+    linking read `merged .6439, link 1.0426`, a merge no reader could recover."""
+    from sleuth.systems.chain_of_skills.chain import merged_hits
+    from sleuth.systems.chain_of_skills.chain_scores import aligned_links
+
+    found, links = [Hit("a", 8.0), Hit("b", 2.0)], [Hit("b", 10.0), Hit("c", 5.0)]
+    aligned = aligned_links({"a": 8.0, "b": 2.0}, {"b": 10.0, "c": 5.0})
+    by_id = {hit.id: hit for hit in merged_hits([found, links], 1.06)}
+    assert by_id["c"].extras["link"] == pytest.approx(aligned["c"]) and aligned["c"] != 5.0
+    assert by_id["b"].extras["link"] == pytest.approx(aligned["b"]) and "link" not in by_id["a"].extras
+
+
+def test_cos_eval_says_in_its_caption_when_the_hotpotqa_chain_is_not_the_full_one(dev3, tmp_path, sleuth):
+    """Before: an ablation, a hop-2 budget or an ensemble was said in the --json record only; the table read as
+    the full chain."""
+    path = tmp_path / "dev2.json"
+    path.write_text(json.dumps(dev3[:2]), encoding="utf-8")
+    done = sleuth("cos", "eval", "--questions", path, "--chain", "hotpotqa", "--ablate", "linking", "--ablate",
+                  "fusion", "--k-hop2-rerank", "5")
+    assert done.returncode == 0, done.stderr
+    caption = " ".join(done.stdout.split())
+    assert "hop limits 10/2/3/4/1; hotpotqa chain without linking, fusion; hop-2 rerank budget 5)" in caption
+
+
+def test_the_note_on_a_run_of_unjudged_ids_comes_from_one_query_on():
+    from sleuth.eval.experiment import unjudged_run_note
+
+    run = Run({str(q): [Hit(f"A{q}||B{q}", 1.0)] for q in range(3)})
+    qrels = {str(q): {f"A{q}": 1} for q in range(3)}
+    note = unjudged_run_note("chain", run, qrels)
+    assert note is not None and note.startswith("pipeline 'chain' retrieved no judged document for any of its 3")
+
+
+def test_a_musique_file_as_hotpotqa_contexts_is_named_as_such(data_dir):
+    """Before: a MuSiQue file given as --distractors was "field '_id': missing"."""
+    from sleuth.corpus.hotpotqa import hotpotqa_context_documents
+
+    with pytest.raises(InputError, match="a MuSiQue record, not a HotpotQA-format question"):
+        list(hotpotqa_context_documents(data_dir / "musique" / "musique_dev_200.jsonl"))
+
+
+def test_cos_train_names_a_missing_model_before_reading_the_data(data_dir, tmp_path, sleuth):
+    """Before: every training example was built first (`examples: {...}` printed), then the model was missing."""
+    done = sleuth("cos", "train", "--hotpotqa", data_dir / "hotpotqa" / "hotpot_train_100.json", "--model",
+                  tmp_path / "missing", "--max-steps", "1", "--out", tmp_path / "m")
+    one_line_error(done, "is not a multi-expert model directory: cos_config.json is missing")
+    assert "examples:" not in done.stderr

@@ -43,9 +43,10 @@ from sleuth.systems.chain_of_skills.chain_scores import (
     HOP1_RERANK_WEIGHT,
     NQ_RERANK_BETA,
     PROMOTION_ALPHA,
-    aligned_merge,
+    aligned_links,
     distinct_paths,
     hop1_score,
+    merge_skill_scores,
     nq_score,
     path_score,
 )
@@ -94,12 +95,15 @@ def merged_hits(scored: Sequence[Sequence[Hit]], alpha: float) -> list[Hit]:
     found, links = scored
     link_by_id = {h.id: h for h in links}
     by_id = {**link_by_id, **{h.id: h for h in found}}
-    scores = aligned_merge({h.id: h.score for h in found}, {h.id: h.score for h in links}, alpha)
+    retrieved = {h.id: h.score for h in found}
+    aligned = aligned_links(retrieved, {h.id: h.score for h in links})
+    scores = merge_skill_scores(retrieved, aligned, alpha)
     out = []
     for hit_id, score in scores.items():
         hit = by_id[hit_id]
         link = link_by_id.get(hit_id)
-        extras = {"link": link.score} if link is not None else {}
+        # the aligned score, as the "link" extra is declared and merged (before: the raw one)
+        extras: dict = {"link": aligned[hit_id]} if link is not None else {}
         if link is not None and "mention" in link.extras:
             extras["mention"] = link.extras["mention"]
         out.append(hit.with_score(score, merged=score, **extras))

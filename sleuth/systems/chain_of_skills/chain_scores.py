@@ -44,10 +44,14 @@ def merge_skill_scores(retrieval: Mapping[Key, float], links: Mapping[Key, float
 def aligned_merge(retrieval: Mapping[Key, float], links: Mapping[Key, float],
                   alpha: float = PROMOTION_ALPHA) -> dict[Key, float]:
     """Align the link scores against the best retrieval score, then merge with promotion."""
+    return merge_skill_scores(retrieval, aligned_links(retrieval, links), alpha)
+
+
+def aligned_links(retrieval: Mapping[Key, float], links: Mapping[Key, float]) -> dict[Key, float]:
+    """The link scores aligned against the best retrieval score (what :func:`aligned_merge` merges)."""
     max_retrieval = max(retrieval.values()) if retrieval else 0.0
     keys = list(links)
-    aligned = dict(zip(keys, align_link_scores([links[k] for k in keys], max_retrieval)))
-    return merge_skill_scores(retrieval, aligned, alpha)
+    return dict(zip(keys, align_link_scores([links[k] for k in keys], max_retrieval)))
 
 
 def hop1_score(rerank: float, retrieval: float, weight: float = HOP1_RERANK_WEIGHT) -> float:

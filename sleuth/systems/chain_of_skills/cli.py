@@ -139,10 +139,12 @@ def cos_eval_command(
                                              ablate=ablate, shard=shard_used, hop2_ensemble=hop2_ensemble)]
     name = model or SHIPPED_MODEL
     shown = "/".join(str(v) for v in values.values())
+    variations = hotpotqa_variations(ablate, k_hop2_rerank, hop2_selection if hop2_given else None,
+                                     selection_weights, hop2_ensemble)  # before: said in --json only
     print_rows(f"Chain-of-Skills on {' + '.join(q.name for q in questions)}"
                f"{'' if part == 'all' else f' ({part} part)'}{f' shard {shard}' if shard else ''} "
                f"({rows[0]['questions']} questions, {'pooled ' if pooled else ''}corpus {stats['passages']} "
-               f"passages, model {name}{' int8' if int8 else ''}, hop limits {shown})", rows)
+               f"passages, model {name}{' int8' if int8 else ''}, hop limits {shown}{variations})", rows)
     if json_out is not None:
         recorded = {"model": name, "int8": int8, "questions": " ".join(map(str, questions)), "part": part,
                     "limit": limit,
@@ -249,3 +251,16 @@ def register(app: typer.Typer, train_app: typer.Typer) -> None:
     cos_app.command("train")(train_cos_command)
     app.add_typer(cos_app, name="cos")
     train_app.command("cos", hidden=True)(train_cos_command)
+
+
+def hotpotqa_variations(ablate: list[str], k_hop2_rerank: int | None, hop2_selection: str | None,
+                        selection_weights: str | None, hop2_ensemble: list[str]) -> str:
+    """``; hotpotqa chain without linking, fusion; hop-2 rerank budget 5 (path)`` for the caption of a table whose
+    hotpotqa chain is not the full one, else ``""``."""
+    parts = [f"without {', '.join(ablate)}"] if ablate else []
+    if k_hop2_rerank is not None:
+        chosen = ", ".join(v for v in (hop2_selection, selection_weights) if v)
+        parts.append(f"hop-2 rerank budget {k_hop2_rerank}{f' ({chosen})' if chosen else ''}")
+    if hop2_ensemble:
+        parts.append(f"hop-2 rerankers averaged with {', '.join(hop2_ensemble)}")
+    return f"; hotpotqa chain {'; '.join(parts)}" if parts else ""

@@ -180,7 +180,7 @@ def train_cos_command(
     device: str = DEVICE,
 ) -> None:
     """Multi-task training: single retrieval, expanded queries, reranking, entity linking and span proposal."""
-    from sleuth.systems.chain_of_skills.model import UNTRAINED
+    from sleuth.systems.chain_of_skills.model import UNTRAINED, model_config
     from sleuth.systems.chain_of_skills.training import train_cos
     from sleuth.systems.chain_of_skills.training_data import counts
     from sleuth.train.checks import refuse_other_files
@@ -189,6 +189,8 @@ def train_cos_command(
     refuse_inapplicable_architecture(ctx, architecture)
     settings = train_config(training, device)  # its checks (weights, checkpoints, ...) before the data is read
     started_from = None if architecture.model == UNTRAINED else architecture.model  # before: --out X --model X
+    if started_from is not None:
+        model_config(started_from)  # a model that is not there, named now (before: after reading all the data)
     refuse_overwriting_inputs(out, [*data.hotpotqa, *data.hotpotqa_corpus, *data.twowiki, *data.wikipedia,
                                     data.musique, data.musique_corpus, data.nq_questions, data.nq_corpus, data.squad,
                                     data.ottqa, data.ottqa_questions, started_from], folder=True)
