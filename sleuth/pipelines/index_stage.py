@@ -50,9 +50,14 @@ def dense_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, en
 
 def stage_for_index(path: Path, k: int, device: str) -> BM25Retrieve | DenseRetrieve:
     """A retrieval stage for an index folder, chosen by the kind its manifest records."""
-    from sleuth.index.sharded import SHARDED_BM25, index_kind
+    from sleuth.index.sharded import SHARDED_BM25, SHARDED_DENSE, index_kind
 
     ws = Workspace(device=device, show_progress=False)
-    if index_kind(path) in ("bm25", SHARDED_BM25):
+    kind = index_kind(path)
+    if kind in ("bm25", SHARDED_BM25):
         return bm25_retrieve(ws, k, index=path, name="bm25")
+    if kind not in ("dense", SHARDED_DENSE):  # before: "is a 'hierarchical' index, not a 'dense' index"
+        raise ConfigError(f"{path} is a '{kind}' index: --index reads bm25 and dense folders (sharded or not); search "
+                          f"it with the pipeline of the system that built it and its index key (a hierarchical "
+                          f"index: --pipeline dhr --set dhr.index={path})")
     return dense_retrieve(ws, k, index=path, name="dense")

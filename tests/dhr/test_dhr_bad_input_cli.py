@@ -129,3 +129,16 @@ def test_dhr_compare_takes_an_index_of_a_copied_corpus(sleuth, tiny, tmp_path):
     assert result.returncode == 0, result.stderr
     rows = {r["name"] for r in json.loads((tmp_path / "rows.json").read_text(encoding="utf-8"))["rows"]}
     assert any(name.startswith("DHR") for name in rows), rows
+
+
+def test_a_hierarchical_index_is_searched_through_dhr_without_the_bundled_corpus(sleuth, tiny):
+    """Before: `sleuth search --index HIER` said "is a 'hierarchical' index, not a 'dense' index", and `--pipeline
+    dhr --set dhr.index=HIER` noted that it searched the bundled SciFact (it searched the index)."""
+    index = tiny / "index"
+    one_line_error(sleuth("search", "who", "--index", index),
+                   f"is a 'hierarchical' index: --index reads bm25 and dense folders (sharded or not); search it "
+                   f"with the pipeline of the system that built it and its index key (a hierarchical index: "
+                   f"--pipeline dhr --set dhr.index={index})")
+    done = sleuth("search", "who", "--pipeline", "dhr", "--set", f"dhr.index={index}", "-k", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    assert "bundled" not in done.stderr and len(json.loads(done.stdout)["hits"]) == 2

@@ -108,7 +108,14 @@ def encoders_for(ws: Workspace, source: HierarchySource):
     return ws.encoder(source.document_encoder), ws.encoder(source.passage_encoder)
 
 
-@register_stage("dhr")
+def reads_corpus(params: dict) -> bool:
+    """A DHR stage reads the workspace's corpus unless given an ``index:`` folder (BM25 documents are indexed from
+    the corpus even then); before, every one did, so a search of a trained run's index said it searched the bundled
+    SciFact."""
+    return params.get("index") is None or params.get("documents") == "bm25"
+
+
+@register_stage("dhr", reads_corpus=reads_corpus)
 def dhr_stage(ws: Workspace, *, mode: Mode = DEFAULT_MODE, k1: Count = DEFAULT_K1, k: Count = 100,
               lam: float = DEFAULT_DHR_LAMBDA, documents: Backend = "dense",
               source: HierarchySource = HierarchySource(separator=DEFAULT_DHR_SEPARATOR),
@@ -132,7 +139,7 @@ def dhr_stage(ws: Workspace, *, mode: Mode = DEFAULT_MODE, k1: Count = DEFAULT_K
                length_prior=length_prior, length_prior_below=length_prior_below)
 
 
-@register_stage("dhr_documents")
+@register_stage("dhr_documents", reads_corpus=reads_corpus)
 def dhr_documents_stage(ws: Workspace, *, k: Count = DEFAULT_K1, documents: Backend = "dense",
                         source: HierarchySource = HierarchySource(), search: VectorSearch = VectorSearch(),
                         name: str = "dhr_documents",
@@ -149,7 +156,7 @@ def dhr_documents_stage(ws: Workspace, *, k: Count = DEFAULT_K1, documents: Back
                             device=ws.device, document=document)
 
 
-@register_stage("dhr_passages", needs_candidates=True)
+@register_stage("dhr_passages", needs_candidates=True, reads_corpus=reads_corpus)
 def dhr_passages_stage(ws: Workspace, *, k: Count = 100, lam: float = DEFAULT_LAMBDA,
                        source: HierarchySource = HierarchySource(), search: VectorSearch = VectorSearch(),
                        name: str = "dhr_passages", combine: Combine = "add",
@@ -163,7 +170,7 @@ def dhr_passages_stage(ws: Workspace, *, k: Count = 100, lam: float = DEFAULT_LA
                               length_prior=length_prior, length_prior_below=length_prior_below)
 
 
-@register_stage("dhr_p")
+@register_stage("dhr_p", reads_corpus=reads_corpus)
 def dhr_p_stage(ws: Workspace, *, k: Count = 100, source: HierarchySource = HierarchySource(),
                 search: VectorSearch = VectorSearch(), name: str = "dhr_p") -> PassageRetrieve:
     """DHR-P alone: flat search over every passage, each encoded with its hierarchical title."""
