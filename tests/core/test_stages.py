@@ -92,7 +92,7 @@ def test_fuse_rejects_bad_config(kwargs, message):
         Fuse([Fixed("a", {}), Fixed("b", {})], **kwargs)
 
 
-@pytest.mark.parametrize("text", ["", "   ", "x" * 5000])
+@pytest.mark.parametrize("text", ["", "   ", "x" * 100_001])
 def test_empty_or_huge_query_is_rejected(text):
     with pytest.raises(QueryError):
         Fixed("a", {"d": 1.0}).search(text)
