@@ -25,9 +25,6 @@ from sleuth.errors import ConfigError, MissingExtraError, QueryError
 from sleuth.stages.base import Stage, as_queries, pipeline_hint
 from sleuth.stages.run import Run
 
-#: hit fields carried in results frames when any hit has them
-TEXT_COLUMNS = ("title", "text")
-
 
 def pyterrier() -> Any:
     """The ``pyterrier`` module, or a MissingExtraError naming the extra to install."""
@@ -49,18 +46,8 @@ def queries_frame(queries: str | Query | Iterable[str | Query] | Mapping[str, st
 
 def results_frame(queries: Sequence[Query], run: Run) -> Any:
     """A PyTerrier results frame of ``run``: ``qid``, ``query``, ``docno``, ``score``, ``rank`` (from 0), and the
-    title / text columns that the hits carry."""
-    import pandas as pd
-
-    rows = [(q.id, q.text, h, rank) for q in queries for rank, h in enumerate(run.get(q.id, []))]
-    frame = pd.DataFrame({"qid": [r[0] for r in rows], "query": [r[1] for r in rows],
-                          "docno": [r[2].id for r in rows], "score": [float(r[2].score) for r in rows],
-                          "rank": [r[3] for r in rows]})
-    for column in TEXT_COLUMNS:
-        values = [getattr(r[2], column) for r in rows]
-        if any(value is not None for value in values):
-            frame[column] = values
-    return frame
+    title / text columns that the hits carry (:meth:`Run.to_frame`)."""
+    return run.to_frame(queries)
 
 
 def qrels_frame(qrels: Qrels) -> Any:

@@ -43,6 +43,10 @@ class Hit:
         return Hit(self.id, float(score), self.doc_id, self.title, self.text, {**self.extras, **extras})
 
 
+#: hit fields carried in results frames when any hit has them
+TEXT_COLUMNS = ("title", "text")
+
+
 def ranking_key(hit: Hit) -> tuple[float, str]:
     """The one ranking order: descending score, ties broken by id for determinism."""
     return -hit.score, hit.id
@@ -208,6 +212,24 @@ class Run(dict):
             fields = {c: getattr(record, c) for c in columns}
             run.setdefault(qid, []).append(Hit(docno, score, docno, **fields))
         return cls({qid: rank_hits(hits) for qid, hits in run.items()})
+
+    def to_frame(self, queries: Iterable[Any] | None = None) -> Any:
+        """The run as a PyTerrier results frame (the inverse of :meth:`from_frame`): ``qid``, ``docno``, ``score``,
+        ``rank`` (from 0), ``query`` when ``queries`` (Query objects) are given (their order, else the run's), and
+        the ``title`` / ``text`` columns the hits carry."""
+        import pandas as pd
+
+        order = [(q.id, q.text) for q in queries] if queries is not None else [(qid, None) for qid in self]
+        rows = [(qid, text, hit, rank) for qid, text in order for rank, hit in enumerate(self.get(qid, []))]
+        frame = pd.DataFrame({"qid": [r[0] for r in rows], "docno": [r[2].id for r in rows],
+                              "score": [float(r[2].score) for r in rows], "rank": [r[3] for r in rows]})
+        if queries is not None:
+            frame.insert(1, "query", [r[1] for r in rows])
+        for column in TEXT_COLUMNS:
+            values = [getattr(r[2], column) for r in rows]
+            if any(value is not None for value in values):
+                frame[column] = values
+        return frame
 
     @classmethod
     def concat(cls, runs: Iterable[Run]) -> Run:
