@@ -48,7 +48,7 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the permissions open() would
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp creates 0600; give the file the permissions open() would
         replace(tmp, path)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
@@ -109,10 +109,19 @@ def free_space(path: Path) -> str:
     return "free space unknown"
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def current_umask() -> int:
+    """The process's umask, read without changing it where Linux says it (``/proc/self/status``): setting it to read
+    it back would, for that instant, give other threads' new files the widest permissions."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 def open_text(path: str | Path) -> TextFile:
@@ -252,8 +261,7 @@ def readable_as_open_makes(folder: Path) -> None:
     """Give the files under ``folder`` that their writer made private (mode 0600: safetensors' and mkstemp's) the
     permissions ``open()`` gives under the umask (before: model weights were unreadable to other users, beside
     readable configs)."""
-    umask = os.umask(0)
-    os.umask(umask)
+    umask = current_umask()
     for path in folder.rglob("*"):
         if path.is_file() and not path.is_symlink() and path.stat().st_mode & 0o777 == 0o600:
             path.chmod(0o666 & ~umask)
