@@ -1,6 +1,7 @@
 """Run the benchmarks one after another and record their wall times.
 
-BM25, encoders, ANN, DHR, privacy, service, Chain-of-Skills, Ray (needs the ray extra) and the growth curve.
+BM25 (and its cut of tied documents), encoders, ANN, DHR, privacy, service, Chain-of-Skills, Ray (needs the ray
+extra), the growth curve and fusion.
 
     python -m bench.run_all [--quick] [--repeats 3] [--only NAME ...]
 
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from bench import (
     ann_bench,
     bm25_bench,
+    bm25_ties_bench,
     cos_bench,
     dense_bench,
     dhr_bench,
@@ -29,7 +31,7 @@ from bench.common import Report, ResultTable, base_parser, bench_main, time_call
 NAME = "run_all"
 BENCHMARKS = {module.NAME: module for module in (bm25_bench, dense_bench, ann_bench, dhr_bench, service_bench,
                                                           privacy_bench, cos_bench, ray_bench, growth_bench,
-                                                          fusion_bench)}
+                                                          fusion_bench, bm25_ties_bench)}
 
 
 def forwarded(args: argparse.Namespace) -> list[str]:
