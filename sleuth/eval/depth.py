@@ -14,13 +14,14 @@ def run_depth(run: Run) -> int:
 
 
 def common_depth(runs: Mapping[str, Run], measures: Iterable[object] = ()) -> tuple[dict[str, Run], str | None]:
-    """Every run cut to the smallest depth among them, with a note naming each pipeline's depth and the
-    ``measures`` (ir_measures measures or names) the cut changes; the runs unchanged and None when they all have the
-    same depth."""
+    """Every run cut to the smallest depth among those that returned hits, with a note naming each pipeline's depth
+    and the ``measures`` (ir_measures measures or names) the cut changes; the runs unchanged and None when they all
+    have the same depth. A run without any hit sets no depth (before: it cut every other run to 0, a table of
+    zeros)."""
     depths = {name: run_depth(run) for name, run in runs.items()}
-    if len(set(depths.values())) <= 1:
+    if len({value for value in depths.values() if value > 0}) <= 1:
         return dict(runs), None
-    depth = min(depths.values())
+    depth = min(value for value in depths.values() if value > 0)
     listed = ", ".join(f"{name} {value:,}" for name, value in depths.items())
     note = f"runs cut to their common depth {depth:,} before measuring and testing (depths: {listed})"
     deeper = deeper_measures(measures, depth)

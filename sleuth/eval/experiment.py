@@ -13,6 +13,7 @@ measuring and testing (:mod:`sleuth.eval.depth`).
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -31,7 +32,7 @@ from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS, Texts, answer_hits, check_ks, check_mode, top_k_per_query
 from sleuth.eval.coverage import Coverage
 from sleuth.eval.depth import common_depth, differing_depths
-from sleuth.eval.measures import MeasureLike, check_measures, mean, parse_measures, per_query
+from sleuth.eval.measures import MeasureLike, aggregate, check_measures, parse_measures, per_query
 from sleuth.eval.self_hits import default_exclusion, drop_self_hits, exclusion_note
 from sleuth.eval.significance import CORRECTIONS, TESTS
 from sleuth.overwrite import check_writable
@@ -72,8 +73,9 @@ class ExperimentResult:
 
     @cached_property
     def aggregate(self) -> dict[str, dict[str, float]]:
-        """``{pipeline: {metric: mean over the evaluated queries}}``."""
-        return {name: {m: mean(values.values()) for m, values in self.per_query[name].items()} for name in self.names}
+        """``{pipeline: {metric: its figure over the evaluated queries}}``: the mean, the sum of a count (NumRet ...)."""
+        return {name: {m: aggregate(m, values.values()) for m, values in self.per_query[name].items()}
+                for name in self.names}
 
     def queries_per_second(self, name: str) -> float | None:
         """Throughput of one pipeline (None when it took no measurable time)."""
@@ -348,6 +350,7 @@ class Experiment:
             seconds[name] = time.perf_counter() - start
             if not isinstance(run, Run):
                 raise ConfigError(f"pipeline '{name}' returned {type(run).__name__}, not a Run")
+            refuse_unranked(name, run)
             runs[name] = run
         retrieved, notes = dict(runs), list(self.notes)
         notes += [note for name, run in runs.items() if (note := unjudged_run_note(name, run, self.qrels))]
@@ -390,6 +393,16 @@ class Experiment:
             for name, p in zip(others, adjusted):
                 pvalues[name][metric] = p
         return pvalues
+
+
+def refuse_unranked(name: str, run: Run) -> None:
+    """A ConfigError naming the pipeline, query and document of a score that is not a finite number (before: a NaN
+    left the query's order arbitrary and was measured without a word; a run file refuses one on reading)."""
+    for qid, hits in run.items():
+        bad = next((hit for hit in hits if not math.isfinite(hit.score)), None)
+        if bad is not None:
+            raise ConfigError(f"pipeline '{name}' scored document '{bad.id}' of query '{qid}' {bad.score!r}, not a "
+                              "finite number: its ranking has no order to measure")
 
 
 def unjudged_run_note(name: str, run: Run, qrels: Qrels | None, least: int = 1) -> str | None:

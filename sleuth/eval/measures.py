@@ -47,6 +47,11 @@ def parse_measures(names: MeasureLike | Iterable[MeasureLike]) -> list[Measure]:
         except (ValueError, NameError, TypeError, SyntaxError) as error:
             hint = "expected e.g. nDCG@10, R@100, RR, AP, P@10"
             raise ConfigError(f"unknown measure '{name}' ({hint}): {error}") from None
+        unknown = sorted(set(measure.params) - set(getattr(measure, "SUPPORTED_PARAMS", measure.params)))
+        if unknown:  # before: accepted here, then a KeyError traceback from ir_measures when named
+            known = ", ".join(sorted(getattr(measure, "SUPPORTED_PARAMS", {})))
+            raise ConfigError(f"measure '{name}': unknown parameter{'s' if len(unknown) > 1 else ''} "
+                              f"{', '.join(unknown)} (known: {known})")
         cutoff = measure.params.get("cutoff")
         if cutoff is not None and (isinstance(cutoff, bool) or not isinstance(cutoff, int) or cutoff < 1):
             # pytrec_eval aborts the whole process (a C assertion) on a cutoff of 0
@@ -162,6 +167,24 @@ def mean(values: Iterable[float]) -> float:
     return sum(values) / len(values) if values else 0.0
 
 
+def aggregate(metric: str, values: Iterable[float]) -> float:
+    """A measure's figure over the queries as ir_measures and trec_eval give it: the mean, but the sum of a count
+    (NumRet, NumRel, NumRelRet, NumQ: before, averaged); the mean for a name that is not an ir_measures measure (an
+    answer accuracy), 0.0 for no values."""
+    values = list(values)
+    try:
+        measure = parse_measure_name(metric)
+    except (ValueError, NameError, TypeError, SyntaxError, KeyError):
+        return mean(values)
+    if not values:
+        return 0.0
+    aggregator = measure.aggregator()
+    for value in values:
+        aggregator.add(value)
+    return float(aggregator.result())
+
+
 def evaluate(run: Run, qrels: Qrels, measures: MeasureLike | Iterable[MeasureLike]) -> dict[str, float]:
-    """``{measure_name: mean over the queries of qrels}``; queries missing from the run count as 0."""
-    return {name: mean(by_query.values()) for name, by_query in per_query(run, qrels, measures).items()}
+    """``{measure_name: its figure over the queries of qrels}`` (:func:`aggregate`: the mean, the sum of a count);
+    queries missing from the run count as 0."""
+    return {name: aggregate(name, by_query.values()) for name, by_query in per_query(run, qrels, measures).items()}

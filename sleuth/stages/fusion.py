@@ -78,6 +78,16 @@ def weighted_fusion(rankings: Sequence[list[Hit]], weights: Sequence[float], nor
     return {doc: sum(w * table.get(doc, floor) for w, (table, floor) in zip(weights, normalised)) for doc in every}
 
 
+def refuse_unscored(rankings: Sequence[list[Hit]], names: Sequence[str], qid: str) -> None:
+    """A ConfigError naming the branch, query and document of a score that is not a finite number: weighted fusion
+    adds scores (before: a NaN made the whole query's fused scores NaN, its ranking arbitrary, without a word)."""
+    for name, hits in zip(names, rankings):
+        bad = next((hit for hit in hits if not np.isfinite(hit.score)), None)
+        if bad is not None:
+            raise ConfigError(f"fuse: branch '{name}' scored document '{bad.id}' of query '{qid}' {bad.score!r}, not a "
+                              "finite number; weighted fusion adds scores")
+
+
 def component_names(names: Sequence[str]) -> list[str]:
     """Branch names as keys of a hit's components: a name two branches share gets ``#position`` (before: the second
     branch's score replaced the first's)."""
@@ -119,6 +129,7 @@ class Fuse(Stage):
                 if self.method == "rrf":
                     scores = reciprocal_rank_fusion(rankings, self.weights, self.rrf_k)
                 else:
+                    refuse_unscored(rankings, self.component_names, query.id)
                     scores = weighted_fusion(rankings, self.weights, self.normalise)
                 first_seen: dict[str, Hit] = {}
                 for hits in rankings:

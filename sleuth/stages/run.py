@@ -145,8 +145,10 @@ class Run(dict):
         lines = []
         for qid, hits in self.items():
             for rank, hit in enumerate(hits, start=1):
-                lines.append(f"{qid} Q0 {hit.id} {rank} {hit.score:.9f} {tag}\n")  # 9 decimals: before, 6
-                # tied RRF scores 1e-6 apart, so the file read back in another order than written
+                # the shortest text that reads back as the same float (before: 9 fixed decimals, which wrote every
+                # score below 5e-10 as 0.000000000, so a file of small fused scores read back unranked; before
+                # that 6, which tied RRF scores 1e-6 apart)
+                lines.append(f"{qid} Q0 {hit.id} {rank} {float(hit.score)!r} {tag}\n")
         atomic_write_text(path, "".join(lines))
 
     def trec_problem(self) -> str | None:
@@ -176,8 +178,9 @@ class Run(dict):
                     score = float(parts[4])
                 except ValueError:
                     raise InputError(f"score '{parts[4]}' is not a number", path=path, line=number) from None
-                if math.isnan(score):
-                    raise InputError("score is NaN", path=path, line=number)
+                if not math.isfinite(score):  # before: inf and 1e400 read, then fusion failed on its output
+                    raise InputError("score is NaN" if math.isnan(score) else f"score '{parts[4]}' is not finite",
+                                     path=path, line=number)
                 qid, docid = parts[0], parts[2]
                 ranking = scores.setdefault(qid, {})
                 if docid in ranking:
@@ -203,8 +206,8 @@ class Run(dict):
                 score = float(record.score)
             except (TypeError, ValueError):
                 score = math.nan
-            if math.isnan(score):
-                raise error(f"row {row!r} of the {what} frame: score {record.score!r:.40} is not a number")
+            if not math.isfinite(score):
+                raise error(f"row {row!r} of the {what} frame: score {record.score!r:.40} is not a finite number")
             if (qid, docno) in rows:
                 raise error(f"row {row!r} of the {what} frame: document '{docno}' is ranked twice for query '{qid}' "
                             f"(first on row {rows[qid, docno]!r})")

@@ -82,8 +82,8 @@ def read_run(path: str | Path) -> Run:
     for number, record in iter_jsonl(path):
         qid, docno = require_id(record, "qid", path, number), require_id(record, "docno", path, number)
         score = record.get("score")
-        if isinstance(score, bool) or not isinstance(score, (int, float)) or math.isnan(score):
-            raise InputError(f"score {score!r:.40} is not a number", path=path, line=number, field="score")
+        if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+            raise InputError(f"score {score!r:.40} is not a finite number", path=path, line=number, field="score")
         if (qid, docno) in lines:
             raise InputError(f"document '{docno}' ranked twice for query '{qid}' (first on line "
                              f"{lines[qid, docno]:,})", path=path, line=number)
