@@ -54,7 +54,8 @@ def demo_pipelines(ws, encoder: str = DEMO_ENCODER, depth: int = DEMO_DEPTH) -> 
 
 def demo(
     k: int = typer.Option(3, "-k", min=1, help="Results shown per query."),
-    max_queries: int = typer.Option(0, min=0, help="Evaluate on the first N train queries only (0: all 809)."),
+    max_queries: int | None = typer.Option(None, min=1, help="Evaluate on the first N train queries only (default: "
+                                                             "all 809; 0 is refused, as by eval)."),
     device: str = DEVICE,
     encoder: str = typer.Option(DEMO_ENCODER, help="Dense encoder (minilm: torch at 256 tokens, slower to index)."),
 ) -> None:

@@ -10,7 +10,7 @@ import typer
 from rich.text import Text
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, build_note, console, corpus_source, out, workspace
+from sleuth.cli.common import DEVICE, build_note, console, corpus_source, note_bundled, out, workspace
 from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings, settings_line
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
@@ -21,6 +21,7 @@ from sleuth.eval.experiment import Experiment, JudgedQueries, run_file_names
 from sleuth.eval.self_hits import exclusion_note
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
 from sleuth.pipelines.config import load_pipeline, reads_corpus
+from sleuth.pipelines.sources import refuse_corpus_options
 from sleuth.stages.run_file import RunFile
 from sleuth.stages.run_formats import run_name
 
@@ -196,6 +197,9 @@ def eval_command(
     if runs_dir is not None:
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
         run_file_names(titles)  # two pipelines that would share a file: refused before any runs
+    if all(given is None for given in (dataset, corpus, queries, qrels, questions)) and not run_files:
+        refuse_corpus_options(fmt, field is not None, splitter)  # before: they split or read the bundled SciFact
+        note_bundled(None, "evaluating on")  # as search, retrieve and serve say
     corpus_path, task = evaluation_task(dataset, split, corpus, queries, qrels, questions, fmt, max_queries,
                                         pipelines=names, indexes=index or [], runs=run_files,
                                         pipelines_read_corpus=read_corpus)

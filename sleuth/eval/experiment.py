@@ -315,6 +315,11 @@ class Experiment:
         self.measures, self.ks = judged.measures, judged.ks
         #: what is known before running: the coverage's warnings, and why own documents are kept where they are
         self.notes = self.coverage.warnings()
+        if self.qrels is not None and self.answers is not None:  # before: one row of two denominators, unsaid
+            answered = sum(1 for q in self.queries if self.answers.get(q.id))
+            if answered < len(self.queries):
+                self.notes.append(f"answer accuracy (Top-k) is measured on the {answered:,} questions with an answer, "
+                                  f"the judged-document measures on all {len(self.queries):,}")
         if exclude_self is None:
             exclude_self, note = (False, None) if corpus_texts is None else \
                 default_exclusion(self.queries, corpus_texts, self.qrels)

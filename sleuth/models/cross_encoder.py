@@ -122,10 +122,13 @@ class CrossEncoderClassifier:
             from sleuth.models.adapters import save_adapter
 
             return save_adapter(self.model, path, self.name, self.lora, card=card, extra=extra)
+        from sleuth.models.quiet import quiet_model_load
+
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        self.model.save_pretrained(str(path))
-        self.tokenizer.save_pretrained(str(path))
+        with quiet_model_load():  # without transformers' "Writing model shards" bar (before: in the training log)
+            self.model.save_pretrained(str(path))
+            self.tokenizer.save_pretrained(str(path))
         return path
 
 

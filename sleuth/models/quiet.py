@@ -46,12 +46,18 @@ def quiet_quantisation() -> AbstractContextManager[None]:
 @contextmanager
 def quiet_adapter_save() -> Iterator[None]:
     """Save a peft adapter without "Repo card metadata block was not found" (huggingface_hub: sleuth writes its own
-    card) and "Could not find a config file in <backbone>" (peft: the backbone is named by its sleuth name)."""
+    card), "Could not find a config file in <backbone>" (peft: the backbone is named by its sleuth name) and
+    transformers' "Writing model shards" bar."""
+    from transformers.utils import logging as hf_logging
+
     card_logger = logging.getLogger("huggingface_hub.repocard")
-    level = card_logger.level
+    level, bars = card_logger.level, hf_logging.is_progress_bar_enabled()
     card_logger.setLevel(logging.ERROR)
+    hf_logging.disable_progress_bar()  # transformers' "Writing model shards" bar (before: in every training log)
     try:
         with ignoring(UserWarning, message=r"Could not find a config file in "):
             yield
     finally:
         card_logger.setLevel(level)
+        if bars:
+            hf_logging.enable_progress_bar()

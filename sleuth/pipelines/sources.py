@@ -56,7 +56,7 @@ def corpus_source(corpus: Path | None, fmt: str | None = None, fields: list[str]
     ``--field NAME=KEY`` list or a mapping. An unknown format, an undetectable one or a misplaced field mapping
     fails here (:meth:`CorpusSource.check`), not in the first pipeline stage that reads it."""
     if corpus is None:
-        refuse_corpus_options(fmt, fields is not None)
+        refuse_corpus_options(fmt, fields is not None, splitter)  # before: a --splitter split the bundled SciFact
         corpus, fmt = bundled_dataset_dir(), "beir"
     if not corpus.exists():
         raise ConfigError(f"corpus not found: {corpus}")

@@ -218,11 +218,13 @@ class Run(dict):
 
     def to_frame(self, queries: Iterable[Any] | None = None) -> Any:
         """The run as a PyTerrier results frame (the inverse of :meth:`from_frame`): ``qid``, ``docno``, ``score``,
-        ``rank`` (from 0), ``query`` when ``queries`` (Query objects) are given (their order, else the run's), and
-        the ``title`` / ``text`` columns the hits carry."""
+        ``rank`` (from 0), ``query`` when ``queries`` are given, in any form a pipeline takes them (their order,
+        else the run's), and the ``title`` / ``text`` columns the hits carry."""
         import pandas as pd
 
-        order = [(q.id, q.text) for q in queries] if queries is not None else [(qid, None) for qid in self]
+        from sleuth.stages.base import as_queries
+
+        order = [(q.id, q.text) for q in as_queries(queries)] if queries is not None else [(qid, None) for qid in self]
         rows = [(qid, text, hit, rank) for qid, text in order for rank, hit in enumerate(self.get(qid, []))]
         frame = pd.DataFrame({"qid": [r[0] for r in rows], "docno": [r[2].id for r in rows],
                               "score": [float(r[2].score) for r in rows], "rank": [r[3] for r in rows]})

@@ -88,3 +88,14 @@ def test_counts_are_summed_as_trec_eval_sums_them(vaswani):
         {qid: {h.id: float(len(hits) - r) for r, h in enumerate(hits)} for qid, hits in run.items()})
     assert ours == pytest.approx({str(m): v for m, v in reference.items()})
     assert ours["NumRet"] == 100 * len([t for t in topics if t.id in qrels])
+
+
+def test_two_denominators_in_one_row_are_said(vaswani):
+    """Before: a SQuAD evaluation averaged R@1 over every question and Top-k over the answerable ones, unsaid."""
+    bm25, topics, qrels = vaswani
+    judged = [t for t in topics if t.id in qrels][:4]
+    answers = {judged[0].id: ["the"], judged[1].id: ["of"]}
+    experiment = Experiment({"bm25": bm25}, judged, qrels={t.id: qrels[t.id] for t in judged}, answers=answers,
+                            measures=["R@10"], ks=[5])
+    assert "answer accuracy (Top-k) is measured on the 2 questions with an answer, the judged-document measures on " \
+           "all 4" in experiment.notes

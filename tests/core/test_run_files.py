@@ -387,3 +387,30 @@ def test_a_trec_run_ranking_a_document_twice_names_both_lines(tmp_path):
     path.write_text("1 Q0 a 1 2.0 t\n1 Q0 b 2 1.0 t\n2 Q0 a 1 1.0 t\n1 Q0 a 3 0.5 t\n")
     with pytest.raises(InputError, match=r"twice.trec:4: document 'a' ranked twice for query '1' \(first on line 1\)"):
         Run.read_trec(path)
+
+
+def test_to_frame_takes_queries_in_every_form_a_pipeline_does():
+    """Before: an AttributeError traceback for strings, an {id: text} dict or a topics frame."""
+    import pandas as pd
+
+    from sleuth.stages.run import Hit, Run
+
+    run = Run({"q1": [Hit("d1", 2.0)], "q2": [Hit("d2", 1.0)]})
+    for queries in (["first", "second"], {"q1": "first", "q2": "second"},
+                    pd.DataFrame({"qid": ["q1", "q2"], "query": ["first", "second"]})):
+        assert run.to_frame(queries)[["qid", "query", "docno"]].values.tolist() == [["q1", "first", "d1"],
+                                                                                     ["q2", "second", "d2"]]
+
+
+def test_a_run_is_a_results_frame_and_back():
+    """Before: no Run.to_frame (PyTerrier users went through sleuth.pyterrier.results_frame)."""
+    from sleuth.corpus.model import Query
+    from sleuth.stages.run import Hit, Run
+
+    run = Run({"q1": [Hit("d1", 2.0, "d1", "T1", "one"), Hit("d2", 1.0, "d2", "T2", "two")], "q2": [Hit("d3", 0.5)]})
+    frame = run.to_frame()
+    assert list(frame.columns) == ["qid", "docno", "score", "rank", "title", "text"]
+    assert frame[["qid", "docno", "rank"]].values.tolist() == [["q1", "d1", 0], ["q1", "d2", 1], ["q2", "d3", 0]]
+    assert Run.from_frame(frame).scores() == run.scores()
+    with_queries = run.to_frame([Query("q2", "second"), Query("q1", "first")])
+    assert with_queries[["qid", "query"]].values.tolist()[0] == ["q2", "second"]

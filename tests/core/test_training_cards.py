@@ -45,3 +45,12 @@ def test_quest_train_counts_the_pairs_it_read_and_writes_its_card(sleuth, data_d
     assert card.startswith("# QUEST relevance classifier (cross-encoder)\n\nTrained by sleuth from `minilm`.")
     assert f"{record['train_pairs']:,} (query, document) pairs of 8 training queries" in card
     assert "sleuth quest train --examples" in card and "site-packages" not in card
+
+
+def test_a_full_classifier_saves_without_transformers_bars(tmp_path, capfd):
+    """Before: `quest train` without --lora-rank wrote transformers' "Writing model shards" bar into its log."""
+    from sleuth.models.cross_encoder import CrossEncoderClassifier
+
+    CrossEncoderClassifier("minilm", max_length=32).save(tmp_path / "classifier")
+    assert (tmp_path / "classifier" / "config.json").is_file()
+    assert "Writing model shards" not in capfd.readouterr().err
