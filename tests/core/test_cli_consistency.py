@@ -49,3 +49,17 @@ def test_passages_scored_against_document_qrels_are_told_of_max_passage():
         "(its hits are passages of documents: add the max_passage stage to rank their documents)")
     whole = Run({str(q): [Hit(f"y{q}", 1.0, f"y{q}")] for q in range(6)})
     assert not unjudged_run_note("bm25", whole, qrels).endswith("documents)")
+
+
+def test_eval_without_a_corpus_refuses_corpus_options_and_names_the_bundled_one(sleuth):
+    """Before: `sleuth eval --splitter window` split the bundled SciFact (and `--format jsonl` read it) without a
+    word, where search and retrieve refuse both; plain eval did not say it used the bundled corpus."""
+    for args in (["--splitter", "window"], ["--format", "jsonl"]):
+        one_line_error(sleuth("eval", *args, "--max-queries", "2"), "is for a corpus you give, and none was given")
+    done = sleuth("eval", "--max-queries", "2", "--metric", "nDCG@10")
+    assert done.returncode == 0, done.stderr
+    assert "note: no --corpus given: evaluating on the bundled BEIR SciFact corpus" in " ".join(done.stderr.split())
+
+
+def test_demo_refuses_max_queries_0(sleuth):
+    one_line_error(sleuth("demo", "--max-queries", "0"), "--max-queries")
