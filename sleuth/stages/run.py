@@ -207,7 +207,8 @@ class Run(dict):
             except (TypeError, ValueError):
                 score = math.nan
             if not math.isfinite(score):
-                raise error(f"row {row!r} of the {what} frame: score {record.score!r:.40} is not a finite number")
+                kind = "a number" if math.isnan(score) else "a finite number"
+                raise error(f"row {row!r} of the {what} frame: score {record.score!r:.40} is not {kind}")
             if (qid, docno) in rows:
                 raise error(f"row {row!r} of the {what} frame: document '{docno}' is ranked twice for query '{qid}' "
                             f"(first on row {rows[qid, docno]!r})")
