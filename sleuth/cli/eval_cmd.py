@@ -10,7 +10,16 @@ import typer
 from rich.text import Text
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, build_note, console, corpus_source, note_bundled, out, workspace
+from sleuth.cli.common import (
+    DEVICE,
+    build_note,
+    console,
+    corpus_source,
+    note_bundled,
+    out,
+    refuse_given,
+    workspace,
+)
 from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings, settings_line
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
@@ -130,6 +139,7 @@ def dataset_task(path: Path | None, fmt: str | None) -> tuple[list[Query], Qrels
 
 
 def eval_command(
+    ctx: typer.Context,
     dataset: Path | None = typer.Argument(None, help="BEIR folder (corpus.jsonl, queries.jsonl, qrels/<split>.tsv); "
                                                         "default: the bundled SciFact."),
     split: corpus_options.Split = "train",
@@ -177,6 +187,8 @@ def eval_command(
     settings: list[str] | None = SETTINGS,
 ) -> None:
     """Evaluate pipelines on the same queries: one table, paired t-tests against the first pipeline."""
+    if ray_address is None:  # before: ignored, the evaluation ran in process without a word
+        refuse_given(ctx, ("ray_workers",), "without --ray-address nothing runs on Ray")
     check_options(dataset, corpus, queries, qrels, questions, pipeline or [], index or [], depth)
     run_files = named_run_files(run or [])
     if run_files and dataset is None and qrels is None and corpus is None:  # not the bundled SciFact's qrels unsaid

@@ -90,6 +90,19 @@ def refuse_misplaced(ctx: typer.Context, kind: str, splitter: str, ray_address: 
         refuse_given(ctx, RAY_OPTIONS, "without --ray-address nothing is built on Ray")
 
 
+def check_ray_shards(shards: int, actor_cpus: float) -> None:
+    """In a Ray session: as many shard writers of ``actor_cpus`` CPUs each (one per shard, built at once) as the
+    cluster can hold, else a ConfigError (before: more writers than the cluster's CPUs waited for ever, without a
+    word; and one shard, refused before the session, was a Ray Data traceback)."""
+    import ray
+
+    total = float(ray.cluster_resources().get("CPU", 0.0))
+    if shards * actor_cpus > total + 1e-9:
+        raise ConfigError(f"--shards {shards} x --actor-cpus {actor_cpus:g} = {shards * actor_cpus:g} CPUs for the "
+                          f"shard writers, built at once, and the Ray cluster has {total:g}: give fewer shards or "
+                          f"--actor-cpus {total / shards:.2g}")
+
+
 def note_left_out(source: CorpusSource) -> None:
     """Say on stderr how many documents the build just done left out, its splitter giving them no passage (counted
     by the source as it reads; not where Ray Data workers read the corpus, or an index is copied from the cache)."""
@@ -176,9 +189,14 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
         from sleuth.scale.ray_build import RayOptions, build_bm25_on_ray, build_dense_on_ray
         from sleuth.scale.session import ray_session
 
+        if shards < 2:  # before a Ray session starts
+            raise ConfigError(f"--ray-address builds the shards of a sharded index in parallel: give --shards 2 or "
+                              f"more (got {shards}; one shard builds in process: leave out --ray-address)")
         options = RayOptions(workers=ray_workers, actor_cpus=actor_cpus)
         session = ray_session(ray_address)
     with session:
+        if ray_address is not None:
+            check_ray_shards(shards, actor_cpus)
         for what, target in selected_kinds(kind, out):
             start = time.perf_counter()
             if target is None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, pipeline_corpus, workspace
+from sleuth.cli.common import DEVICE, console, pipeline_corpus, refuse_given, workspace
 from sleuth.cli.stage_settings import SETTINGS, parse_settings
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.service.admin import ENV_VAR
@@ -48,6 +48,7 @@ BUNDLED_PIPELINES = ("bm25", "dense", "hybrid", "dhr", "dhr-p", "dhr-parallel", 
 
 
 def serve(
+    ctx: typer.Context,
     index: list[Path] | None = typer.Option(None, help="Index folder to serve (repeatable; named by folder)."),
     corpus: Path | None = typer.Option(None, help="Corpus for --pipeline (default: the bundled SciFact)."),
     fmt: corpus_options.Format = None,
@@ -94,6 +95,8 @@ def serve(
     settings: list[str] | None = SETTINGS,
 ) -> None:
     """Serve search over HTTP; the first pipeline or index is the default."""
+    if ray_address is None:  # before: ignored without a word
+        refuse_given(ctx, ("actor_cpus",), "without --ray-address no shard actor is started")
     from sleuth.index.manifest import current_generation, read_manifest
     from sleuth.pipelines.index_stage import stage_for_index
     from sleuth.service.admin import read_api_key

@@ -117,8 +117,13 @@ def read_manifest(directory: str | Path, kind: str | None = None, verify: bool =
         raise IndexError_(f"no index at {directory} (build one with 'sleuth index')")
     if not path.is_file():
         inside = sorted(sub.name for sub in directory.iterdir() if (sub / MANIFEST).is_file())
-        hint = (f"; it holds the indexes {', '.join(inside)} (`sleuth index --kind all` writes one folder per kind): "
-                f"pass {' or '.join(str(directory / name) for name in inside)}" if inside else "")
+        shards = [name for name in inside if name.startswith("shard-")]
+        if shards:  # before: "pass .../shard-000 or ...", which searched one shard of the corpus without a word
+            hint = (f"; it holds the shards {', '.join(shards)} of a sharded index whose own manifest is gone: one "
+                    "shard alone is part of the corpus, so rebuild the sharded index (sleuth index --shards N)")
+        else:
+            hint = (f"; it holds the indexes {', '.join(inside)} (`sleuth index --kind all` writes one folder per "
+                    f"kind): pass {' or '.join(str(directory / name) for name in inside)}" if inside else "")
         raise IndexError_(f"{path}: manifest missing; the directory is not a complete sleuth index{hint}")
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))

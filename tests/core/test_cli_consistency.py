@@ -63,3 +63,25 @@ def test_eval_without_a_corpus_refuses_corpus_options_and_names_the_bundled_one(
 
 def test_demo_refuses_max_queries_0(sleuth):
     one_line_error(sleuth("demo", "--max-queries", "0"), "--max-queries")
+
+
+def test_ray_options_without_a_ray_address_and_one_ray_shard_are_refused(sleuth, tmp_path):
+    """Before: eval --ray-workers and serve --actor-cpus ran in process without a word; index --ray-address without
+    --shards (or with 1) was a Ray Data traceback."""
+    one_line_error(sleuth("eval", "--ray-workers", "3", "--max-queries", "2"),
+                   "without --ray-address nothing runs on Ray: --ray-workers does not apply")
+    one_line_error(sleuth("serve", "--actor-cpus", "0.3", "--port", "0"),
+                   "without --ray-address no shard actor is started: --actor-cpus does not apply")
+    one_line_error(sleuth("index", "--kind", "bm25", "--ray-address", "local", "--out", tmp_path / "ix"),
+                   "--ray-address builds the shards of a sharded index in parallel: give --shards 2 or more (got 1")
+
+
+def test_a_sharded_folder_without_its_manifest_is_not_searched_by_one_shard(sleuth, tmp_path, scifact_passages):
+    """Before: the error said to pass one shard-00N folder, which searched a third of the corpus without a word."""
+    from sleuth.index.sharded import ShardedBM25Index
+
+    ShardedBM25Index.build(scifact_passages[:60], tmp_path / "s3", shards=3, show_progress=False)
+    (tmp_path / "s3" / "manifest.json").unlink()
+    one_line_error(sleuth("search", "cells", "--index", tmp_path / "s3"),
+                   "it holds the shards shard-000, shard-001, shard-002 of a sharded index whose own manifest is "
+                   "gone: one shard alone is part of the corpus, so rebuild the sharded index")

@@ -134,3 +134,15 @@ def test_ray_serve_replica_answers_like_the_sharded_index(local_ray, tmp_path, s
     expected = stage_for_index(tmp_path / "bm25", 1000, "cpu").search(query, k=5)
     assert [(h["id"], h["score"]) for h in body["hits"]] == [(h.id, pytest.approx(h.score)) for h in expected]
     assert len(expected) == 5
+
+
+def test_a_ray_build_of_more_shard_writers_than_the_cluster_holds_is_refused(local_ray):
+    """Before: `sleuth index --shards 5 --ray-address local` (5 writers of 0.5 CPU, 2 CPUs) waited for ever."""
+    from sleuth.cli.index_cmd import check_ray_shards
+    from sleuth.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"--shards 5 x --actor-cpus 0.5 = 2.5 CPUs for the shard writers, built at "
+                                          r"once, and the Ray cluster has 2: give fewer shards or --actor-cpus 0.4"):
+        check_ray_shards(5, 0.5)
+    check_ray_shards(4, 0.5)
+    check_ray_shards(5, 0.4)
