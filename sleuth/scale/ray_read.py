@@ -36,7 +36,7 @@ from sleuth.index.sharded import bm25_root_manifest, shard_bounds
 from sleuth.index.tokenize import Analyzer
 from sleuth.pipelines.workspace import CorpusSource
 from sleuth.scale.ray_build import RayOptions
-from sleuth.scale.session import require_ray
+from sleuth.scale.session import quiet_ray_logs, require_ray
 
 COLUMNS = ("id", "doc_id", "title", "text")
 
@@ -170,6 +170,7 @@ def read_pieces(source: CorpusSource, shards: int, options: RayOptions) -> tuple
     ray = require_ray()
     file, fields = corpus_file(source)
     context = ray.data.DataContext.get_current()
+    quiet_ray_logs()  # again: Ray Data sets its logger to INFO when first imported, after the session's quieting
     context.execution_options.preserve_order = True
     context.enable_progress_bars = options.show_progress
     compression = {".gz": "gzip", ".bz2": "bz2"}.get(file.suffix)
