@@ -11,10 +11,16 @@
 #                 seed 13) whose reranker reads an expert of its own (`--route reranking=6,6`): in the paper's
 #                 routing it shares expert 4 with the expanded query, and weighting it up moved both; SEED (13 in
 #                 session 25, refused; 17 in session 26) picks the batches and the initial deltas
+#   large-batch   (session 37) own-reranker's model and data with the paper's kind of batch: BATCH 128 (the paper
+#                 fine-tunes with 192; one skill and one source per batch, so in-batch negatives grow with it),
+#                 STEPS 700 (89,600 examples, 2.2 epochs of the 40,814, against 0.63 at 800 x 32), lr 1e-3, seed 13,
+#                 source temperature 0.5, not 0 (at 128 a batch of each source in turn would read MuSiQue's 137
+#                 expanded examples 21 times over)
 #   here:
 #          python bench/gpu/prepare_carry.py --out .gpu --parts model               (the first call's carry)
 #          python bench/gpu/prepare_carry.py data-cos.tar.xz --out .gpu2 --parts wheels   (this call's, with sleuth.egg-info)
 #   device run, carry [".gpu2", "sleuth.egg-info"]:  RECIPE=own-reranker SEED=17 LIMIT=560 bash bench/gpu/cos_candidate.sh
+#                                                     RECIPE=large-batch LIMIT=540 bash bench/gpu/cos_candidate.sh
 #   here, at toy size on the CPU:  PY=.venv/bin/python DEVICE=cpu SMOKE=9 LIMIT=900 OUT=/tmp/o RECIPE=... bash bench/gpu/cos_candidate.sh
 # Paper limits run with TF32 matrix products (as session 18's report figures), reduced limits in float32 (as the
 # curve's). Every evaluation still running at LIMIT is stopped; the model and every finished record come back.
@@ -52,12 +58,14 @@ case $RECIPE in
   continue) RECIPE_ARGS=(--model cos-minilm-lora "${COS_DATA[@]}" --weight reranking=3 --weight span=2
                          --source-temperature 0 --lr 5e-4 --seed 14) ;;
   own-reranker) RECIPE_ARGS=("${COS_DATA_AND_MODEL[@]}" --route reranking=6,6 --lr 1e-3 --seed $SEED) ;;
-  *) echo "unknown RECIPE $RECIPE (continue, own-reranker)"; exit 1 ;;
+  large-batch) RECIPE_ARGS=("${COS_DATA_AND_MODEL[@]}" --route reranking=6,6 --source-temperature 0.5 --lr 1e-3 --seed $SEED)
+               BATCH=${BATCH:-128}; STEPS=${STEPS:-700} ;;
+  *) echo "unknown RECIPE $RECIPE (continue, own-reranker, large-batch)"; exit 1 ;;
 esac
 echo "== training ($RECIPE) and the shipped model's tuning-part evaluations, at $SECONDS s"
 TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1 timeout $(S 900 300) $PY -m sleuth cos train --device $DEVICE --out "$MODEL" \
-  "${RECIPE_ARGS[@]}" $(S "--wikipedia-max-articles 30" "") --batch-size $(S 4 32) --max-length 256 \
-  --max-steps $(S 2 800) --time-budget $(S 10 3.5) > "$W/clogs/train.log" 2>&1 &
+  "${RECIPE_ARGS[@]}" $(S "--wikipedia-max-articles 30" "") --batch-size $(S 4 ${BATCH:-32}) --max-length 256 \
+  --max-steps $(S 2 ${STEPS:-800}) --time-budget $(S 10 ${BUDGET:-3.5}) > "$W/clogs/train.log" 2>&1 &
 trainer=$!
 for i in 0 1 2 3 4; do (paper shipped-paper-tune tune $i 5) & done
 for i in 0 1; do (reduced shipped-reduced-tune tune $i 2) & done
