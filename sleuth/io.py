@@ -290,7 +290,7 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
     host, removed = socket.gethostname(), []
     for path in sorted(target.parent.glob(f".{glob.escape(target.name)}.*-*"), key=lambda p: ".old-" not in p.name):
         match = pattern.match(path.name)
-        if match is None or match[2] != host or _alive(int(match[3])):
+        if match is None or match[2] != host or process_alive(int(match[3])):
             continue
         if match[1] == "old" and not target.exists() and not target.is_symlink():
             replace(path, target)  # the only copy of what was there: restore it
@@ -300,7 +300,8 @@ def remove_stale_temporaries(target: Path) -> list[Path]:
     return removed
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` of this host is running (someone else's live process counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -7,6 +7,7 @@ import importlib.util
 import itertools
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,32 @@ def test_a_rerun_replaces_the_earlier_run_and_its_index_loads_from_anywhere(data
     manifest = read_manifest(tmp_path / "run" / "round1" / "index")
     names = [spec["name"] for spec in manifest.encoder.values()]
     assert all(Path(name).is_absolute() and Path(name).is_dir() for name in names), names
+
+
+@pytest.mark.slow
+def test_a_rerun_stopped_midway_gives_the_earlier_run_back(data_dir, questions, tmp_path):
+    """Before: a rerun cleared the earlier run before training, so a rerun stopped after its first round (Ctrl-C,
+    a crash, a budget) left a folder with neither run whole."""
+    from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
+    from sleuth.train.contrastive import TrainConfig
+
+    model = tiny_bert()
+    chosen = questions[:60]
+    gold = {q.metadata["gold_passage"] for q in chosen}
+    docs = [d for i, d in enumerate(read_beir_corpus(data_dir / "nq" / "corpus.jsonl")) if d.id in gold or i % 50 == 0]
+    config = TrainConfig(lr=2e-4, batch_size=8, max_steps=2, show_progress=False)
+    settings = DHRTrainingSettings(document_model=model, passage_model=model, rounds=1, shared_encoder=True,
+                                   k1=20, ks=(1, 5), dev_fraction=0.3)
+    out = tmp_path / "run"
+    train_dhr(documents_to_groups(docs, None), chosen, out, settings, config, log=lambda _: None)
+    files = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def stop_after_round_one(line: str) -> None:
+        if line.startswith("round 1:"):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_dhr(documents_to_groups(docs, None), chosen, out, replace(settings, rounds=2), config,
+                  log=stop_after_round_one)
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == files  # all of it, as it was
+    assert len(json.loads((out / "report.json").read_text())["rounds"]) == 1

@@ -70,8 +70,8 @@ def train_dhr_command(
                                                          "titles or a file); the others are never trained on. "
                                                          "Default: every other article in file order."),
     out: Path = typer.Option(..., help="Output folder: round<r>/{document,passage}-encoder, index, report.json (an "
-                                       "earlier run there is removed first; its indexes name the encoders by "
-                                       "absolute path)."),
+                                       "earlier run there is replaced once this one has finished, and kept if "
+                                       "it fails or is stopped; its indexes name the encoders by absolute path)."),
     fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
     splitter: str = typer.Option("none", help="none | sections (DHR's section-aware split for structured corpora)."),
     grouping: str = typer.Option("auto", help="auto | title | document: how passages form documents."),
@@ -110,6 +110,7 @@ def train_dhr_command(
     encoder (in-batch, BM25, In-Doc, In-Sec negatives), then ANCE-style rounds with mined negatives."""
     from sleuth.models.registry import backbone_dir
     from sleuth.pipelines.mixed_source import with_distractors
+    from sleuth.systems.dhr.earlier_run import restore_killed_runs
     from sleuth.systems.dhr.structure import documents_to_groups
     from sleuth.systems.dhr.training import DHRTrainingSettings, train_dhr
     from sleuth.train.checks import DHR_RUN_FILES, check_lora_rank, check_max_length, refuse_other_files
@@ -123,6 +124,8 @@ def train_dhr_command(
     models: dict[str, str | Path] = {"--document-model": document_model, "--passage-model": passage_model}
     check_max_length(max_length, models)
     check_lora_rank(lora_rank, models)
+    if out.is_dir():
+        restore_killed_runs(out)  # a run killed outright left the earlier run aside: it is what out holds
     refuse_other_files(out, markers=DHR_RUN_FILES, what="an earlier dhr train run")
     refuse_overwriting_inputs(out, [corpus, *questions, *(distractors or []),
                                     train_articles if train_articles and Path(train_articles).is_file() else None],

@@ -6,7 +6,8 @@ round r-1's checkpoints with negatives mined by round r-1's index added (section
 (e.g. an earlier run's round-1 adapters) go on ANCE-style without repeating their first round. After each round
 the corpus is indexed with the new encoders (``out/round<r>/index``, reusable by ``sleuth dhr compare``) and DHR is
 evaluated on the dev questions. Everything a run did is written to ``out/report.json``; nothing is written to
-``out`` before round 1's encoders are trained, so a run that fails on its input leaves no half-written folder.
+``out`` before round 1's encoders are trained, so a run that fails on its input leaves no half-written folder, and an
+earlier run in ``out`` is set aside until this one has finished (put back if it fails or is stopped: ``earlier_run``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from sleuth.errors import ConfigError
 from sleuth.io import atomic_write_text
 from sleuth.models.registry import load_encoder
 from sleuth.systems.dhr.accuracy import hierarchical_accuracy
+from sleuth.systems.dhr.earlier_run import replacing_earlier_run
 from sleuth.systems.dhr.index import HierarchicalIndex
 from sleuth.systems.dhr.stages import DEFAULT_K1, DEFAULT_LAMBDA, dhr
 from sleuth.systems.dhr.structure import DEFAULT_SEPARATOR, DocumentPassages
@@ -116,19 +118,6 @@ def mine(index: HierarchicalIndex, corpus: DHRCorpus, items: Sequence[LabelledQu
     return mine_with_ranking(items, corpus, rankings_from_run(passage_rows), rankings_from_run(document_rows), count)
 
 
-def clear_earlier_run(out: Path) -> None:
-    """Remove an earlier run's rounds, report and split from ``out`` before this run writes there (before: a
-    shorter or interrupted rerun left the earlier run's round2/, indexes and report beside the new encoders, a
-    folder mixing two runs; `sleuth dhr train` refuses an ``out`` holding anything else)."""
-    import shutil
-
-    for path in [*out.glob("round[0-9]*"), out / "report.json", out / "split.json"]:
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        elif path.exists() or path.is_symlink():
-            path.unlink()
-
-
 def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: str | Path,
               settings: DHRTrainingSettings = DHRTrainingSettings(), config: TrainConfig = TrainConfig(),
               log=print, corpus_info: dict | None = None) -> dict[str, Any]:
@@ -147,9 +136,16 @@ def train_dhr(groups: list[DocumentPassages], questions: Sequence[Query], out: s
         raise ConfigError(f"none of the {len(train_questions)} train questions has a positive passage in the corpus "
                           f"(a gold_passage it holds, or an answer in BM25's top {POSITIVE_DEPTH} passages): "
                           "nothing to train on")
-    clear_earlier_run(out)
     log(f"{len(train_questions)} train questions ({len(items)} with a positive), {len(dev_questions)} dev questions; "
         f"{len(corpus.groups)} documents, {len(corpus.passages)} passages")
+    with replacing_earlier_run(out):  # an earlier run in out comes back if this one fails or is stopped
+        return train_rounds(out, corpus, items, dev_questions, split, settings, config, log, corpus_info)
+
+
+def train_rounds(out: Path, corpus: DHRCorpus, items: list[LabelledQuestion], dev_questions: Sequence[Query],
+                 split: dict[str, Any], settings: DHRTrainingSettings, config: TrainConfig, log,
+                 corpus_info: dict | None) -> dict[str, Any]:
+    """The rounds of :func:`train_dhr` on its labelled train questions, written into ``out``."""
     report: dict[str, Any] = {"settings": asdict(settings), "config": asdict(config), "train_questions": len(items),
                               "dev_questions": len(dev_questions), "rounds": []}
     document_model, passage_model = settings.document_model, settings.passage_model  # names or paths
