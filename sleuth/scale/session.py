@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -40,18 +41,37 @@ def quiet_ray_logs() -> None:
         token_logger.addFilter(drop_token_enabled_note)
 
 
+#: the start of an HTTP/2 connection (RFC 9113 3.4: the preface, then an empty SETTINGS frame)
+HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+SETTINGS_FRAME = 0x04
+
+
 def check_reachable(address: str, timeout: float = 5.0) -> None:
-    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) address that nothing answers at is a ConfigError within
-    ``timeout`` seconds: Ray itself retries an unknown host or a closed port for minutes. Other forms (``auto``,
-    malformed ones) are left to Ray."""
+    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) address that nothing answers at, or where something that is not
+    Ray answers, is a ConfigError within about ``timeout`` seconds: Ray itself retries an unknown host or a closed
+    port for minutes, and waits for ever (a warning every 30 s) on a server that is not Ray's. Ray's head (GCS)
+    and its client server speak gRPC, which answers an HTTP/2 preface with a SETTINGS frame. Other forms
+    (``auto``, malformed ones) are left to Ray, and so is the protocol check under TLS (``RAY_USE_TLS``)."""
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         return
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+        connection = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
     except OSError as exc:
         raise ConfigError(f"Ray address '{address}': nothing answers there ({exc.strerror or exc}); start the "
                           "cluster first (ray start --head) or use local") from None
+    with connection:
+        if os.environ.get("RAY_USE_TLS", "0").lower() in ("1", "true"):
+            return
+        try:
+            connection.sendall(HTTP2_PREFACE)
+            header = connection.recv(9)
+        except OSError:
+            header = b""
+    if len(header) < 4 or header[3] != SETTINGS_FRAME:
+        raise ConfigError(f"Ray address '{address}': something answers there, but not Ray (no gRPC); give the "
+                          "address ray start --head printed (GCS port, 6379 by default; ray://HOST:10001 for Ray "
+                          "Client) or use local")
 
 
 @contextlib.contextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 
 import pytest
 
@@ -228,6 +229,34 @@ def test_a_ray_address_nothing_answers_at_fails_fast():
     with pytest.raises(ConfigError, match=r"^Ray address 'ray://nowhere.invalid:10001': nothing answers there"):
         with ray_session("ray://nowhere.invalid:10001"):
             pass
+
+
+@pytest.mark.parametrize("answer", [b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n", None])
+def test_a_ray_address_where_something_else_answers_fails_fast(answer):
+    """`--ray-address HOST:PORT` of a web server (or a listener that never speaks) waited for ever, Ray printing
+    "Failed to get cluster ID from GCS server" every 30 s."""
+    pytest.importorskip("ray")
+    from sleuth.scale.session import ray_session
+
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        server.settimeout(10)
+        address = f"127.0.0.1:{server.getsockname()[1]}"
+
+        def serve() -> None:
+            connection, _ = server.accept()
+            with connection:
+                connection.recv(64)
+                if answer is not None:
+                    connection.sendall(answer)
+                else:
+                    threading.Event().wait(2)  # says nothing, then hangs up
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        with pytest.raises(ConfigError, match=rf"^Ray address '{address}': something answers there, but not Ray"):
+            with ray_session(address):
+                pass
+        thread.join(5)
 
 
 def test_eval_refuses_a_measure_the_task_cannot_give(sleuth, data_dir):

@@ -146,3 +146,11 @@ def test_a_ray_build_of_more_shard_writers_than_the_cluster_holds_is_refused(loc
         check_ray_shards(5, 0.5)
     check_ray_shards(4, 0.5)
     check_ray_shards(5, 0.4)
+
+
+def test_the_address_check_lets_a_real_ray_head_through(local_ray):
+    """The check that refuses a server that is not Ray (an HTTP/2 preface gets no SETTINGS frame) passes Ray's own
+    head: its GCS answers gRPC."""
+    from sleuth.scale.session import check_reachable
+
+    check_reachable(local_ray.get_runtime_context().gcs_address)
