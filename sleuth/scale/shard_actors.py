@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from sleuth.errors import IndexError_, ShardUnavailableError
+from sleuth.errors import IndexError_, ShardUnavailableError, SleuthError
 from sleuth.index.manifest import Manifest, current_generation
 from sleuth.index.partial import current_report
 from sleuth.index.sharded import (
@@ -81,18 +81,27 @@ class ShardActor:
     once."""
 
     def __init__(self, path: str):
-        self.index: Any = load_shard(path)
+        self.index: Any = None
+        self.unusable: str | None = None
+        try:
+            self.index = load_shard(path)
+        except SleuthError as exc:  # a corrupt or foreign shard: restarts cannot mend it, so stay up and say so
+            self.unusable = str(exc)  # (before: the actor died, was restarted three times, and Ray printed each
+            # failure's traceback before the one-line error)
 
     def run(self, function: Callable[..., Any], *args: Any) -> Any:
         """``function(shard index, *args)``: a system's own per-shard work (e.g. DHR's passage scoring)."""
         return function(self.index, *args)
 
     def facts(self) -> dict[str, Any]:
-        """Row count, node id, process id and the manifest's parameters (to check against the sharded manifest)."""
+        """Row count, node id, process id and the manifest's parameters (to check against the sharded manifest);
+        ``{"unusable": why}`` for a shard that could not be loaded."""
         import os
 
         import ray
 
+        if self.unusable is not None:
+            return {"unusable": self.unusable}
         manifest = self.index.loaded_manifest
         return {"count": len(self.index), "node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(),
                 "params": manifest.params, "encoder": manifest.encoder, "dimensions": manifest.dimensions}
@@ -159,6 +168,8 @@ class ShardActors:
         self._release = weakref.finalize(self, release_group, self.group)
         self.facts = self.call_all(lambda actor: actor.facts.remote())
         for i, facts in enumerate(self.facts):
+            if "unusable" in facts:  # as the single-process sharded index says it
+                raise IndexError_(f"{self.describe(i)} unusable: {facts['unusable']}")
             if facts["count"] != self.counts[i]:
                 raise IndexError_(f"{self.describe(i)} holds {facts['count']} rows, the sharded manifest says "
                                   f"{int(self.counts[i])}")

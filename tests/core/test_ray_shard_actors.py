@@ -303,3 +303,22 @@ def test_dense_reading_on_ray_data_writes_the_in_process_shards(two_nodes, tmp_p
     queries = PrebuiltVectors.load(PREBUILT_DIR / "minilm-onnx.npz").vectors[1000:1040].astype(np.float32)
     for got, expected in zip(on_ray.search(queries, k=20), here.search(queries, k=20)):
         np.testing.assert_array_equal(got, expected)
+
+
+def test_a_corrupt_shard_is_one_line_naming_it_not_a_restart_storm(two_nodes, tmp_path, passages, capfd):
+    """Before: the shard actor died loading a truncated shard, was restarted three times, and Ray printed each
+    failure's traceback ('Task ShardActor.facts failed. There are 3 retries remaining') before the error."""
+    from sleuth.errors import IndexError_
+    from sleuth.scale.shard_actors import RayShardedBM25Index, ShardActorOptions
+
+    path = tmp_path / "bm25"
+    ShardedBM25Index.build(passages, path, shards=2, show_progress=False)
+    broken = next((path / "shard-001").rglob("data.csc.index.npy"))
+    broken.write_bytes(broken.read_bytes()[:100])
+    capfd.readouterr()
+    with pytest.raises(IndexError_, match=r"^shard 2 of 2 \(.*shard-001\) unusable: .*data\.csc\.index\.npy: size 100 "
+                                          r"differs from the manifest's"):
+        RayShardedBM25Index(path, ShardActorOptions(actor_cpus=0.5))
+    time.sleep(1)  # what Ray would print of the actor's failures reaches the driver's output within this
+    printed = capfd.readouterr()
+    assert "Traceback" not in printed.err + printed.out and "retries remaining" not in printed.err + printed.out
