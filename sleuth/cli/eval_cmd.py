@@ -83,11 +83,12 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
     ``need_corpus``: pipelines need it, --index folders do not; with ``runs_only``, only run files evaluated, the
     queries may be left out: the judged query ids stand for them, as for trec_eval)."""
     if questions is not None:
-        from sleuth.corpus.questions import read_questions
+        from sleuth.corpus.questions import gold_passage_qrels, read_questions
 
         if corpus is None and need_corpus:
             raise ConfigError("--questions needs --corpus (the passages to search) or --index folders")
-        return corpus, list(read_questions(questions)), None
+        query_list = list(read_questions(questions))
+        return corpus, query_list, gold_passage_qrels(query_list)  # judged by gold passages where all name one
     if dataset is None and corpus is None and queries is None and qrels is None:
         dataset = bundled_dataset_dir()
     if dataset is None and corpus is not None and corpus.is_dir() and (corpus / "qrels").is_dir() \
@@ -149,8 +150,9 @@ def eval_command(
     queries: Path | None = typer.Option(None, help="Queries: BEIR queries.jsonl or TREC topics."),
     qrels: Path | None = typer.Option(None, help="Relevance judgements: TREC qrels or BEIR TSV."),
     questions: Path | None = typer.Option(None, help="QA questions JSONL (id, question, answers) for top-k "
-                                                        "answer accuracy, or a SQuAD file (its questions, their "
-                                                        "gold paragraphs as judgements)."),
+                                                        "answer accuracy (with gold_passage on every line, those "
+                                                        "passages as judgements too), or a SQuAD file (its "
+                                                        "questions, their gold paragraphs as judgements)."),
     fmt: corpus_options.Format = None,
     distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus (repeatable, format "
                                                   "detected) indexed with --corpus as distractor documents."),

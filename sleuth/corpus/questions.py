@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from sleuth.corpus.jsonl import iter_jsonl, require, require_id, require_new_id, require_query_text
-from sleuth.corpus.model import Query
+from sleuth.corpus.model import Qrels, Query
 from sleuth.corpus.squad import is_squad, read_squad_questions
 from sleuth.errors import InputError
 
@@ -50,3 +50,13 @@ def is_squad_file(path: str | Path) -> bool:
         return is_squad(load_json(path))
     except InputError:  # not one JSON document (JSON Lines named .json), or missing: read as questions JSONL
         return False
+
+
+def gold_passage_qrels(queries: Sequence[Query]) -> Qrels | None:
+    """Each question's ``gold_passage`` as its judged-relevant passage when every question names one (NQ's
+    questions.jsonl does, as SQuAD files do), so `sleuth eval --questions` measures the passages found beside the
+    answers; None when some question names none (then answers alone are measured)."""
+    gold = {q.id: q.metadata.get("gold_passage") for q in queries}
+    if not gold or not all(isinstance(g, str) and g for g in gold.values()):
+        return None
+    return {qid: {str(passage): 1} for qid, passage in gold.items()}

@@ -259,14 +259,29 @@ def test_a_ray_address_where_something_else_answers_fails_fast(answer):
         thread.join(5)
 
 
-def test_eval_refuses_a_measure_the_task_cannot_give(sleuth, data_dir):
+def test_eval_refuses_a_measure_the_task_cannot_give(sleuth, data_dir, tmp_path):
     """`sleuth eval SCIFACT --top-k 5` printed the nDCG/R table without a word about --top-k, and `--questions ...
-    --metric nDCG@10` printed answer accuracy without the measure asked for."""
+    --metric nDCG@10` printed answer accuracy without the measure asked for (questions naming no gold passage)."""
     result = sleuth("eval", data_dir / "scifact", "--top-k", 5)
     one_line_error(result, "--top-k is answer accuracy: it needs --questions")
-    result = sleuth("eval", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions",
-                    data_dir / "nq" / "questions.jsonl", "--metric", "nDCG@10")
+    lines = (data_dir / "nq" / "questions.jsonl").read_text(encoding="utf-8").splitlines()[:20]
+    questions = tmp_path / "no-gold.jsonl"
+    questions.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "gold_passage"}) + "\n"
+                                 for line in lines), encoding="utf-8")
+    result = sleuth("eval", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions", questions,
+                    "--metric", "nDCG@10")
     one_line_error(result, "--metric needs relevance judgements (qrels)", "use --top-k")
+
+
+def test_questions_naming_their_gold_passage_are_judged_by_it(sleuth, data_dir):
+    """NQ's questions.jsonl names each question's gold passage, as a SQuAD file does; `sleuth eval --questions` used
+    only the answers (and refused --metric), so a passage retriever's recall could not be read beside Top-k."""
+    result = sleuth("eval", "--corpus", data_dir / "nq" / "corpus.jsonl", "--questions",
+                    data_dir / "nq" / "questions.jsonl", "--max-queries", 30, "--pipeline", "bm25",
+                    "--metric", "R@1", "--metric", "R@100", "--top-k", 1, "--json")
+    assert result.returncode == 0, result.stderr
+    row = json.loads(result.stdout)["pipelines"][0]["measures"]
+    assert 0 < row["R@1"] <= row["R@100"] <= 1 and row["R@1"] <= row["Top-1"]  # the gold passage holds an answer
 
 
 def test_a_truncated_or_damaged_compressed_corpus_is_one_error_line(sleuth, tmp_path, scifact_jsonl):
