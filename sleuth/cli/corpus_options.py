@@ -1,10 +1,12 @@
 """The corpus options, declared once and taken alike by every command that reads a corpus (index, eval, search,
 retrieve, serve): ``--format`` (the reader; its help lists exactly :data:`sleuth.corpus.formats.FORMATS`),
 ``--field`` (the JSONL field mapping), ``--splitter`` / ``--window-words`` (how documents become passages) and
-``--split`` (the qrels split of a BEIR folder), shown together under one heading."""
+``--split`` (the qrels split of a BEIR folder), ``--distractors`` (corpora mixed in), shown together under
+one heading."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -29,3 +31,6 @@ Splitter = Annotated[str, typer.Option(
          "dropped), window.")]
 WindowWords = Annotated[int, typer.Option(
     "--window-words", min=1, rich_help_panel=PANEL, help="Words per passage for --splitter window.")]
+Distractors = Annotated[list[Path] | None, typer.Option(
+    "--distractors", rich_help_panel=PANEL,
+    help="Further corpus (repeatable, format detected) indexed with the corpus as distractor documents.")]

@@ -154,8 +154,7 @@ def eval_command(
                                                         "passages as judgements too), or a SQuAD file (its "
                                                         "questions, their gold paragraphs as judgements)."),
     fmt: corpus_options.Format = None,
-    distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus (repeatable, format "
-                                                  "detected) indexed with --corpus as distractor documents."),
+    distractors: corpus_options.Distractors = None,
     field: corpus_options.Fields = None,
     splitter: corpus_options.Splitter = "none",
     window_words: corpus_options.WindowWords = 100,

@@ -18,6 +18,7 @@ from sleuth.index.commit import index_lock
 from sleuth.index.dense import DenseIndex
 from sleuth.index.manifest import check_build_target, is_index_directory
 from sleuth.index.tokenize import Analyzer
+from sleuth.pipelines.mixed_source import MixedCorpusSource, with_distractors
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 
 KINDS = ("bm25", "dense", "all")
@@ -35,6 +36,7 @@ def index(
     field: corpus_options.Fields = None,
     splitter: corpus_options.Splitter = "none",
     window_words: corpus_options.WindowWords = 100,
+    distractors: corpus_options.Distractors = None,
     kind: str = typer.Option("all", help="bm25, dense or all."),
     out: Path | None = typer.Option(None, help="Output folder (default: sleuth's cache, reused by search/eval; an "
                                                "index the cache holds for the same corpus and parameters is copied). "
@@ -65,14 +67,15 @@ def index(
     if kind not in KINDS:
         raise ConfigError(f"--kind must be one of {', '.join(KINDS)}, got '{kind}'")
     refuse_misplaced(ctx, kind, splitter, ray_address)
-    source = corpus_source(corpus, fmt, field, splitter, window_words)
+    source = with_distractors(corpus_source(corpus, fmt, field, splitter, window_words), distractors)
+    inputs = [source.path, *(distractors or [])]
     with contextlib.ExitStack() as locks:  # held from the check to the commit: no update lands in between
         for _, target in selected_kinds(kind, out):
             if target is not None:
-                check_build_target(target, force, keep=[source.path])
+                check_build_target(target, force, keep=inputs)
                 if is_index_directory(target.absolute()):
                     locks.enter_context(index_lock(target))
-                    check_build_target(target, force, keep=[source.path])  # again: an update may have just landed
+                    check_build_target(target, force, keep=inputs)  # again: an update may have just landed
         build(source, kind, out, device, method, k1, b, stemmer, stopwords, token_pattern, encoder, factory, shards,
               ray_address, ray_workers, actor_cpus)
 
@@ -228,9 +231,12 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
 
 
 def reads_on_ray_data(source: CorpusSource) -> bool:
-    """Whether Ray Data workers read the corpus (jsonl and beir; the driver reads the other formats)."""
+    """Whether Ray Data workers read the corpus (jsonl and beir; the driver reads the other formats, and a corpus
+    with distractors, which are read each in its own format)."""
     from sleuth.corpus.formats import detect_format
 
+    if isinstance(source, MixedCorpusSource) and source.distractors:
+        return False
     return (source.format or detect_format(source.path)) in ("jsonl", "beir")
 
 

@@ -37,8 +37,7 @@ def retrieve(
     field: corpus_options.Fields = None,
     splitter: corpus_options.Splitter = "none",
     window_words: corpus_options.WindowWords = 100,
-    distractors: list[Path] | None = typer.Option(None, "--distractors", help="Further corpus (repeatable, format "
-                                                  "detected) indexed with --corpus as distractor documents."),
+    distractors: corpus_options.Distractors = None,
     pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
     index: Path | None = typer.Option(None, help="Search this index folder directly (instead of a corpus and "
                                                  "--pipeline)."),

@@ -92,3 +92,25 @@ def test_out_below_a_file_says_the_parent_is_a_file(sleuth, scifact_jsonl):
     below_a_file = scifact_jsonl.parent / "corpus.jsonl" / "sub"
     one_line_error(sleuth("index", scifact_jsonl, "--kind", "bm25", "--out", below_a_file),
                    "corpus.jsonl is a file, not a folder")
+
+
+def test_index_mixes_in_distractors_as_eval_and_retrieve_do(sleuth, tmp_path, data_dir):
+    """`sleuth index` had no --distractors, so the index `sleuth eval --corpus MINE --distractors BACKGROUND` searches
+    could not be built ahead (into the cache eval reuses, or into a folder for --index)."""
+    corpus, background = data_dir / "scifact" / "corpus.jsonl", tmp_path / "background.jsonl"
+    background.write_text(json.dumps({"_id": "bg1", "title": "Zorblax", "text": "zorblax pastry festival"}) + "\n"
+                          + json.dumps({"_id": "bg2", "title": "Other", "text": "a second background document"}) + "\n")
+    built = sleuth("index", corpus, "--distractors", background, "--kind", "bm25")
+    assert built.returncode == 0, built.stderr
+    assert "5,185 passages" in built.stdout + built.stderr  # SciFact's 5,183 and the two
+    evaluated = sleuth("eval", "--corpus", corpus, "--distractors", background, "--queries",
+                       data_dir / "scifact" / "queries.jsonl", "--qrels", data_dir / "scifact" / "qrels" / "train.tsv",
+                       "--pipeline", "bm25", "--max-queries", 5)
+    assert evaluated.returncode == 0, evaluated.stderr
+    assert "no index built by this run" in evaluated.stdout + evaluated.stderr  # the one built above
+    folder = tmp_path / "mixed"
+    assert sleuth("index", corpus, "--distractors", background, "--kind", "bm25", "--out", folder).returncode == 0
+    found = sleuth("search", "zorblax pastry", "--index", folder, "-k", 1, "--json")
+    assert json.loads(found.stdout)["hits"][0]["id"] == "bg1"
+    one_line_error(sleuth("index", corpus, "--distractors", tmp_path / "missing.jsonl", "--kind", "bm25"),
+                   "distractor corpus not found")
