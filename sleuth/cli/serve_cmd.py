@@ -65,7 +65,8 @@ def serve(
     query_log: Path | None = typer.Option(None, help="Append every query searched to this JSONL file, with the "
                                                        "status it was answered with (HEAD is not logged)."),
     max_k: int = typer.Option(1000, help="Largest k a request may ask for (an --index folder answers that many; a "
-                                         "pipeline at most its own k, 1,000 for the built-ins: --set bm25.k=5000)."),
+                                         "pipeline at most its own k, 1,000 for bm25 and dense: a k above it is a "
+                                         "400 naming the key, --set bm25.k=5000 raises it)."),
     max_query_chars: int = typer.Option(2000, help="Longest query, in characters."),
     max_batch: int = typer.Option(64, help="Most queries in one /search/batch request (and 16 times as many "
                                            "documents or ids in one admin update)."),

@@ -5,7 +5,8 @@ docs at ``/docs`` and ``/redoc``, served from a packaged copy of their assets, a
 ``/search`` takes ``query``, ``k`` and ``pipeline`` (or ``index``: the name a served index was registered under;
 default: the first one) and answers ``{"query", "pipeline", "hits": [{rank, id, doc_id, score, title, text}]}``;
 with ``extras: true`` every hit also has its stage ``extras`` (JSON-safe; evidence paths as lists of hop records)
-and a private search's answer has the ``obfuscated_queries`` it sent. Titles and texts are cut to 1,000 characters
+and a private search's answer has the ``obfuscated_queries`` it sent, what they exposed (``privacy``) and how they
+were made (``obfuscation``). Titles and texts are cut to 1,000 characters
 (such hits carry ``"truncated": true``) unless ``max_chars`` asks for more (up to the server's limit), ``fields``
 picks the hit fields, and a response larger than the limit is refused. ``/pipelines`` lists the served pipelines
 with their descriptions and status, and ``/`` is the web page (:mod:`sleuth.service.page`). A pipeline given as a

@@ -1,8 +1,12 @@
 """The service's error answers: every failure is ``{"error": one line}`` with its status (4xx for bad requests,
 503 when busy, a shard is down or a pipeline is not built yet (then with ``Retry-After``), 504 past the time limit,
-500 without details for anything unexpected)."""
+500 without details for anything unexpected). ``/openapi.json`` documents them so: a request FastAPI finds
+invalid is a 400 with that body, not FastAPI's default 422 with its ``detail`` list."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
@@ -12,9 +16,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from sleuth.errors import ShardUnavailableError, SleuthError
 from sleuth.service.limits import RequestError
 
+#: the body of every error answer, as OpenAPI documents it
+ERROR_SCHEMA = {"title": "Error", "type": "object", "required": ["error"],
+                "properties": {"error": {"title": "Error", "type": "string", "description": "What was wrong, one line."}}}
+BAD_REQUEST = {"description": "Bad Request: an invalid request, answered with one line",
+               "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
 
 def add_error_handlers(app: FastAPI) -> None:
-    """Answer errors on ``app`` as ``{"error"}`` JSON."""
+    """Answer errors on ``app`` as ``{"error"}`` JSON, and document the 400 in its OpenAPI schema."""
+    document_bad_requests(app)
 
     @app.exception_handler(RequestError)
     def request_error(request, exc: RequestError):
@@ -45,6 +56,39 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     def unexpected(request, exc: Exception):
         return JSONResponse(status_code=500, content={"error": f"internal error ({type(exc).__name__})"})
+
+
+def document_bad_requests(app: FastAPI) -> None:
+    """Make ``app.openapi()`` (``/openapi.json``, read by ``/docs`` and ``/redoc``) say what the service answers to
+    a request FastAPI finds invalid: a 400 with ``{"error"}`` in place of every 422 FastAPI documents, whichever
+    router or system added the route (before: each documented a 422 the service never sends)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = bad_requests_documented(generate())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def bad_requests_documented(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each operation's 422 response replaced by a 400 answering :data:`ERROR_SCHEMA`, and
+    FastAPI's validation schemas dropped once nothing refers to them."""
+    replaced = False
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.get("responses", {})
+            if responses.pop("422", None) is not None:
+                responses.setdefault("400", BAD_REQUEST)
+                replaced = True
+    if replaced:
+        schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+        schemas["Error"] = ERROR_SCHEMA
+        for name in ("HTTPValidationError", "ValidationError"):  # the first refers to the second
+            if f'/{name}"' not in json.dumps(schema):
+                schemas.pop(name, None)
+    return schema
 
 
 def method_not_allowed(request):

@@ -1,5 +1,6 @@
-"""Searching for the service: requests checked against the limits, run on the bounded executor within the time
-limit (a batch stops between queries once it is passed), logged, and answered as capped JSON bytes."""
+"""Searching for the service: requests checked against the limits (and ``k`` against the pipeline's depth:
+:mod:`sleuth.service.depth`), run on the bounded executor within the time limit (a batch stops between queries once
+it is passed), logged, and answered as capped JSON bytes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sleuth.index.partial import partial_results
+from sleuth.service.depth import check_depth, depth
 from sleuth.service.executor import BoundedExecutor, Deadline
 from sleuth.service.limits import Limits, RequestError, check_flag
 from sleuth.service.query_log import QueryLog
@@ -37,6 +39,14 @@ class Searcher:
         out: dict[str, Any] = {**per_query, "hits": records}
         return {**out, "shards": report.to_dict()} if partial else out
 
+    def _k(self, name: str, stage: Stage, k: Any) -> int:
+        """``k`` checked against the limits and against the pipeline's depth (a 400 above it, naming the keys that
+        raise it); not given (None): :data:`DEFAULT_K`, or the pipeline's depth where smaller."""
+        if k is not None:
+            return check_depth(name, stage, self.limits.k(k))
+        k, found = self.limits.k(DEFAULT_K), depth(stage)
+        return k if found is None else min(k, found.hits)
+
     async def _logged(self, name: str, queries: list[str], k: int, work: Callable[[Deadline], bytes],
                       answered: list[int], log: bool) -> bytes:
         """``work`` run on the executor; then each query logged with the status its request was answered with:
@@ -55,12 +65,12 @@ class Searcher:
                 self.query_log.record(pipeline=name, query=query, k=k, status=200, hits=hits)
         return body
 
-    async def search(self, query: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
+    async def search(self, query: Any, k: Any = None, pipeline: Any = None, extras: Any = False,
                      max_chars: Any = None, fields: Any = None, partial: Any = False, log: bool = True) -> bytes:
         """One search: ``{"query", "pipeline", "hits"}`` (and ``shards`` with ``partial``); ``log=False`` (a
         ``HEAD`` request) keeps it out of the query log."""
         name, stage = self.served.pipeline(pipeline)
-        query, k = self.limits.query(query), self.limits.k(k)
+        query, k = self.limits.query(query), self._k(name, stage, k)
         shape = Shape.of(self.limits, max_chars, fields, extras)
         partial = check_flag(partial, "partial")
         cap = self.limits.max_response_bytes
@@ -73,12 +83,12 @@ class Searcher:
 
         return await self._logged(name, [query], k, work, answered, log)
 
-    async def search_batch(self, queries: Any, k: Any = DEFAULT_K, pipeline: Any = None, extras: Any = False,
+    async def search_batch(self, queries: Any, k: Any = None, pipeline: Any = None, extras: Any = False,
                            max_chars: Any = None, fields: Any = None, partial: Any = False) -> bytes:
         """Several searches in one request: ``{"pipeline", "results": [{"query", "hits"}]}``; the work stops between
         queries once the time limit passed or the response grew past its size cap."""
         name, stage = self.served.pipeline(pipeline)
-        queries, k = self.limits.batch(queries), self.limits.k(k)
+        queries, k = self.limits.batch(queries), self._k(name, stage, k)
         shape = Shape.of(self.limits, max_chars, fields, extras)
         partial = check_flag(partial, "partial")
         cap = self.limits.max_response_bytes

@@ -75,6 +75,43 @@ def test_search_finds_the_titled_document(client, scifact_rows):
     assert client.get("/search", params={"query": row["title"], "k": 3}).json()["hits"] == hits
 
 
+def test_k_above_a_pipelines_depth_is_a_400_naming_the_keys_that_raise_it(index_dir):
+    """A pipeline gives a query at most its depth (a retriever's k, a cutoff's k, a fusion's branches together): a
+    request asking for more, within the service's max_k, is a 400 naming the pipeline, the depth and the config keys
+    (before: 20 hits for k 21, the cap unsaid); one asking for no k gets 10 or the depth; a pipeline whose depth
+    cannot be told is searched as before."""
+    from sleuth.stages.base import Sequential
+    from sleuth.stages.fusion import Fuse
+    from sleuth.stages.max_passage import MaxPassage
+
+    def bm25(k):
+        return stage_for_index(index_dir, k, "cpu")
+
+    served = {"deep": bm25(LIMITS.max_k), "shallow": bm25(20), "cut": bm25(20) % 8,
+              "fused": Fuse([bm25(5), bm25(7)]), "grouped": Sequential([bm25(20), MaxPassage()])}
+    query = "cells in patients with cancer and disease risk"
+    with TestClient(create_app(served, limits=LIMITS, extensions=[])) as test_client:
+        def search(pipeline, k):
+            return test_client.post("/search", json={"query": query, "pipeline": pipeline, "k": k})
+
+        assert len(search("deep", LIMITS.max_k).json()["hits"]) == LIMITS.max_k  # the corpus has the hits
+        assert len(search("shallow", 20).json()["hits"]) == 20
+        assert error(search("shallow", 21), 400) == (
+            "'k' is 21, more than pipeline 'shallow' retrieves: 20 hits a query (its bm25.k); ask for at most 20, or "
+            "serve it deeper: sleuth serve --set bm25.k=21")
+        batch = test_client.post("/search/batch", json={"queries": [query], "pipeline": "shallow", "k": 30})
+        assert "20 hits a query (its bm25.k)" in error(batch, 400)
+        get = test_client.get("/search", params={"query": query, "pipeline": "shallow", "k": 21})
+        assert "pipeline 'shallow'" in error(get, 400)
+        assert "8 hits a query (its cutoff.k)" in error(search("cut", 9), 400)
+        assert len(search("cut", 8).json()["hits"]) == 8
+        unasked = test_client.post("/search", json={"query": query, "pipeline": "cut"})
+        assert len(unasked.json()["hits"]) == 8  # no k: 10, or the depth where smaller
+        assert 7 <= len(search("fused", 12).json()["hits"]) <= 12  # the union of 5 and 7 hits
+        assert "12 hits a query (its bm25.k)" in error(search("fused", 13), 400)
+        assert 1 <= len(search("grouped", 30).json()["hits"]) <= 20  # max_passage: depth not told, searched
+
+
 def test_batch_search_matches_single_searches(client, scifact_rows, app_parts):
     titles = [row["title"] for row in scifact_rows[20:23]]
     before = len(app_parts[1].entries())
@@ -392,3 +429,26 @@ def test_the_openapi_schema_covers_every_endpoint_systems_included(index_dir):
     assert response.status_code == 200, response.text
     paths = response.json()["paths"]
     assert {"/search", "/search/batch", "/pipelines", "/quest/predict", "/obfuscate"} <= set(paths), sorted(paths)
+
+
+def test_the_openapi_schema_documents_the_400_the_service_answers(index_dir):
+    """A request FastAPI finds invalid is answered 400 with ``{"error"}``, and /openapi.json says so for every route
+    with a body or parameters, systems' included (before: each documented FastAPI's 422 HTTPValidationError, a status
+    and body the service never sends)."""
+    with TestClient(create_app({"scifact": stage_for_index(index_dir, 10, "cpu")})) as test_client:
+        spec = test_client.get("/openapi.json").json()
+        refused = test_client.get("/search")  # no query: FastAPI's validation error
+    operations = {f"{method.upper()} {path}": operation
+                  for path, methods in spec["paths"].items() for method, operation in methods.items()}
+    assert [name for name, operation in operations.items() if "422" in operation["responses"]] == []
+    taking = {name for name, operation in operations.items() if operation.get("parameters") or operation.get("requestBody")}
+    assert {"GET /search", "POST /search", "POST /search/batch", "POST /admin/reload", "POST /admin/documents",
+            "DELETE /admin/documents", "POST /obfuscate", "POST /quest/predict"} <= taking, sorted(taking)
+    schemas = spec["components"]["schemas"]
+    assert "HTTPValidationError" not in schemas and "ValidationError" not in schemas
+    for name in sorted(taking):
+        documented = operations[name]["responses"].get("400", {}).get("content", {}).get("application/json", {})
+        assert "$ref" in documented.get("schema", {}), name
+        body = schemas[documented["schema"]["$ref"].rsplit("/", 1)[-1]]
+        assert body["type"] == "object" and set(body["properties"]) == set(body["required"]) == {"error"}, name
+    assert refused.status_code == 400 and set(refused.json()) == {"error"} and "'query'" in refused.json()["error"]

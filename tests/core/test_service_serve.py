@@ -146,19 +146,25 @@ def test_a_quest_pipeline_is_served(tmp_path, data_dir):
 
 def test_a_pipeline_of_index_paths_is_served_without_the_bundled_corpus(tmp_path, scifact_passages):
     """`sleuth serve --pipeline mine.yaml` whose stage names an index folder: it serves that index (before: it also
-    said it served the bundled SciFact), with a key set by --set."""
+    said it served the bundled SciFact), with a key set by --set; a k above that depth (within --max-k) is a 400
+    naming the key (before: 3 hits for k 5, unsaid)."""
     index = tmp_path / "small"
     BM25Index.build(scifact_passages[:50], index, show_progress=False)
     config = tmp_path / "mine.yaml"
     config.write_text(f"name: mine\nstages:\n  - bm25: {{index: {index}}}\n")
     log: list[str] = []
-    with sleuth_server(["--pipeline", str(config), "--set", "bm25.k=3"], env={"SLEUTH_HOME": str(tmp_path / "home")},
-                       log=log) as url:
-        found = post(url, scifact_passages[7].text[:200], "mine")
+    query = scifact_passages[7].text[:200]
+    with sleuth_server(["--pipeline", str(config), "--set", "bm25.k=3", "--max-k", "50"],
+                       env={"SLEUTH_HOME": str(tmp_path / "home")}, log=log) as url:
+        found = post(url, query, "mine", k=3)
+        deeper = httpx.post(url + "/search", json={"query": query, "pipeline": "mine", "k": 5})
         described = httpx.get(url + "/pipelines").json()["pipelines"][0]["description"]
     assert described == "stage keys set (--set): bm25.k=3"  # before: nothing said what the service runs
     assert found["hits"][0]["id"] == scifact_passages[7].id
-    assert len(found["hits"]) == 3  # --set bm25.k=3 (the request asks for 5)
+    assert len(found["hits"]) == 3
+    assert deeper.status_code == 400, deeper.text  # --set bm25.k=3 reached the pipeline, and the 400 says so
+    assert deeper.json()["error"] == ("'k' is 5, more than pipeline 'mine' retrieves: 3 hits a query (its bm25.k); "
+                                      "ask for at most 3, or serve it deeper: sleuth serve --set bm25.k=5")
     assert {hit["id"] for hit in found["hits"]} <= {p.id for p in scifact_passages[:50]}
     assert any("serving on http://" in line for line in log) and not any("bundled" in line for line in log), log
 

@@ -192,6 +192,39 @@ def test_private_search_reports_what_the_engine_saw(server, scifact_rows):
         text.stderr.split()) or privacy["words_sent_verbatim"] == 0
 
 
+def test_a_private_search_over_http_says_what_the_engine_saw(server, tmp_path, scifact_rows):
+    """POST /search of a served private pipeline (``extras: true``) answers, beside its hits and the queries it
+    sent, the exposure summary of `sleuth privacy search` (``privacy``: ``Exposure.to_dict()``, its fields and
+    names) and how the queries were made (``obfuscation``: mechanism, epsilon, n, ...), counted on what reached the
+    engine's query log (before: the queries sent only)."""
+    from fastapi.testclient import TestClient
+
+    from sleuth.pipelines.config import load_pipeline
+    from sleuth.pipelines.workspace import Workspace
+    from sleuth.service.app import create_app
+    from sleuth.systems.private_search.exposure import Exposure
+
+    url, log = server
+    config = tmp_path / "private.yaml"
+    config.write_text(f"name: private\nstages:\n  - private: {{engine: '{url}', mechanism: vickrey-mahalanobis, "
+                      "epsilon: 12.5, n: 6, encoder: minilm-onnx, depth: 10, seed: 4}\n")
+    query = claims(scifact_rows, 4)[3]
+    with TestClient(create_app({"private": load_pipeline(config, Workspace())}, extensions=[])) as front:
+        before = len(log.entries())
+        body = front.post("/search", json={"query": query, "k": 3, "extras": True}).json()
+        seen = [entry["query"] for entry in log.entries()[before:]]
+        plain = front.post("/search", json={"query": query, "k": 3}).json()
+    assert body["hits"] and sorted(body["obfuscated_queries"]) == sorted(seen) and query not in seen
+    assert body["privacy"] == Exposure.of(query, seen).to_dict()
+    assert body["privacy"]["queries_sent"] == len(seen) and body["privacy"]["summary"].startswith("engine saw")
+    made = body["obfuscation"]
+    assert (made["mechanism"], made["epsilon"], made["n"], made["seed"], made["depth"]) == (
+        "vickrey-mahalanobis", 12.5, 6, 4, 10)
+    assert made["sent"] == len(seen) and made["sent"] + made["withheld"] == 6
+    assert all(not {"privacy", "obfuscation"} & set(hit["extras"]) for hit in body["hits"])  # once, not per hit
+    assert plain["hits"] and not {"obfuscated_queries", "privacy", "obfuscation"} & set(plain)  # extras: as before
+
+
 def test_private_stage_keys_it_would_ignore_are_refused(tmp_path):
     """aed took `epsilon` and `embeddings` (even a missing file) and ignored both; fsh was offered, then failed for
     want of a corpus the stage cannot be given, naming keys it does not have."""

@@ -24,7 +24,8 @@ def json_bytes(data: bytes) -> Response:
 
 @router.get("/search", response_class=Response)
 async def search_get(request: Request, query: str = Query(...),
-               k: str = Query(str(DEFAULT_K), description="How many hits (an integer), as in the POST body."),
+               k: str | None = Query(None, description=f"How many hits (an integer), as in the POST body (default "
+                                                       f"{DEFAULT_K}, or the pipeline's depth where smaller)."),
                pipeline: str | None = Query(None), index: str | None = Query(None), extras: bool = Query(False),
                max_chars: str | None = Query(None, description="Cut title and text to this many characters."),
                fields: str | None = Query(None, description="Hit fields, comma-separated (default: all)."),
@@ -42,7 +43,7 @@ async def search_post(request: Request, body: Any = Body(...)):
     """Search one query: ``{"query", "k"?, "pipeline"?, "extras"?, "max_chars"?, "fields"?, "partial"?}``."""
     body = check_fields(body, {"query"} | SHAPE_FIELDS)
     return json_bytes(await service_of(request).searcher.search(
-        body.get("query"), body.get("k", DEFAULT_K), chosen_pipeline(body.get("pipeline"), body.get("index")),
+        body.get("query"), body.get("k"), chosen_pipeline(body.get("pipeline"), body.get("index")),
         body.get("extras", False), body.get("max_chars"), body.get("fields"), body.get("partial", False)))
 
 
@@ -52,5 +53,5 @@ async def search_batch(request: Request, body: Any = Body(...)):
     "partial"?}``."""
     body = check_fields(body, {"queries"} | SHAPE_FIELDS)
     return json_bytes(await service_of(request).searcher.search_batch(
-        body.get("queries"), body.get("k", DEFAULT_K), chosen_pipeline(body.get("pipeline"), body.get("index")),
+        body.get("queries"), body.get("k"), chosen_pipeline(body.get("pipeline"), body.get("index")),
         body.get("extras", False), body.get("max_chars"), body.get("fields"), body.get("partial", False)))

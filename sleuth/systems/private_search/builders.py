@@ -24,6 +24,10 @@ from sleuth.systems.private_search.registry import PARAMETER_USERS, mechanism_pa
 # what the private stage writes in Hit.extras
 register_extra("obfuscated_queries", list, "per_query", "the obfuscated queries sent to the engine for the query")
 register_extra("found_by", int, "count_of_per_query", "how many of the obfuscated queries retrieved the hit")
+register_extra("privacy", dict, "per_query", "what the engine saw of the query: queries sent, original words, words "
+               "sent verbatim and in how many queries each, and the summary line (as sleuth privacy search)")
+register_extra("obfuscation", dict, "per_query", "how the queries sent were made: mechanism, epsilon, n, seed, depth, "
+               "sent and withheld")
 
 
 def private_problem(params: dict[str, Any]) -> str | None:

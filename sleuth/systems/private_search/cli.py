@@ -208,9 +208,7 @@ def private_search(
     exposure = Exposure.of(query, sent[asked.id])
     withheld = n - len(sent[asked.id])
     if as_json:  # with what was asked for: a logged run says how it was made
-        asked_for = {**obfuscator.describe(), "mechanism": mechanism, "epsilon": epsilon, "n": n, "seed": seed,
-                     "depth": depth, "sent": len(sent[asked.id]), "withheld": withheld}
-        print(json.dumps({**json.loads(hits_json(query, hits)), "obfuscation": asked_for,
+        print(json.dumps({**json.loads(hits_json(query, hits)), "obfuscation": client.described(sent[asked.id]),
                           "privacy": exposure.to_dict()}))
         return
     why = f" ({withheld} withheld: the query's own words, or repeated)" if withheld else ""

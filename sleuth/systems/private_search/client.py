@@ -3,7 +3,10 @@
 For each query: obfuscate it ``n`` times, send only the obfuscated queries to the (untrusted) engine, pool the top
 ``depth`` hits of every response, and rerank the pool locally with the ORIGINAL query using a local model that
 differs from the engine's (e.g. engine BM25, local MiniLM). Hits carry the obfuscated queries that were sent
-(``extras["obfuscated_queries"]``) and how many of them retrieved the hit (``extras["found_by"]``).
+(``extras["obfuscated_queries"]``), how many of them retrieved the hit (``extras["found_by"]``), what the engine saw
+of the query (``extras["privacy"]``: :class:`~sleuth.systems.private_search.exposure.Exposure` as JSON) and how the
+queries were made (``extras["obfuscation"]``: :meth:`PrivateSearch.described`), as ``sleuth privacy search --json``
+reports them; the service answers the last three once per query.
 
 Safety rule (``withhold_original=True``, the default): an obfuscated query whose words equal the original query's
 words is not sent (at a large epsilon a mechanism may return the query unchanged). This conditions on the original
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from sleuth.corpus.model import Query
 from sleuth.stages.base import Stage
 from sleuth.stages.run import Hit, Run
+from sleuth.systems.private_search.exposure import Exposure
 from sleuth.systems.private_search.obfuscator import QueryObfuscator, Seed, check_count, make_rng, tokenize
 from sleuth.systems.private_search.remote import SearchEngine
 
@@ -69,12 +73,22 @@ class PrivateSearch(Stage):
             pools[query.id] = pool_hits(self.engine.search_many(sent[query.id], self.depth), self.depth)
         return pools, sent
 
+    def described(self, sent: Sequence[str]) -> dict:
+        """How the queries ``sent`` for one query were made: the obfuscator's parameters, its mechanism and epsilon
+        (None where it takes none), n, seed, depth, and how many were sent and withheld (own words, or repeated)."""
+        epsilon = self.epsilon if self.obfuscator.uses_epsilon else None
+        seed = self.seed if isinstance(self.seed, int) else None
+        return {**self.obfuscator.describe(), "mechanism": self.obfuscator.name, "epsilon": epsilon, "n": self.n,
+                "seed": seed, "depth": self.depth, "sent": len(sent), "withheld": self.n - len(sent)}
+
     def rerank(self, queries: Sequence[Query], pools: Run, sent: dict[str, list[str]]) -> Run:
-        """The pools reranked locally with the original queries; hits carry what was sent."""
+        """The pools reranked locally with the original queries; hits carry what was sent and what it exposed."""
         reranked = self.reranker.transform(queries, pools)
         found_by = {qid: {h.id: h.extras["found_by"] for h in hits} for qid, hits in pools.items()}
-        return Run({qid: [h.with_score(h.score, obfuscated_queries=sent[qid], found_by=found_by[qid].get(h.id, 0))
-                          for h in hits] for qid, hits in reranked.items()})
+        seen = {q.id: {"privacy": Exposure.of(q.text, sent[q.id]).to_dict(), "obfuscation": self.described(sent[q.id])}
+                for q in queries if q.id in sent}
+        return Run({qid: [h.with_score(h.score, obfuscated_queries=sent[qid], found_by=found_by[qid].get(h.id, 0),
+                                       **seen[qid]) for h in hits] for qid, hits in reranked.items()})
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         pools, sent = self.pools(queries, self.obfuscations(queries))

@@ -1,0 +1,78 @@
+"""How many hits a served pipeline can give a query (its depth) and the config keys that set it, read from its core
+stages: a request asking for a larger ``k`` is refused with a 400 naming the pipeline, the depth and the keys
+(``sleuth serve --set bm25.k=5000``), as a ``k`` above ``--max-k`` is, rather than answered with fewer hits unsaid;
+a request that gives no ``k`` gets 10, or the depth where smaller.
+
+A BM25 or dense retriever gives its ``k`` hits, rescoring candidates gives no more than it gets, a cutoff its ``k``
+and a fusion the sum of its branches' depths, each cut to its ``depth``. Where a stage's depth cannot be told (a
+system's own stages, a run file) the pipeline has none and every ``k`` up to ``--max-k`` is searched."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sleuth.service.limits import RequestError
+from sleuth.stages.base import Cutoff, Sequential, Stage
+
+
+@dataclass(frozen=True)
+class Depth:
+    """At most ``hits`` hits a query, set by the config ``keys`` (``bm25.k``; several where they bind together)."""
+
+    hits: int
+    keys: tuple[str, ...]
+
+
+def depth(stage: Stage) -> Depth | None:
+    """The depth of ``stage`` searched with no candidates (a pipeline), or None where it cannot be told."""
+    from sleuth.stages.fusion import Fuse  # here: the service imports no index library before it serves one
+
+    if isinstance(stage, Sequential):
+        found = depth(stage.stages[0]) if stage.stages else None
+        for later in stage.stages[1:]:
+            if isinstance(later, Cutoff):
+                found = least(found, Depth(later.k, ("cutoff.k",)))
+            elif retriever(later) is None:  # a retriever rescores its candidates, dropping some at most
+                found = None
+        return found
+    kind, k = retriever(stage), getattr(stage, "k", None)
+    if kind is not None and isinstance(k, int):
+        return Depth(k, (f"{kind}.k",))
+    if isinstance(stage, Fuse):
+        cut = Depth(stage.depth, ("fuse.depth",))
+        parts = [least(depth(branch), cut) or cut for branch in stage.branches]
+        return Depth(sum(part.hits for part in parts), unique(key for part in parts for key in part.keys))
+    return None
+
+
+def retriever(stage: Stage) -> str | None:
+    """The config stage (the name ``--set STAGE.KEY`` takes) of a BM25 or dense retriever, else None."""
+    from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
+
+    return {BM25Retrieve: "bm25", DenseRetrieve: "dense"}.get(type(stage))
+
+
+def least(first: Depth | None, second: Depth | None) -> Depth | None:
+    """The smaller of two depths (None: unbounded), with the keys of both where they are equal."""
+    if first is None or second is None:
+        return first or second
+    if first.hits != second.hits:
+        return first if first.hits < second.hits else second
+    return Depth(first.hits, unique((*first.keys, *second.keys)))
+
+
+def unique(keys: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(keys))
+
+
+def check_depth(name: str, stage: Stage, k: int) -> int:
+    """``k``, or a 400 when pipeline ``name`` (``stage``) cannot give that many hits a query, naming its depth and
+    the keys that raise it."""
+    found = depth(stage)
+    if found is not None and k > found.hits:
+        keys = ", ".join(found.keys)
+        raise RequestError(f"'k' is {k}, more than pipeline '{name}' retrieves: {found.hits} hits a query (its "
+                           f"{keys}); ask for at most {found.hits}, or serve it deeper: sleuth serve "
+                           + " ".join(f"--set {key}={k}" for key in found.keys))
+    return k
