@@ -69,9 +69,14 @@ def has_answer(text: str, answers: Iterable[str], mode: str = "string") -> bool:
 
 
 def hit_text(hit: Hit, texts: Texts) -> str:
-    """A hit's own text when present, else ``texts[hit.id]`` (mapping) or ``texts(hit.id)`` (callable)."""
+    """A hit's own text when present; an evidence path's (``extras["path"]``, Chain-of-Skills') its passages' texts
+    one per line, so an answer in any of them counts; else ``texts[hit.id]`` (mapping) or ``texts(hit.id)``
+    (callable)."""
     if hit.text is not None:
         return hit.text
+    path = hit.extras.get("path")
+    if isinstance(path, list) and path and all(isinstance(part, Hit) for part in path):
+        return "\n".join(hit_text(part, texts) for part in path)  # before: "no text for passage 'a+b'"
     if texts is None:
         raise InputError(f"hit '{hit.id}' carries no text and no passage texts were given")
     if callable(texts):

@@ -282,3 +282,20 @@ def test_path_passages_reads_the_chains_paths_as_passages(hotpot):
         assert [h.id for h in hits] == expected and set(expected) <= titles and PATH_SEPARATOR not in expected[0]
         first_path = chain[query.id][0]
         assert [(h.score, h.extras["path_id"]) for h in hits[:2]] == [(first_path.score, first_path.id)] * 2
+
+
+def test_answer_accuracy_reads_an_evidence_path_as_its_passages(hotpot):
+    """Top-k answer accuracy of a path pipeline ended, once the chain had run, in "no text for passage 'a+b'": a path
+    hit has no text of its own. Its passages' texts are read, so an answer in the second hop counts."""
+    from sleuth.eval.answers import answer_hits, hit_text
+
+    questions, workspace, folder = hotpot
+    run = load_pipeline(config(folder, "hotpot-answers", chain="hotpotqa", fusion=False, **LIMITS), workspace)(
+        questions)
+    top = run[questions[0].id][0]
+    first, second = top.extras["path"]
+    assert top.text is None and hit_text(top, None) == f"{first.text}\n{second.text}"
+    words = second.text.split()
+    phrase = next(" ".join(words[i:i + 4]) for i in range(len(words)) if " ".join(words[i:i + 4]) not in first.text)
+    ranks = answer_hits(run, None, {questions[0].id: [phrase], questions[1].id: ["no such answer anywhere zq"]})
+    assert ranks == {questions[0].id: 1, questions[1].id: None}
