@@ -23,6 +23,8 @@ def require_ray() -> Any:
 
 #: the logger of Ray's note that a new local cluster uses token authentication (its secure default)
 RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+#: the logger of Ray Data's note that its progress bars are off (sleuth turns them off where it shows none)
+RAY_DATA_PROGRESS_LOGGER = "ray.data._internal.progress"
 
 
 def drop_token_enabled_note(record: logging.LogRecord) -> bool:
@@ -30,15 +32,23 @@ def drop_token_enabled_note(record: logging.LogRecord) -> bool:
     return not record.getMessage().startswith("Token authentication is enabled")
 
 
+def drop_progress_disabled_note(record: logging.LogRecord) -> bool:
+    """False for Ray Data's "Progress bars disabled" warning (sleuth's own choice off a terminal); True otherwise."""
+    return not record.getMessage().startswith("Progress bars disabled")
+
+
 def quiet_ray_logs() -> None:
-    """Ray and Ray Data log every execution plan at INFO: keep warnings and errors only; and drop the warning that
-    the secure default (token authentication) is on, printed on every local start. The warning that it is off is
+    """Ray and Ray Data log every execution plan at INFO: keep warnings and errors only; drop the warning that the
+    secure default (token authentication) is on, printed on every local start, and Ray Data's that its progress
+    bars are off, which sleuth asks for where it shows no progress. The warning that authentication is off is
     kept."""
     for name in ("ray", "ray.data", "ray.serve"):
         logging.getLogger(name).setLevel(logging.WARNING)
-    token_logger = logging.getLogger(RAY_TOKEN_LOGGER)
-    if drop_token_enabled_note not in token_logger.filters:
-        token_logger.addFilter(drop_token_enabled_note)
+    for name, note in ((RAY_TOKEN_LOGGER, drop_token_enabled_note),
+                       (RAY_DATA_PROGRESS_LOGGER, drop_progress_disabled_note)):
+        logger = logging.getLogger(name)
+        if note not in logger.filters:
+            logger.addFilter(note)
 
 
 #: the start of an HTTP/2 connection (RFC 9113 3.4: the preface, then an empty SETTINGS frame)
