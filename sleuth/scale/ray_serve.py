@@ -10,6 +10,8 @@ routes, limits, errors). On a cluster, the index folders must be readable at the
 from __future__ import annotations
 
 import argparse
+import os
+import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -111,8 +113,53 @@ def start(settings: ServeSettings, replicas: int = 2, replica_cpus: float = 0.5,
 
     settings.check()  # here, not in every replica
     quiet_ray_logs()
+    check_room(replicas, replica_cpus)
     serve.start(http_options={"host": host, "port": port})
     serve.run(deployment(settings, replicas, replica_cpus), name=APP_NAME, route_prefix="/", blocking=False)
+
+
+def check_room(replicas: int, replica_cpus: float) -> None:
+    """A ConfigError when the connected Ray cannot hold ``replicas`` of ``replica_cpus`` CPUs at once (before: Ray
+    Serve waited for ever for the replicas it had no room for)."""
+    import ray
+
+    total = float(ray.cluster_resources().get("CPU", 0.0))
+    if replicas * replica_cpus > total + 1e-9:
+        raise ConfigError(f"--replicas {replicas} x --replica-cpus {replica_cpus:g} = {replicas * replica_cpus:g} "
+                          f"CPUs, and the Ray cluster has {total:g}: give fewer replicas or --replica-cpus "
+                          f"{total / replicas:.2g}")
+
+
+def check_port_free(host: str, port: int) -> None:
+    """A ConfigError when ``host:port`` is taken here (before: Ray Serve's proxy failed to bind, in its own logs)."""
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        why = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise ConfigError(f"--host {host} --port {port}: cannot listen there ({why}); give another "
+                          "--port") from None
+
+
+def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type: ``kind`` of a value above 0 (argparse says which option, and exits 2, otherwise)."""
+
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be above 0, got {text}")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 1..65535."""
+    port = int(text)
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a port, 1..65535, got {text}")
+    return port
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -121,20 +168,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--index", action="append", default=[], help="index folder to serve (repeatable)")
     parser.add_argument("--pipeline", action="append", default=[], help="pipeline to serve (without --index)")
     parser.add_argument("--corpus", default=None, help="corpus of --pipeline (default: the bundled SciFact)")
-    parser.add_argument("--replicas", type=int, default=2)
-    parser.add_argument("--replica-cpus", type=float, default=0.5)
+    parser.add_argument("--replicas", type=positive(int), default=2)
+    parser.add_argument("--replica-cpus", type=positive(float), default=0.5)
     parser.add_argument("--ray-address", default="local", help="local, auto or HOST:PORT")
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-k", type=int, default=1000)
+    parser.add_argument("--port", type=port_number, default=8000)
+    parser.add_argument("--max-k", type=int, default=1000)  # ServeSettings.check says what is wrong with it
     args = parser.parse_args(argv)
     settings = ServeSettings(index=[str(Path(p).resolve()) for p in args.index], pipelines=args.pipeline,
                              corpus=args.corpus, max_k=args.max_k)
-    try:
+    try:  # before: a traceback (from every replica, after Ray had started, for a bad index or pipeline)
         settings.check()
-    except SleuthError as exc:  # before: a traceback from every replica, after Ray had started
+        check_port_free(args.host, args.port)
+        serve_until_stopped(settings, args)
+    except SleuthError as exc:
         print(f"error: {' '.join(str(exc).split())}", file=sys.stderr)
         sys.exit(2)
+
+
+def serve_until_stopped(settings: ServeSettings, args: argparse.Namespace) -> None:
+    """Deploy on the Ray of ``args.ray_address``, print the address, serve until Ctrl-C, then shut Serve down."""
     with ray_session(args.ray_address):
         from ray import serve
 

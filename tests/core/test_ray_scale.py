@@ -124,6 +124,10 @@ def test_ray_serve_replica_answers_like_the_sharded_index(local_ray, tmp_path, s
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     query = "vitamin d deficiency and tuberculosis"
+    from sleuth.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"^--replicas 5 x --replica-cpus 1 = 5 CPUs, and the Ray cluster has 2"):
+        start(ServeSettings(index=[str(tmp_path / "bm25")]), replicas=5, replica_cpus=1, port=port)  # before: waited
     try:
         start(ServeSettings(index=[str(tmp_path / "bm25")]), replicas=1, replica_cpus=0.5, port=port)
         url = f"http://127.0.0.1:{port}/search?" + urllib.parse.urlencode({"query": query, "k": 5})

@@ -159,3 +159,28 @@ def test_ray_serve_refuses_a_folder_that_is_no_index_before_starting_ray(tmp_pat
             main(args)
         assert exit_info.value.code == 2
         assert capsys.readouterr().err.strip().startswith(message)
+
+
+def test_ray_serve_says_a_bad_option_or_address_in_one_line(tmp_path, capsys, scifact_passages):
+    """Before: a Ray address nothing answers at, --replicas 0, a negative --replica-cpus or a port in use ended in a
+    traceback (Ray's ValueError, or the proxy failing to bind in Ray's own logs)."""
+    import socket
+
+    from sleuth.index.bm25 import BM25Index
+    from sleuth.scale.ray_serve import main
+
+    BM25Index.build(scifact_passages[:50], tmp_path / "bm25", show_progress=False)
+    with socket.create_server(("127.0.0.1", 0)) as free:
+        free_port = str(free.getsockname()[1])
+    index = ["--index", str(tmp_path / "bm25"), "--port", free_port]  # a later --port replaces it
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        for args, message in ((["--ray-address", "127.0.0.1:1"], "error: Ray address '127.0.0.1:1': nothing answers"),
+                              (["--replicas", "0"], "argument --replicas: must be above 0, got 0"),
+                              (["--replica-cpus", "-1"], "argument --replica-cpus: must be above 0, got -1"),
+                              (["--port", "70000"], "argument --port: must be a port, 1..65535, got 70000"),
+                              (["--port", port], f"error: --host 127.0.0.1 --port {port}: cannot listen there")):
+            with pytest.raises(SystemExit) as exit_info:
+                main(index + args)
+            err = capsys.readouterr().err
+            assert exit_info.value.code == 2 and message in err.strip().splitlines()[-1] and "Traceback" not in err
