@@ -299,3 +299,18 @@ def test_answer_accuracy_reads_an_evidence_path_as_its_passages(hotpot):
     phrase = next(" ".join(words[i:i + 4]) for i in range(len(words)) if " ".join(words[i:i + 4]) not in first.text)
     ranks = answer_hits(run, None, {questions[0].id: [phrase], questions[1].id: ["no such answer anywhere zq"]})
     assert ranks == {questions[0].id: 1, questions[1].id: None}
+
+
+def test_the_builtin_passages_pipeline_is_the_chain_then_path_passages(hotpot):
+    """`cos-hotpotqa-passages`: measuring a chain with paragraph qrels needed a YAML of one's own (README); the
+    built-in runs `cos-hotpotqa`'s chain exactly, then `path_passages`."""
+    chain = validate_pipeline("cos-hotpotqa")["stages"]
+    passages = validate_pipeline("cos-hotpotqa-passages")["stages"]
+    assert passages == [*chain, {"path_passages": {}}]
+    questions, workspace, folder = hotpot
+    small = {"cos_chain": LIMITS}  # the shipped model, at small limits
+    paths = load_pipeline("cos-hotpotqa", workspace, stage_keys=small)(questions)
+    ranked = load_pipeline("cos-hotpotqa-passages", workspace, stage_keys=small)(questions)
+    for query in questions:
+        assert [h.id for h in ranked[query.id]] == list(dict.fromkeys(
+            part.id for hit in paths[query.id] for part in hit.extras["path"]))
