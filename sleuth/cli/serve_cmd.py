@@ -145,15 +145,22 @@ def serve(
     loopback = loopback_hosts(port) if host in LOOPBACK_ADDRESSES else []
     hosts = [*loopback, *allowed_host] if allowed_host else (loopback or None)
 
-    def load() -> dict:
-        """The served stages, loaded from the index folders or pipeline configs (again on each reload), each with
-        a ``description`` for ``GET /pipelines`` and the web page; of pipelines, all but the first are lazy."""
+    def index_stage(name: str, path: Path) -> Stage:
+        stage = stage_for_index(path, max_k, device)
+        manifest = read_manifest(current_generation(path), verify=False)  # stage_for_index verified it
+        stage.description = f"{manifest.kind} index {name} ({manifest.count:,} passages)"
+        return stage
+
+    def load(lazy: bool = False) -> dict:
+        """The served stages, loaded from the index folders or pipeline configs, each with a ``description`` for
+        ``GET /pipelines`` and the web page; of pipelines, all but the first are lazy. On a reload (``lazy``) index
+        folders are lazy too, so that one updated folder loads only itself (the service keeps the others)."""
+        from sleuth.service.lazy import LazyStage
+
         stages: dict[str, Stage] = {}
         for name, path in names.items():
-            stage = stage_for_index(path, max_k, device)
-            manifest = read_manifest(current_generation(path), verify=False)  # stage_for_index verified it
-            stage.description = f"{manifest.kind} index {name} ({manifest.count:,} passages)"
-            stages[name] = stage
+            stages[name] = LazyStage(name, functools.partial(index_stage, name, path)) if lazy else \
+                index_stage(name, path)
         if not index:
             ws = workspace(source, device)
             stages = pipeline_stages(served, ws, keys)
@@ -173,7 +180,8 @@ def serve(
     with shard_session(ray_address, actor_cpus):
         stages = load()
         watch = DefaultWatch(stages)  # before the app starts the builds
-        app = create_app(stages, query_log=query_log, limits=limits, api_key=api_key, loader=load,
+        app = create_app(stages, query_log=query_log, limits=limits, api_key=api_key,
+                         loader=functools.partial(load, lazy=True),
                          index_dirs=names, allowed_hosts=hosts)
         admin = "admin enabled" if api_key else "admin disabled"
         where = f", shards on Ray ({ray_address})" if ray_address else ""

@@ -21,8 +21,9 @@ def bm25_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, par
     if index is not None:
         from sleuth.index.sharded import load_bm25
 
-        return BM25Retrieve(load_bm25(index), k=k, name=name)
-    return BM25Retrieve(ws.bm25(params, analyzer), k=k, name=name)
+        return BM25Retrieve(load_bm25(index), k=k, name=name, folder=index)
+    loaded = ws.bm25(params, analyzer)
+    return BM25Retrieve(loaded, k=k, name=name, folder=ws.index_dir(ws.bm25_key(params, analyzer)))
 
 
 def dense_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, encoder: str | None = None,
@@ -39,11 +40,12 @@ def dense_retrieve(ws: Workspace, k: int, *, index: str | Path | None = None, en
             raise ConfigError(f"dense: index {index} holds vectors of encoder '{own}', which encodes its queries; "
                               f"encoder '{encoder}' cannot search it (leave encoder out with index:, or build an "
                               "index with that encoder)")
-        stage = DenseRetrieve(loaded, k=k, name=name, device=ws.device)
+        stage = DenseRetrieve(loaded, k=k, name=name, device=ws.device, folder=index)
     else:
         encoder = encoder or DEFAULT_ENCODER
         loaded = ws.dense(encoder, search.factory)
-        stage = DenseRetrieve(loaded, encoder=ws.encoder(encoder), k=k, name=name)
+        stage = DenseRetrieve(loaded, encoder=ws.encoder(encoder), k=k, name=name,
+                              folder=ws.index_dir(ws.dense_key(encoder, search.factory)))
     set_search_params(loaded, search)
     return stage
 

@@ -1,5 +1,6 @@
 """Document updates through the service: add documents to, or delete ids from, a served index folder; a new
-generation is written, then the pipelines are reloaded and swapped in whole (searches see before or after)."""
+generation is written, then the pipelines that read that folder are reloaded and swapped in (searches see before or
+after; the others keep serving as they are)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,8 @@ class DocumentUpdates:
 
     def update(self, index: Any, documents: Any = None, ids: Any = None) -> dict[str, Any]:
         """Add ``documents`` (``[{id, title?, text}]``) to, or delete ``ids`` from, the index served as ``index``
-        (default: the only one): ``{"index", "added"|"deleted", "count"}``."""
+        (default: the only one): ``{"index", "added"|"deleted", "count", "reloaded"}`` (the pipelines reloaded: those
+        that read its folder)."""
         from sleuth.index.as_built import CorpusReading, split_as_built
         from sleuth.index.updates import add_documents, delete_documents, passages_from_records
 
@@ -59,7 +61,7 @@ class DocumentUpdates:
             except SleuthError as exc:  # named by the index's served name: the server's folders are not the client's
                 raise RequestError(without_folder(str(exc), folder, index), getattr(exc, "status", 400)) from None
             try:
-                self.served.reload()
+                reloaded = self.served.reload(folder)["reloaded"]
             except SleuthError as exc:  # before: a 400 naming another index's folder, for a write that was committed
                 message = str(exc)
                 for name, other in self.index_dirs.items():
@@ -68,8 +70,9 @@ class DocumentUpdates:
                                    f"'{index}', but reloading the served indexes failed ({message}); it is served "
                                    "once POST /admin/reload succeeds", 500) from None
         if documents is not None:
-            return {"index": index, "added": len(items), "count": manifest.count}
-        return {"index": index, "deleted": len(dict.fromkeys(ids)), "count": manifest.count}  # [a, a] deletes one
+            return {"index": index, "added": len(items), "count": manifest.count, "reloaded": reloaded}
+        return {"index": index, "deleted": len(dict.fromkeys(ids)), "count": manifest.count,  # [a, a] deletes one
+                "reloaded": reloaded}
 
 
 def without_folder(message: str, folder: Path, name: str) -> str:

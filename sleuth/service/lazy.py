@@ -88,7 +88,7 @@ class LazyStage(Stage):
         start = time.perf_counter()
         try:
             stage = self._build()
-            stage.description = self.description or stage.description
+            self.description = stage.description = self.description or stage.description  # either one's, in both
             self._stage, self._state = stage, READY
         except Exception as exc:  # any failure of a build is the pipeline's status, not the server's end
             self._error, self._state = one_line(exc), FAILED

@@ -1,5 +1,6 @@
-"""The served pipelines: looked up by name, listed with their status, and reloaded and swapped in whole. Pipelines
-given as :class:`~sleuth.service.lazy.LazyStage` are built in the background (:mod:`sleuth.service.lazy`)."""
+"""The served pipelines: looked up by name, listed with their status, and reloaded and swapped in whole (after an
+update of one index folder, only those that read it: :func:`index_folders`). Pipelines given as
+:class:`~sleuth.service.lazy.LazyStage` are built in the background (:mod:`sleuth.service.lazy`)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 from sleuth.errors import ConfigError
 from sleuth.service.lazy import BackgroundBuilds, LazyStage, built, status_of
 from sleuth.service.limits import RequestError, safe_name
-from sleuth.stages.base import Stage
+from sleuth.stages.base import Cutoff, Sequential, Stage
 
 
 @dataclass(frozen=True)
@@ -63,24 +64,69 @@ class ServedPipelines:
         """Whether the default pipeline is built (others may still be building)."""
         return status_of(self.current.pipelines[self.current.default]) == "ready"
 
-    def reload(self) -> dict[str, Any]:
-        """Load the pipelines again through ``loader`` and swap them in whole. Lazy pipelines that were ready are
-        built again before the swap (a failure keeps the current ones); the others build in the background."""
+    def reload(self, folder: str | Path | None = None) -> dict[str, Any]:
+        """Load the pipelines again through ``loader`` and swap them in whole; after an update of ``folder``, only
+        those that read it (or whose folders cannot be told) are taken anew, the others kept as they are, never
+        rebuilt. Lazy pipelines that were ready are built again before the swap (a failure keeps the current ones);
+        the others build in the background. ``{"reloaded": [the names taken anew]}``."""
         if self.loader is None:
             raise RequestError("this service has no pipeline configs to reload from", 409)
         with self._reload_lock:
-            pipelines = dict(self.loader())
-            if not pipelines:
+            fresh = dict(self.loader())
+            if not fresh:
                 raise ConfigError("reloading gave no pipelines; keeping the current ones")
-            was_ready = {name for name, stage in self.current.pipelines.items() if status_of(stage) == "ready"}
+            current = self.current.pipelines
+            kept = set() if folder is None else {name for name, stage in current.items()
+                                                 if name in fresh and not reads(stage, Path(folder))}
+            pipelines = {name: current[name] if name in kept else stage for name, stage in fresh.items()}
+            was_ready = {name for name, stage in current.items() if status_of(stage) == "ready"}
             for name, stage in pipelines.items():
-                if isinstance(stage, LazyStage) and name in was_ready:
+                if isinstance(stage, LazyStage) and name in was_ready and name not in kept:
                     stage.build()
                     if not stage.ready:
                         raise ConfigError(f"reloading pipeline '{name}': {stage.status}; keeping the current ones")
             self.current = Snapshot(pipelines)
             self.builds = BackgroundBuilds(pipelines.values(), previous=self.builds)
-        return {"reloaded": list(pipelines)}
+        return {"reloaded": [name for name in pipelines if name not in kept]}
+
+
+def index_folders(stage: Stage) -> set[Path] | None:
+    """The index folders ``stage`` has read (its BM25 and dense retrievers', of a workspace its cached indexes), or
+    None where that cannot be told (a system's own stage, a retriever over an index of unknown origin, a lazy
+    pipeline being built or failed); a lazy pipeline not started has read none (it reads them as they are when
+    built)."""
+    from sleuth.stages.fusion import Fuse  # here: the service imports no index library before it serves one
+    from sleuth.stages.max_passage import MaxPassage
+    from sleuth.stages.paths import PathPassages
+    from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
+    from sleuth.stages.run_file import RunFile
+
+    if isinstance(stage, LazyStage):
+        return index_folders(stage.built()) if stage.ready else set() if stage.pending else None
+    if type(stage) in (BM25Retrieve, DenseRetrieve):  # not a subclass: a system's may read more
+        folder = getattr(stage, "folder", None)
+        return {folder} if folder is not None else None
+    if type(stage) in (Cutoff, RunFile, MaxPassage, PathPassages):
+        return set()
+    if type(stage) is Sequential:
+        parts = stage.stages
+    elif type(stage) is Fuse:
+        parts = stage.branches
+    else:
+        return None
+    found: set[Path] = set()
+    for part in parts:
+        folders = index_folders(part)
+        if folders is None:
+            return None
+        found |= folders
+    return found
+
+
+def reads(stage: Stage, folder: Path) -> bool:
+    """Whether ``stage`` reads the index ``folder`` (True where that cannot be told)."""
+    folders = index_folders(stage)
+    return folders is None or os.path.realpath(folder) in {os.path.realpath(path) for path in folders}
 
 
 def check_index_names(folders: list[Path]) -> dict[str, Path]:

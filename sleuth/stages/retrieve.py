@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
@@ -17,10 +18,13 @@ from sleuth.stages.run import Run
 
 
 class BM25Retrieve(Stage):
-    """Top-k BM25 over a BM25Index; when given candidates, scores only those (documents with no match omitted)."""
+    """Top-k BM25 over a BM25Index; when given candidates, scores only those (documents with no match omitted).
+    ``folder`` is the index folder it was loaded from (None: not known), which a service reloads it for."""
 
-    def __init__(self, index: BM25Index | ShardedBM25Index, k: int = 1000, name: str = "bm25"):
+    def __init__(self, index: BM25Index | ShardedBM25Index, k: int = 1000, name: str = "bm25",
+                 folder: str | Path | None = None):
         self.index, self.k, self.name = index, k, name
+        self.folder = Path(folder) if folder is not None else None
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         if candidates is not None:
@@ -35,11 +39,13 @@ class BM25Retrieve(Stage):
 
 
 class DenseRetrieve(Stage):
-    """Top-k inner-product search with the index's own encoder (or a given one of the same dimension)."""
+    """Top-k inner-product search with the index's own encoder (or a given one of the same dimension); ``folder``
+    as :class:`BM25Retrieve`'s."""
 
     def __init__(self, index: DenseIndex | ShardedDenseIndex, encoder: Encoder | None = None, k: int = 1000,
-                 name: str = "dense", device: str = "cpu"):
+                 name: str = "dense", device: str = "cpu", folder: str | Path | None = None):
         self.index, self.k, self.name = index, k, name
+        self.folder = Path(folder) if folder is not None else None
         self.encoder = encoder or encoder_from_spec(index.encoder_spec, device=device)
         if self.encoder.dim != index.dim:
             raise ConfigError(f"dense: encoder '{self.encoder.name}' gives {self.encoder.dim}-d vectors, "

@@ -352,7 +352,8 @@ def test_admin_documents_need_the_key_and_swap_the_index(served, scifact_passage
     assert first(new.title) != new.id and len(BM25Index.load(target)) == 200
 
     added = client.post("/admin/documents", json={"documents": [document]}, headers={"X-API-Key": KEY})
-    assert added.status_code == 200 and added.json() == {"index": "scifact", "added": 1, "count": 201}
+    assert added.status_code == 200 and added.json() == {"index": "scifact", "added": 1, "count": 201,
+                                                    "reloaded": ["scifact"]}
     assert first(new.title) == new.id
     again = client.post("/admin/documents", json={"documents": [document]}, headers={"X-API-Key": KEY})
     # the served index's name, not its folder (before: the server's path, which is none of a client's business)
@@ -380,8 +381,9 @@ def test_admin_documents_disabled_without_a_key(tmp_path, scifact_passages):
 
 
 def test_an_add_committed_while_another_index_cannot_reload_says_so(tmp_path, scifact_passages):
-    """The reload after an admin add covers every served index: with another one damaged, the committed add was
-    answered 400 naming that index's folder on the server, and its retry refused as a duplicate."""
+    """The reload after an admin add takes what the loader gives, here every served index (eagerly loaded): with
+    another one damaged, the committed add was answered 400 naming that index's folder on the server, and its retry
+    refused as a duplicate."""
     team, scratch = tmp_path / "team", tmp_path / "scratch"
     BM25Index.build(scifact_passages[:40], team, show_progress=False)
     BM25Index.build(scifact_passages[40:80], scratch, show_progress=False)

@@ -112,7 +112,7 @@ def test_admin_updates_past_the_time_limit_are_answered_as_committed(tmp_path, s
     with TestClient(app) as client:
         response = client.post("/admin/documents", json={"documents": added}, headers={"X-API-Key": "k3y"})
         assert response.status_code == 200, response.text
-        assert response.json() == {"index": "scifact", "added": 5, "count": 105}
+        assert response.json() == {"index": "scifact", "added": 5, "count": 105, "reloaded": ["scifact"]}
         retry = client.post("/admin/documents", json={"documents": added}, headers={"X-API-Key": "k3y"})
         assert retry.status_code == 400 and "new0" in retry.json()["error"]  # the first was committed
         deleted = client.request("DELETE", "/admin/documents", json={"ids": ["new0"]}, headers={"X-API-Key": "k3y"})
@@ -120,7 +120,7 @@ def test_admin_updates_past_the_time_limit_are_answered_as_committed(tmp_path, s
         # an id given twice is deleted once, and answered so (before: "deleted": 2 with the count down by one)
         twice = client.request("DELETE", "/admin/documents", json={"ids": ["new1", "new1"]},
                                headers={"X-API-Key": "k3y"})
-        assert twice.json() == {"index": "scifact", "deleted": 1, "count": 103}
+        assert twice.json() == {"index": "scifact", "deleted": 1, "count": 103, "reloaded": ["scifact"]}
 
 
 def test_a_client_sending_its_headers_byte_by_byte_is_dropped(bm25):
