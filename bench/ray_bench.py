@@ -69,7 +69,7 @@ def bench_encoding(texts: list[str], args: argparse.Namespace) -> tuple[dict[str
     encoder_facts("minilm", "cpu", "{}")  # the driver's one-off probe, outside the timed region
     quiet_ray_logs()
     start = time.perf_counter()
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024, log_to_driver=False,
              logging_level=logging.WARNING)
     init_s = time.perf_counter() - start
     try:
@@ -133,7 +133,7 @@ def bench_serving(index_dir: Path, queries: list[str], args: argparse.Namespace)
         return time.perf_counter() - started
 
     results = {}
-    ray.init(num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024, log_to_driver=False,
              logging_level=logging.WARNING)
     quiet_ray_logs()
     try:

@@ -96,7 +96,9 @@ def ray_session(address: str = "local", num_cpus: int = 2, object_store_mb: int 
         return
     options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
     if address == "local":
-        ray.init(num_cpus=num_cpus, object_store_memory=object_store_mb * 1024 * 1024, **options)
+        # address "local": a new local Ray even where one runs already (before: ray.init() joined the cluster
+        # /tmp/ray/ray_current_cluster or RAY_ADDRESS names, and failed: num_cpus must not be given to join one)
+        ray.init(address="local", num_cpus=num_cpus, object_store_memory=object_store_mb * 1024 * 1024, **options)
     else:
         check_reachable(address)
         try:

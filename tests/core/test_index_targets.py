@@ -9,8 +9,6 @@ import socket
 import subprocess
 import sys
 
-import pytest
-
 from sleuth.corpus.model import Passage
 from sleuth.index.bm25 import BM25Index
 from tests.cli_support import one_line_error
@@ -117,14 +115,3 @@ def test_index_mixes_in_distractors_as_eval_and_retrieve_do(sleuth, tmp_path, da
     one_line_error(sleuth("index", corpus, "--distractors", tmp_path / "missing.jsonl", "--kind", "bm25"),
                    "distractor corpus not found")
 
-
-@pytest.mark.slow
-def test_a_ray_build_that_reads_on_ray_data_prints_only_its_summary(sleuth_process, tmp_path, scifact_jsonl):
-    """Off a terminal sleuth turns Ray Data's progress bars off, and Ray Data said so in a WARNING line on every
-    build ("Progress bars disabled. To enable, set ...")."""
-    pytest.importorskip("ray", reason="ray is not installed (pip install 'sleuth[ray]')")
-    result = sleuth_process("index", scifact_jsonl, "--kind", "bm25", "--shards", 2, "--ray-address", "local",
-                            "--out", tmp_path / "sharded", env={"SLEUTH_HOME": str(tmp_path / "home")})
-    assert result.returncode == 0, result.stderr
-    assert "in 2 shards" in result.stdout + result.stderr and "built on Ray (local)" in result.stdout + result.stderr
-    assert "WARNING" not in result.stderr and "Progress bars" not in result.stderr, result.stderr

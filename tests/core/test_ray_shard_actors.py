@@ -322,3 +322,16 @@ def test_a_corrupt_shard_is_one_line_naming_it_not_a_restart_storm(two_nodes, tm
     time.sleep(1)  # what Ray would print of the actor's failures reaches the driver's output within this
     printed = capfd.readouterr()
     assert "Traceback" not in printed.err + printed.out and "retries remaining" not in printed.err + printed.out
+
+
+def test_a_cli_ray_build_beside_a_running_cluster_starts_its_own_and_prints_its_summary(two_nodes, sleuth_process,
+                                                                                      tmp_path, scifact_jsonl):
+    """`--ray-address local` beside a running Ray (this module's two-node cluster): before, ray.init() joined the
+    cluster /tmp/ray/ray_current_cluster names and failed ("When connecting to an existing cluster, num_cpus and
+    num_gpus must not be provided"). And off a terminal sleuth turns Ray Data's progress bars off, which Ray Data said
+    in a WARNING line on every build ("Progress bars disabled. To enable, set ...")."""
+    result = sleuth_process("index", scifact_jsonl, "--kind", "bm25", "--shards", 2, "--ray-address", "local",
+                            "--out", tmp_path / "sharded", env={"SLEUTH_HOME": str(tmp_path / "home")})
+    assert result.returncode == 0, result.stderr
+    assert "in 2 shards" in result.stdout + result.stderr and "built on Ray (local)" in result.stdout + result.stderr
+    assert "WARNING" not in result.stderr and "Progress bars" not in result.stderr, result.stderr
