@@ -16,6 +16,14 @@ import pytest
 STARTUP_SECONDS = 120
 
 
+def wait_for(condition, seconds: float = 60.0) -> None:
+    """Poll ``condition`` every 50 ms until it holds; an assertion error after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that is free right now."""
     with socket.socket() as sock:

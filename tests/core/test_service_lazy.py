@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 import threading
-import time
 
 import httpx
 import pytest
@@ -18,7 +17,7 @@ from sleuth.pipelines.config import load_pipeline
 from sleuth.pipelines.workspace import CorpusSource, Workspace
 from sleuth.service.app import create_app
 from sleuth.service.lazy import LazyStage
-from tests.server_process import free_port
+from tests.server_process import free_port, wait_for
 
 #: a pipeline whose build fails: a dense stage with an ONNX encoder file that is not there
 BROKEN = """name: broken
@@ -47,13 +46,6 @@ def gated_build(ws: Workspace, gate: threading.Event, built: list[str], name: st
         return load_pipeline("bm25", ws)
 
     return build
-
-
-def wait_for(condition, seconds: float = 30.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_pipeline_being_built_answers_503_while_another_answers(workspace, scifact_rows):

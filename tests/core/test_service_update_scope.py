@@ -8,7 +8,6 @@ from __future__ import annotations
 import collections
 import json
 import threading
-import time
 
 import httpx
 import pytest
@@ -22,16 +21,9 @@ from sleuth.pipelines.workspace import CorpusSource, Workspace
 from sleuth.service.app import create_app
 from sleuth.service.lazy import LazyStage
 from sleuth.stages.retrieve import BM25Retrieve
-from tests.server_process import sleuth_server
+from tests.server_process import sleuth_server, wait_for
 
 KEY = "scope-key-7c2e"
-
-
-def wait_for(condition, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
 
 
 def test_an_update_rebuilds_only_the_pipelines_that_read_its_folder(tmp_path, scifact_passages):
