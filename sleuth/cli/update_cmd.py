@@ -61,8 +61,9 @@ def update(
         done = f"deleted {len(ids):,}"
     console.print(f"[green]{manifest.kind}[/green] index at {index}: {done}, now {manifest.count:,} passages "
                   f"({time.perf_counter() - start:.1f} s)")
-    console.print("note: a sleuth serve already serving this folder shows the change after POST /admin/reload or a "
-                  "restart (admin updates, POST /admin/documents, show at once)", highlight=False, soft_wrap=True)
+    console.print(f"note: a sleuth serve already serving this folder shows the change after POST /admin/reload "
+                  f"(with {{\"index\": \"{Path(index).name}\"}}: only the pipelines that read it) or a restart "
+                  "(admin updates, POST /admin/documents, show at once)", highlight=False, soft_wrap=True)
 
 
 def ids_to_delete(option: str) -> list[str]:

@@ -22,6 +22,16 @@ class DocumentUpdates:
         self.served, self.limits = served, limits
         self._lock = threading.Lock()
 
+    def folder_of(self, index: Any) -> Path:
+        """The folder of the index folder served as ``index`` (a 409 where none is served, a 400 for an unknown
+        name)."""
+        if not self.index_dirs:
+            raise RequestError("this service serves no updatable index folders", 409)
+        index = safe_name(index, "index")
+        if index not in self.index_dirs:
+            raise RequestError(f"unknown index '{index}' (updatable: {', '.join(self.index_dirs)})")
+        return self.index_dirs[index]
+
     def update(self, index: Any, documents: Any = None, ids: Any = None) -> dict[str, Any]:
         """Add ``documents`` (``[{id, title?, text}]``) to, or delete ``ids`` from, the index served as ``index``
         (default: the only one): ``{"index", "added"|"deleted", "count", "reloaded"}`` (the pipelines reloaded: those
@@ -37,9 +47,8 @@ class DocumentUpdates:
             if len(self.index_dirs) > 1:
                 raise RequestError(f"give 'index' (updatable: {', '.join(self.index_dirs)})")
             index = next(iter(self.index_dirs))
+        folder = self.folder_of(index)
         index = safe_name(index, "index")
-        if index not in self.index_dirs:
-            raise RequestError(f"unknown index '{index}' (updatable: {', '.join(self.index_dirs)})")
         limit = self.limits.max_batch * 16
         items = documents if documents is not None else ids
         if not isinstance(items, list) or not items:
@@ -47,7 +56,6 @@ class DocumentUpdates:
         if len(items) > limit:  # a count, as the batch limit's: 400 (before: 413, the status of a body too large)
             raise RequestError(f"at most {limit} documents or ids per request (16 x --max-batch), got "
                                f"{len(items)}: send them in several requests")
-        folder = self.index_dirs[index]
         with self._lock:
             try:
                 if documents is not None:

@@ -155,3 +155,33 @@ def test_serve_loads_only_the_updated_folder_again(tmp_path, scifact_passages, m
         everything = httpx.post(url + "/admin/reload", headers={"X-API-Key": KEY}, timeout=60)
         assert everything.status_code == 400 and "reloading pipeline 'scratch'" in everything.json()["error"]
         assert top("scratch", other.title) == other.id  # the current ones kept
+
+
+def test_a_reload_after_sleuth_update_can_name_the_index(tmp_path, scifact_passages):
+    """`sleuth update` of a served folder (another process) showed after POST /admin/reload, which reloaded every
+    pipeline; `{"index": name}` reloads only those that read that folder."""
+    from sleuth.index.updates import add_documents
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    BM25Index.build(scifact_passages[:80], first, show_progress=False)
+    BM25Index.build(scifact_passages[80:160], second, show_progress=False)
+
+    def load():
+        return {"first": stage_for_index(first, 50, "cpu"), "second": stage_for_index(second, 50, "cpu")}
+
+    app = create_app(load(), api_key=KEY, loader=load, index_dirs={"first": first, "second": second}, extensions=[])
+    new = scifact_passages[250]
+    add_documents(first, [new])  # as `sleuth update --add` does, outside the service
+    with TestClient(app) as client:
+        before = dict(app.state.service.pipelines)
+        header = {"X-API-Key": KEY}
+        assert client.post("/admin/reload", json={"index": "first"}, headers=header).json() == {"reloaded": ["first"]}
+        after = app.state.service.pipelines
+        assert after["second"] is before["second"] and after["first"] is not before["first"]
+        answer = client.post("/search", json={"query": new.title, "pipeline": "first", "k": 1}).json()
+        assert answer["hits"] and answer["hits"][0]["id"] == new.id, answer
+        for body, status, message in (({"index": "third"}, 400, "unknown index 'third' (updatable: first, second)"),
+                                      ({"force": True}, 400, "force")):
+            answer = client.post("/admin/reload", json=body, headers=header)
+            assert answer.status_code == status and message in answer.json()["error"], answer.text
+        assert client.post("/admin/reload", headers=header).json() == {"reloaded": ["first", "second"]}

@@ -25,9 +25,15 @@ def checked(request: Request, key: str | None):
 
 
 @router.post("/reload")
-def reload(request: Request, x_api_key: str | None = Header(None, alias=HEADER)) -> dict[str, Any]:
-    """Reload the pipelines from their configs (needs the API key)."""
-    return checked(request, x_api_key).served.reload()
+def reload(request: Request, body: Any = Body(None),
+           x_api_key: str | None = Header(None, alias=HEADER)) -> dict[str, Any]:
+    """Reload the pipelines from their configs (needs the API key): all of them, or with ``{"index": name}`` only
+    those that read that served index folder (after `sleuth update` of it): ``{"reloaded": [names]}``."""
+    service = checked(request, x_api_key)
+    body = check_fields(body, {"index"}) if body is not None else {}
+    if body.get("index") is None:
+        return service.served.reload()
+    return service.served.reload(service.documents.folder_of(body["index"]))
 
 
 @router.post("/documents")
