@@ -97,13 +97,9 @@ def check_ray_shards(shards: int, actor_cpus: float) -> None:
     """In a Ray session: as many shard writers of ``actor_cpus`` CPUs each (one per shard, built at once) as the
     cluster can hold, else a ConfigError (before: more writers than the cluster's CPUs waited for ever, without a
     word; and one shard, refused before the session, was a Ray Data traceback)."""
-    import ray
+    from sleuth.scale.session import check_cluster_cpus
 
-    total = float(ray.cluster_resources().get("CPU", 0.0))
-    if shards * actor_cpus > total + 1e-9:
-        raise ConfigError(f"--shards {shards} x --actor-cpus {actor_cpus:g} = {shards * actor_cpus:g} CPUs for the "
-                          f"shard writers, built at once, and the Ray cluster has {total:g}: give fewer shards or "
-                          f"--actor-cpus {total / shards:.2g}")
+    check_cluster_cpus(shards, "--shards", actor_cpus, "--actor-cpus", " for the shard writers, built at once")
 
 
 def note_left_out(source: CorpusSource) -> None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.errors import ConfigError, SleuthError
-from sleuth.scale.session import quiet_ray_logs, ray_session, require_ray
+from sleuth.scale.session import check_cluster_cpus, quiet_ray_logs, ray_session, require_ray
 
 APP_NAME = "sleuth"
 
@@ -121,13 +121,7 @@ def start(settings: ServeSettings, replicas: int = 2, replica_cpus: float = 0.5,
 def check_room(replicas: int, replica_cpus: float) -> None:
     """A ConfigError when the connected Ray cannot hold ``replicas`` of ``replica_cpus`` CPUs at once (before: Ray
     Serve waited for ever for the replicas it had no room for)."""
-    import ray
-
-    total = float(ray.cluster_resources().get("CPU", 0.0))
-    if replicas * replica_cpus > total + 1e-9:
-        raise ConfigError(f"--replicas {replicas} x --replica-cpus {replica_cpus:g} = {replicas * replica_cpus:g} "
-                          f"CPUs, and the Ray cluster has {total:g}: give fewer replicas or --replica-cpus "
-                          f"{total / replicas:.2g}")
+    check_cluster_cpus(replicas, "--replicas", replica_cpus, "--replica-cpus")
 
 
 def check_port_free(host: str, port: int) -> None:

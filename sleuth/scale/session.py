@@ -84,6 +84,18 @@ def check_reachable(address: str, timeout: float = 5.0) -> None:
                           "Client) or use local")
 
 
+def check_cluster_cpus(count: int, count_option: str, cpus: float, cpus_option: str, purpose: str = "") -> None:
+    """In a Ray session: a ConfigError when the cluster cannot hold ``count`` actors of ``cpus`` CPUs at once (Ray
+    would wait for ever for the ones it has no room for), naming both options and what would fit."""
+    import ray
+
+    total = float(ray.cluster_resources().get("CPU", 0.0))
+    if count * cpus > total + 1e-9:
+        noun = count_option.removeprefix("--")
+        raise ConfigError(f"{count_option} {count} x {cpus_option} {cpus:g} = {count * cpus:g} CPUs{purpose}, and "
+                          f"the Ray cluster has {total:g}: give fewer {noun} or {cpus_option} {total / count:.2g}")
+
+
 @contextlib.contextmanager
 def ray_session(address: str = "local", num_cpus: int = 2, object_store_mb: int = 512) -> Iterator[Any]:
     """Yield ``ray`` connected to ``address``: ``local`` starts a bounded local Ray (``num_cpus`` CPUs, no
