@@ -15,6 +15,7 @@ import regex
 
 from sleuth.errors import ConfigError, InputError
 from sleuth.eval.measures import mean
+from sleuth.stages.paths import evidence_path
 from sleuth.stages.run import Hit, Run
 
 FLAGS = regex.IGNORECASE | regex.UNICODE | regex.MULTILINE  # as DPR compiles its tokenizer and answer patterns
@@ -74,8 +75,8 @@ def hit_text(hit: Hit, texts: Texts) -> str:
     (callable)."""
     if hit.text is not None:
         return hit.text
-    path = hit.extras.get("path")
-    if isinstance(path, list) and path and all(isinstance(part, Hit) for part in path):
+    path = evidence_path(hit)
+    if path is not None:
         return "\n".join(hit_text(part, texts) for part in path)  # before: "no text for passage 'a+b'"
     if texts is None:
         raise InputError(f"hit '{hit.id}' carries no text and no passage texts were given")

@@ -37,6 +37,7 @@ from sleuth.eval.self_hits import default_exclusion, drop_self_hits, exclusion_n
 from sleuth.eval.significance import CORRECTIONS, TESTS
 from sleuth.overwrite import check_writable
 from sleuth.stages.base import Stage, as_queries, transform_counted
+from sleuth.stages.paths import evidence_path
 from sleuth.stages.run import Run
 
 Pipelines = Mapping[str, Stage] | Sequence[tuple[str, Stage] | Stage]
@@ -422,7 +423,7 @@ def unjudged_run_note(name: str, run: Run, qrels: Qrels | None, least: int = 1) 
         return None
     first = answered[0][1][0]
     paths = " (its hits are evidence paths: add the path_passages stage to measure their passages)" \
-        if first.extras.get("path") else \
+        if evidence_path(first) else \
         " (its hits are passages of documents: add the max_passage stage to rank their documents)" \
         if any(hit.doc_id != hit.id and hit.doc_id in qrels[qid] for qid, hits in answered for hit in hits) else ""
     return (f"pipeline '{name}' retrieved no judged document for any of its {len(answered):,} judged queries (its "

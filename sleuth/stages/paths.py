@@ -11,6 +11,12 @@ from sleuth.stages.base import Stage
 from sleuth.stages.run import Hit, Run
 
 
+def evidence_path(hit: Hit) -> list[Hit] | None:
+    """The hits ``hit`` chains (``extras["path"]``: a non-empty list of hits), or None for a hit that is no path."""
+    path = hit.extras.get("path")
+    return path if isinstance(path, list) and path and all(isinstance(part, Hit) for part in path) else None
+
+
 class PathPassages(Stage):
     """Each hit that holds a path (``extras["path"]``) replaced by the path's passages in path order, every passage
     kept once, at the first (best) path that holds it, with that path's score and id (``extras["path_id"]``); a hit
@@ -24,7 +30,7 @@ class PathPassages(Stage):
             raise ConfigError(f"{self.name} reads the paths of an earlier stage's ranking; run it after one (e.g. "
                               "cos_chain)")
         hits = [hit for q in queries for hit in candidates.get(q.id, [])]
-        if hits and not any(isinstance(hit.extras.get("path"), list) for hit in hits):  # before: passed through
+        if hits and not any(evidence_path(hit) for hit in hits):  # before: passed through
             raise ConfigError(f"{self.name} got {len(hits):,} hits and no evidence path (extras['path']), e.g. "
                               f"'{hits[0].id}': a PyTerrier results frame carries no extras, so compose the chain "
                               "and path_passages in sleuth (chain >> ws.pipeline('path_passages')), then "
@@ -37,8 +43,7 @@ def path_passages(hits: Sequence[Hit]) -> list[Hit]:
     seen: set[str] = set()
     passages: list[Hit] = []
     for hit in hits:
-        path = hit.extras.get("path")
-        for part in path if isinstance(path, list) and path else [hit]:
+        for part in evidence_path(hit) or [hit]:
             if part.id not in seen:
                 seen.add(part.id)
                 passages.append(part.with_score(hit.score, path_id=hit.id) if part is not hit else hit)
