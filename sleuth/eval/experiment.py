@@ -13,7 +13,6 @@ measuring and testing (:mod:`sleuth.eval.depth`).
 
 from __future__ import annotations
 
-import math
 import re
 import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -38,7 +37,7 @@ from sleuth.eval.significance import CORRECTIONS, TESTS
 from sleuth.overwrite import check_writable
 from sleuth.stages.base import Stage, as_queries, transform_counted
 from sleuth.stages.paths import evidence_path
-from sleuth.stages.run import Run
+from sleuth.stages.run import Run, first_unscored
 
 Pipelines = Mapping[str, Stage] | Sequence[tuple[str, Stage] | Stage]
 
@@ -405,8 +404,7 @@ def refuse_unranked(name: str, run: Run) -> None:
     """A ConfigError naming the pipeline, query and document of a score that is not a finite number (before: a NaN
     left the query's order arbitrary and was measured without a word; a run file refuses one on reading)."""
     for qid, hits in run.items():
-        bad = next((hit for hit in hits if not math.isfinite(hit.score)), None)
-        if bad is not None:
+        if (bad := first_unscored(hits)) is not None:
             raise ConfigError(f"pipeline '{name}' scored document '{bad.id}' of query '{qid}' {bad.score!r}, not a "
                               "finite number: its ranking has no order to measure")
 

@@ -9,7 +9,7 @@ import numpy as np
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.stages.base import Stage, check_k, pipeline_hint
-from sleuth.stages.run import Hit, Run, gc_paused
+from sleuth.stages.run import Hit, Run, first_unscored, gc_paused
 
 
 def minmax(scores: np.ndarray) -> np.ndarray:
@@ -82,8 +82,7 @@ def refuse_unscored(rankings: Sequence[list[Hit]], names: Sequence[str], qid: st
     """A ConfigError naming the branch, query and document of a score that is not a finite number: weighted fusion
     adds scores (before: a NaN made the whole query's fused scores NaN, its ranking arbitrary, without a word)."""
     for name, hits in zip(names, rankings):
-        bad = next((hit for hit in hits if not np.isfinite(hit.score)), None)
-        if bad is not None:
+        if (bad := first_unscored(hits)) is not None:
             raise ConfigError(f"fuse: branch '{name}' scored document '{bad.id}' of query '{qid}' {bad.score!r}, not a "
                               "finite number; weighted fusion adds scores")
 

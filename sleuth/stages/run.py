@@ -47,6 +47,11 @@ class Hit:
 TEXT_COLUMNS = ("title", "text")
 
 
+def first_unscored(hits: Iterable[Hit]) -> Hit | None:
+    """The first hit whose score is not a finite number (NaN, an infinity), which no ranking can order; else None."""
+    return next((hit for hit in hits if not math.isfinite(hit.score)), None)
+
+
 def ranking_key(hit: Hit) -> tuple[float, str]:
     """The one ranking order: descending score, ties broken by id for determinism."""
     return -hit.score, hit.id
