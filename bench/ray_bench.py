@@ -69,8 +69,8 @@ def bench_encoding(texts: list[str], args: argparse.Namespace) -> tuple[dict[str
     encoder_facts("minilm", "cpu", "{}")  # the driver's one-off probe, outside the timed region
     quiet_ray_logs()
     start = time.perf_counter()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024, log_to_driver=False,
-             logging_level=logging.WARNING)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024,
+             log_to_driver=False, logging_level=logging.WARNING)
     init_s = time.perf_counter() - start
     try:
         progress(f"encode {len(texts)} passages: plain, ray x1, ray x2 (x{args.encode_repeats}, alternating)")
@@ -133,8 +133,8 @@ def bench_serving(index_dir: Path, queries: list[str], args: argparse.Namespace)
         return time.perf_counter() - started
 
     results = {}
-    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024, log_to_driver=False,
-             logging_level=logging.WARNING)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024,
+             log_to_driver=False, logging_level=logging.WARNING)
     quiet_ray_logs()
     try:
         for replicas in (1, 2):

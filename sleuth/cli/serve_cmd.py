@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 #: operations; checked by tests/core/test_newcomer_defaults.py). Only the first is built before serving; the others
 #: build in this order in the background (their indexes cached after), see :func:`pipeline_stages`.
 BUNDLED_PIPELINES = ("bm25", "dense", "hybrid", "dhr", "dhr-p", "dhr-parallel", "dhr-serial", "cos-hotpotqa",
-                     "cos-hotpotqa-passages", "cos-nq", "cos-retrieval", "quest-bm25", "quest-bm25-classify", "quest-bm25-setops",
-                     "quest-dense", "quest-dense-classify", "quest-dense-setops")
+                     "cos-hotpotqa-passages", "cos-nq", "cos-retrieval", "quest-bm25", "quest-bm25-classify",
+                     "quest-bm25-setops", "quest-dense", "quest-dense-classify", "quest-dense-setops")
 
 
 def serve(

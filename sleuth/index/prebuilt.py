@@ -85,8 +85,8 @@ def shipped_for_another(encoder: Encoder, texts: Sequence[str], directory: Path 
         found, _ = PrebuiltVectors.load(path).lookup(texts)
         if len(found) >= 0.9 * len(texts):
             return (f"encoding {len(texts):,} passages with {encoder.name}; their vectors ship for encoder "
-                    f"'{path.stem}' (sleuth index --encoder {path.stem}; in a pipeline encoder: {path.stem}, or --set dense.encoder={path.stem}), which builds this "
-                    "index in seconds")
+                    f"'{path.stem}' (sleuth index --encoder {path.stem}; in a pipeline encoder: {path.stem}, or "
+                    f"--set dense.encoder={path.stem}), which builds this index in seconds")
     return None
 
 

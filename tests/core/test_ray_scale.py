@@ -23,8 +23,8 @@ def local_ray():
     """A local Ray of 2 CPUs for this module, always shut down at the end."""
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024, log_to_driver=False,
-             logging_level=logging.WARNING)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, object_store_memory=512 * 1024 * 1024,
+             log_to_driver=False, logging_level=logging.WARNING)
     try:
         yield ray
     finally:
