@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.errors import ConfigError
+from sleuth.service.depth import depth
 from sleuth.service.lazy import BackgroundBuilds, LazyStage, built, status_of
 from sleuth.service.limits import RequestError, safe_name
 from sleuth.stages.base import Cutoff, Sequential, Stage
@@ -52,11 +53,12 @@ class ServedPipelines:
         return name, built(snapshot.pipelines[name])
 
     def describe(self) -> dict[str, Any]:
-        """The served pipelines with their descriptions and status (``ready``, ``building...``, ``failed: ...``),
-        and the default one."""
+        """The served pipelines with their descriptions, status (``ready``, ``building...``, ``failed: ...``) and
+        depth (:func:`depth_hits`), and the default one."""
         snapshot = self.current
         return {"pipelines": [{"name": name, "description": str(getattr(stage, "description", None) or ""),
-                               "status": status_of(stage)} for name, stage in snapshot.pipelines.items()],
+                               "status": status_of(stage), "depth": depth_hits(stage)}
+                              for name, stage in snapshot.pipelines.items()],
                 "default": snapshot.default}
 
     @property
@@ -140,3 +142,13 @@ def check_index_names(folders: list[Path]) -> dict[str, Path]:
                               "(indexes are served by folder name): rename one of the folders")
         seen[name] = folder
     return seen
+
+
+def depth_hits(stage: Stage) -> int | None:
+    """The most hits a served pipeline gives a query (:mod:`sleuth.service.depth`), where it can be told: None for
+    one that is not built yet or whose depth is unknown (every ``k`` up to ``--max-k`` is searched)."""
+    if isinstance(stage, LazyStage) and not stage.ready:
+        return None
+    found = depth(built(stage))
+    return None if found is None else found.hits
+

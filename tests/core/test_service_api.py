@@ -108,6 +108,8 @@ def test_k_above_a_pipelines_depth_is_a_400_naming_the_keys_that_raise_it(index_
         unasked = test_client.post("/search", json={"query": query, "pipeline": "cut"})
         assert len(unasked.json()["hits"]) == 8  # no k: 10, or the depth where smaller
         assert 7 <= len(search("fused", 12).json()["hits"]) <= 12  # the union of 5 and 7 hits
+        listed = {p["name"]: p["depth"] for p in test_client.get("/pipelines").json()["pipelines"]}
+        assert listed == {"deep": LIMITS.max_k, "shallow": 20, "cut": 8, "fused": 12, "grouped": None}  # the page's
         assert "12 hits a query (its bm25.k)" in error(search("fused", 13), 400)
         assert 1 <= len(search("grouped", 30).json()["hits"]) <= 20  # max_passage: depth not told, searched
 
@@ -322,15 +324,16 @@ def test_fuzzed_requests_never_give_500(client):
 
 
 def test_pipelines_lists_names_descriptions_and_limits(client, index_dir, scifact_passages):
-    assert client.get("/pipelines").json() == {"pipelines": [{"name": index_dir.name, "description": "", "status": "ready"}],
+    assert client.get("/pipelines").json() == {"pipelines": [{"name": index_dir.name, "description": "", "status": "ready",
+                                                                    "depth": LIMITS.max_k}],
                                                "default": index_dir.name, "max_k": LIMITS.max_k,
                                                "max_text_chars": LIMITS.max_text_chars}  # the page asks no more
     first, second = stage_for_index_from(scifact_passages[:20]), stage_for_index_from(scifact_passages[:20])
     first.description = "the first twenty abstracts"
     with TestClient(create_app({"a": first, "b": second})) as two:
         listed = two.get("/pipelines").json()
-    assert listed["pipelines"] == [{"name": "a", "description": "the first twenty abstracts", "status": "ready"},
-                                   {"name": "b", "description": "", "status": "ready"}]
+    assert listed["pipelines"] == [{"name": "a", "description": "the first twenty abstracts", "status": "ready",
+                                    "depth": 100}, {"name": "b", "description": "", "status": "ready", "depth": 100}]
     assert listed["default"] == "a" and "/pipelines" in client.get("/openapi.json").json()["paths"]
 
 

@@ -58,6 +58,7 @@ def test_pipeline_being_built_answers_503_while_another_answers(workspace, scifa
         listed = {p["name"]: p for p in client.get("/pipelines").json()["pipelines"]}
         assert listed["bm25"]["status"] == "ready" and listed["later"]["status"] == "building"
         assert listed["later"]["description"] == "bm25, built in the background"
+        assert listed["bm25"]["depth"] == 1000 and listed["later"]["depth"] is None  # told once built
         refused = client.get("/search", params={"query": title, "pipeline": "later"})
         assert refused.status_code == 503 and refused.headers["retry-after"] == "10"
         assert refused.json()["error"] == "pipeline 'later' is not ready: building; ask again shortly"
@@ -68,7 +69,8 @@ def test_pipeline_being_built_answers_503_while_another_answers(workspace, scifa
         wait_for(lambda: lazy.ready)
         after = client.get("/search", params={"query": title, "pipeline": "later"})
         assert after.status_code == 200 and after.json()["hits"][0]["id"] == scifact_rows[3]["_id"]
-        assert {p["status"] for p in client.get("/pipelines").json()["pipelines"]} == {"ready"}
+        listed = client.get("/pipelines").json()["pipelines"]
+        assert {p["status"] for p in listed} == {"ready"} and {p["depth"] for p in listed} == {1000}
     assert built == ["bm25"]
 
 

@@ -183,6 +183,9 @@ def test_the_chosen_pipeline_answers(browser, scifact):
     open_page(browser, scifact[0])
     run_search(browser, "vitamin d deficiency and tuberculosis", pipeline="bm25-top5", k=20)
     assert len(hits(browser)) == 5  # the second pipeline cuts at 5 whatever k is
+    # the service refuses a k above a pipeline's depth (400); the page asks for the depth and says so
+    assert "20 asked; bm25-top5 gives at most 5 a query" in browser.find_element(By.ID, "status").text
+    assert browser.find_element(By.ID, "k").get_attribute("value") == "5"
     assert "from bm25-top5" in browser.find_element(By.ID, "status").text
     run_search(browser, "vitamin d deficiency and tuberculosis", pipeline="bm25", k=20)
     assert len(hits(browser)) == 20

@@ -1,7 +1,8 @@
 /* The sleuth search page: fills the pipeline selector from /pipelines (each pipeline's status beside its name, the
-   list refreshed while some are still building), searches through /search with extras,
-   and renders hits with the query's words highlighted, evidence paths hop by hop, and the obfuscated queries a
-   private search sent. Server text only ever reaches the page through textContent, never parsed as HTML. */
+   list refreshed while some are still building), searches through /search with extras (a k above the chosen
+   pipeline's depth, where that is below the service's max k, is lowered to it, and the status says so), and renders
+   hits with the query's words highlighted, evidence paths hop by hop, and the obfuscated queries a private search
+   sent. Server text only ever reaches the page through textContent, never parsed as HTML. */
 "use strict";
 
 const STOPWORDS = new Set(("a an and are as at be by for from has have in is it its of on or that the this to was " +
@@ -171,6 +172,7 @@ function renderSent(sent) {
 
 let pipelines = [];
 let maxChars = 5000; // what the page shows of a passage; no more than the service's --max-text-chars
+let maxK = Infinity; // the service's --max-k
 
 const REFRESH_MS = 10000;
 
@@ -217,6 +219,7 @@ async function loadPipelines() {
     }));
     select.value = first || !pipelines.some((p) => p.name === chosen) ? body.default : chosen;
     $("k").max = body.max_k;
+    maxK = body.max_k;
     if (body.max_text_chars) maxChars = Math.min(5000, body.max_text_chars);
     describePipeline();
     if (pipelines.some((p) => notReady(p) && !p.status.startsWith("failed"))) setTimeout(loadPipelines, REFRESH_MS);
@@ -231,7 +234,15 @@ async function search(event) {
   if (event) event.preventDefault();
   const query = $("query").value;
   const pipeline = $("pipeline").value;
-  const k = Number.parseInt($("k").value, 10);
+  let k = Number.parseInt($("k").value, 10);
+  const chosen = pipelines.find((p) => p.name === pipeline);
+  const asked = k;
+  if (chosen && chosen.depth && chosen.depth < maxK && k > chosen.depth) {
+    // the service refuses a k above the pipeline's depth; the page asks for what it gives (a k above the
+    // service's own --max-k still gets the service's error)
+    k = chosen.depth;
+    $("k").value = String(k);
+  }
   const ticket = ++searching;
   showError("");
   $("status").textContent = "Searching\u2026";
@@ -265,6 +276,7 @@ async function search(event) {
   $("status").textContent = body.hits.length
     ? `${body.hits.length} result${body.hits.length === 1 ? "" : "s"} from ${body.pipeline} in ${seconds} s`
     : `No results from ${body.pipeline}.`;
+  if (asked > k) $("status").textContent += ` (${asked} asked; ${body.pipeline} gives at most ${k} a query)`;
   const params = new URLSearchParams({ q: query, pipeline: body.pipeline, k: String(k) });
   history.replaceState(null, "", `?${params}`);
 }
