@@ -144,10 +144,21 @@ def build_stages(entries: list[Any], workspace: Workspace, where: str) -> Stage:
         except ConfigError as exc:
             raise ConfigError(f"{where}, stage {i} '{name}': {exc}") from None
         try:
-            stages.append(STAGES[name](workspace, **arguments))
+            stages.append(from_entry(STAGES[name](workspace, **arguments), name))
         except (TypeError, ValueError, ConfigError) as exc:  # a value of the wrong kind or out of its range
             raise ConfigError(f"{where}, stage {i} '{name}': {exc}") from None
     return stages[0] if len(stages) == 1 else Sequential(stages)
+
+
+def from_entry(stage: Stage, name: str) -> Stage:
+    """``stage``, built by config entry ``name``, marked with it (:attr:`Stage.config_stage`), and so are the parts
+    of a Sequential it built (a serial ``dhr``) that no inner entry marked: the service names ``dhr.k`` as the key
+    that raises its depth, and a ``dual_encoder``'s dense retriever ``dual_encoder.k``, not ``dense.k``."""
+    if "config_stage" not in vars(stage):
+        stage.config_stage = name
+    for part in stage.stages if isinstance(stage, Sequential) else ():
+        from_entry(part, name)
+    return stage
 
 
 def load_pipeline(source: str | Path, workspace: Workspace | None = None,

@@ -1,11 +1,13 @@
-"""How many hits a served pipeline can give a query (its depth) and the config keys that set it, read from its core
-stages: a request asking for a larger ``k`` is refused with a 400 naming the pipeline, the depth and the keys
-(``sleuth serve --set bm25.k=5000``), as a ``k`` above ``--max-k`` is, rather than answered with fewer hits unsaid;
-a request that gives no ``k`` gets 10, or the depth where smaller.
+"""How many hits a served pipeline can give a query (its depth) and the config keys that set it, read from its
+stages' :attr:`~sleuth.stages.base.Stage.hits_bound`: a request asking for a larger ``k`` is refused with a 400
+naming the pipeline, the depth and the keys (``sleuth serve --set bm25.k=5000``), as a ``k`` above ``--max-k`` is,
+rather than answered with fewer hits unsaid; a request that gives no ``k`` gets 10, or the depth where smaller.
 
-A BM25 or dense retriever gives its ``k`` hits, rescoring candidates gives no more than it gets, a cutoff its ``k``
-and a fusion the sum of its branches' depths, each cut to its ``depth``. Where a stage's depth cannot be told (a
-system's own stages, a run file) the pipeline has none and every ``k`` up to ``--max-k`` is searched."""
+A retriever gives its ``k`` hits (BM25, dense, DHR, a Chain-of-Skills chain, QUEST's dual encoder), rescoring
+candidates gives no more than it gets (a retriever given candidates, a QUEST classifier), a cutoff its ``k`` and a
+fusion the sum of its branches' depths, each cut to its ``depth``. Where a stage's depth cannot be told (a run file,
+an evidence path's passages, a private search's pool) the pipeline has none and every ``k`` up to ``--max-k`` is
+searched."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sleuth.service.limits import RequestError
-from sleuth.stages.base import Cutoff, Sequential, Stage
+from sleuth.stages.base import Sequential, Stage
 
 
 @dataclass(frozen=True)
@@ -31,14 +33,16 @@ def depth(stage: Stage) -> Depth | None:
     if isinstance(stage, Sequential):
         found = depth(stage.stages[0]) if stage.stages else None
         for later in stage.stages[1:]:
-            if isinstance(later, Cutoff):
-                found = least(found, Depth(later.k, ("cutoff.k",)))
-            elif retriever(later) is None:  # a retriever rescores its candidates, dropping some at most
+            bound = getattr(later, "hits_bound", None)
+            if bound == "cut":
+                found = least(found, own(later))
+            elif bound == "k":
+                found = own(later)
+            elif bound not in ("retrieve", "rescore"):
                 found = None
         return found
-    kind, k = retriever(stage), getattr(stage, "k", None)
-    if kind is not None and isinstance(k, int):
-        return Depth(k, (f"{kind}.k",))
+    if getattr(stage, "hits_bound", None) in ("k", "retrieve"):  # a duck-typed stage (search alone) has none
+        return own(stage)
     if isinstance(stage, Fuse):
         cut = Depth(stage.depth, ("fuse.depth",))
         parts = [least(depth(branch), cut) or cut for branch in stage.branches]
@@ -46,11 +50,10 @@ def depth(stage: Stage) -> Depth | None:
     return None
 
 
-def retriever(stage: Stage) -> str | None:
-    """The config stage (the name ``--set STAGE.KEY`` takes) of a BM25 or dense retriever, else None."""
-    from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
-
-    return {BM25Retrieve: "bm25", DenseRetrieve: "dense"}.get(type(stage))
+def own(stage: Stage) -> Depth | None:
+    """The stage's own limit and the key that sets it (``dhr.k``), None where it has none."""
+    hits = stage.hits_limit()
+    return None if hits is None else Depth(hits, (f"{stage.config_stage or stage.name}.k",))
 
 
 def least(first: Depth | None, second: Depth | None) -> Depth | None:

@@ -161,10 +161,25 @@ class Stage(ABC):
     name: str = "stage"
     #: one line for people (the service lists it with the pipeline); a pipeline config's ``description``
     description: str | None = None
+    #: how many hits a query gets from this stage (the service's depth check reads it: :mod:`sleuth.service.depth`):
+    #: ``"k"`` at most its :meth:`hits_limit` whatever it is given; ``"cut"`` at most that and at most the candidates
+    #: it is given (a cutoff); ``"retrieve"`` at most its limit run first, at most its candidates given some (a
+    #: retriever rescoring them); ``"rescore"`` at most the candidates it is given (a reranker, a classifier, a
+    #: grouping into documents); None where it cannot be told
+    hits_bound: str | None = None
+    #: the config stage whose ``k`` sets :meth:`hits_limit` (``--set bm25.k=5000``); a stage built from a pipeline
+    #: config carries its entry's name (:func:`sleuth.pipelines.config.build_stages`), so a ``dual_encoder`` entry's
+    #: dense retriever says ``dual_encoder.k``
+    config_stage: str | None = None
 
     @abstractmethod
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         """Score candidates (or retrieve them when ``candidates`` is None) for every query."""
+
+    def hits_limit(self) -> int | None:
+        """The count :attr:`hits_bound` reads: the stage's ``k``."""
+        k = getattr(self, "k", None)
+        return k if isinstance(k, int) else None
 
     def __call__(self, queries: str | Query | Iterable[str | Query] | Mapping[str, str],
                  candidates: Run | Mapping[str, Sequence[Hit]] | None = None) -> Run:
@@ -216,6 +231,8 @@ class Sequential(Stage):
 
 class Cutoff(Stage):
     """Keeps the first ``k`` candidates per query (input must be ranked, as every stage's output is)."""
+
+    hits_bound, config_stage = "cut", "cutoff"
 
     def __init__(self, k: int):
         self.k = check_k(k, "cutoff")

@@ -17,6 +17,8 @@ class MaxPassage(Stage):
     one hit per document, at the rank and score of its best passage, with that passage's title and text and its id
     in ``extras["passage"]``."""
 
+    hits_bound, config_stage = "rescore", "max_passage"
+
     name = "max_passage"
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:

@@ -21,6 +21,8 @@ class BM25Retrieve(Stage):
     """Top-k BM25 over a BM25Index; when given candidates, scores only those (documents with no match omitted).
     ``folder`` is the index folder it was loaded from (None: not known), which a service reloads it for."""
 
+    hits_bound, config_stage = "retrieve", "bm25"
+
     def __init__(self, index: BM25Index | ShardedBM25Index, k: int = 1000, name: str = "bm25",
                  folder: str | Path | None = None):
         self.index, self.k, self.name = index, k, name
@@ -41,6 +43,8 @@ class BM25Retrieve(Stage):
 class DenseRetrieve(Stage):
     """Top-k inner-product search with the index's own encoder (or a given one of the same dimension); ``folder``
     as :class:`BM25Retrieve`'s."""
+
+    hits_bound, config_stage = "retrieve", "dense"
 
     def __init__(self, index: DenseIndex | ShardedDenseIndex, encoder: Encoder | None = None, k: int = 1000,
                  name: str = "dense", device: str = "cpu", folder: str | Path | None = None):

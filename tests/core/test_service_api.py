@@ -76,19 +76,29 @@ def test_search_finds_the_titled_document(client, scifact_rows):
 
 
 def test_k_above_a_pipelines_depth_is_a_400_naming_the_keys_that_raise_it(index_dir):
-    """A pipeline gives a query at most its depth (a retriever's k, a cutoff's k, a fusion's branches together): a
-    request asking for more, within the service's max_k, is a 400 naming the pipeline, the depth and the config keys
-    (before: 20 hits for k 21, the cap unsaid); one asking for no k gets 10 or the depth; a pipeline whose depth
-    cannot be told is searched as before."""
-    from sleuth.stages.base import Sequential
+    """A pipeline gives a query at most its depth (a retriever's k, a cutoff's k, a fusion's branches together, a
+    grouping no more than it gets): a request asking for more, within the service's max_k, is a 400 naming the
+    pipeline, the depth and the config keys (before: 20 hits for k 21, the cap unsaid); one asking for no k gets 10
+    or the depth; a pipeline whose depth cannot be told (a user's stage that declares no hits_bound) is searched as
+    before."""
+    from sleuth.stages.base import Sequential, Stage
     from sleuth.stages.fusion import Fuse
     from sleuth.stages.max_passage import MaxPassage
+
+    class Unsaid(Stage):
+        """A user's own stage that keeps its candidates and says nothing of how many hits it gives."""
+
+        name = "unsaid"
+
+        def transform(self, queries, candidates=None):
+            return candidates
 
     def bm25(k):
         return stage_for_index(index_dir, k, "cpu")
 
     served = {"deep": bm25(LIMITS.max_k), "shallow": bm25(20), "cut": bm25(20) % 8,
-              "fused": Fuse([bm25(5), bm25(7)]), "grouped": Sequential([bm25(20), MaxPassage()])}
+              "fused": Fuse([bm25(5), bm25(7)]), "grouped": Sequential([bm25(20), MaxPassage()]),
+              "unsaid": Sequential([bm25(20), Unsaid()])}
     query = "cells in patients with cancer and disease risk"
     with TestClient(create_app(served, limits=LIMITS, extensions=[])) as test_client:
         def search(pipeline, k):
@@ -109,9 +119,11 @@ def test_k_above_a_pipelines_depth_is_a_400_naming_the_keys_that_raise_it(index_
         assert len(unasked.json()["hits"]) == 8  # no k: 10, or the depth where smaller
         assert 7 <= len(search("fused", 12).json()["hits"]) <= 12  # the union of 5 and 7 hits
         listed = {p["name"]: p["depth"] for p in test_client.get("/pipelines").json()["pipelines"]}
-        assert listed == {"deep": LIMITS.max_k, "shallow": 20, "cut": 8, "fused": 12, "grouped": None}  # the page's
+        assert listed == {"deep": LIMITS.max_k, "shallow": 20, "cut": 8, "fused": 12, "grouped": 20, "unsaid": None}
         assert "12 hits a query (its bm25.k)" in error(search("fused", 13), 400)
-        assert 1 <= len(search("grouped", 30).json()["hits"]) <= 20  # max_passage: depth not told, searched
+        assert "20 hits a query (its bm25.k)" in error(search("grouped", 21), 400)  # max_passage: no more than it gets
+        assert 1 <= len(search("grouped", 20).json()["hits"]) <= 20
+        assert len(search("unsaid", 30).json()["hits"]) == 20  # depth not told: searched
 
 
 def test_batch_search_matches_single_searches(client, scifact_rows, app_parts):

@@ -123,6 +123,11 @@ def test_dhr_and_chain_of_skills_pipelines_are_served(tmp_path, data_dir):
         cos = post(url, target["text"][:200], "cos-retrieval")
         assert target["_id"] in [hit["id"] for hit in cos["hits"][:3]]
         assert all(hit["id"] in {row["_id"] for row in rows} for hit in cos["hits"])
+        # a system's pipeline has a depth too: its k (before: unknown, so k=150 got 100 DHR hits unsaid)
+        depths = {p["name"]: p["depth"] for p in httpx.get(url + "/pipelines").json()["pipelines"]}
+        assert depths == {"dhr": 100, "cos-retrieval": 1000}
+        refused = httpx.post(url + "/search", json={"query": "Jonny Craig", "pipeline": "dhr", "k": 150})
+        assert refused.status_code == 400 and "100 hits a query (its dhr.k)" in refused.json()["error"]
 
 
 def test_a_quest_pipeline_is_served(tmp_path, data_dir):

@@ -263,6 +263,7 @@ def test_prior_search():
 def test_pipeline_configs(tmp_path, groups, data_dir):
     from sleuth.pipelines.config import load_pipeline, validate_pipeline
     from sleuth.pipelines.workspace import CorpusSource, Workspace
+    from sleuth.service.depth import Depth, depth
 
     for name in ("dhr", "dhr-serial", "dhr-parallel", "dhr-p"):
         validate_pipeline(name)
@@ -274,6 +275,9 @@ def test_pipeline_configs(tmp_path, groups, data_dir):
     hits = stage.search("Which film did Ventura Pons direct?", 3)
     assert hits[0].doc_id == "Actrius" and {"passage_score", "document_score"} <= set(hits[0].extras)
     assert any(p.name.startswith("hierarchical-") for p in ws.index_dir("x").parent.iterdir())
+    # its depth for the service: the passages' k, named by the config's key; serial mode's passage stage too (its
+    # own class would say dhr_passages.k, which a dhr entry has no key for)
+    assert depth(stage) == depth(load_pipeline("dhr-serial", ws)) == Depth(100, ("dhr.k",))
     config = tmp_path / "bad.yaml"
     config.write_text("stages:\n  - dhr: {mode: serial, lamda: 1}\n")
     with pytest.raises(ConfigError, match="unknown key 'lamda'"):

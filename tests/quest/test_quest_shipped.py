@@ -44,11 +44,16 @@ def test_the_shipped_adapter_is_small_documented_and_tuned():
 
 def test_the_setops_pipeline_is_anchored_votes_and_reads_the_tuning_half_rules(val_setup):
     from sleuth.pipelines.config import load_pipeline
+    from sleuth.service.depth import Depth, depth
     from sleuth.systems.quest.set_ops import SetOperations
 
     record = json.loads((shipped_classifier_dir() / "training.json").read_text(encoding="utf-8"))
-    stage = load_pipeline("quest-bm25-setops", val_setup[0]).stages[-1]
+    pipeline = load_pipeline("quest-bm25-setops", val_setup[0])
+    stage = pipeline.stages[-1]
     assert isinstance(stage, SetOperations) and stage.anchor and stage.expand_depth == 0
+    # the service refuses a k above its 30 BM25 candidates, naming the key (before: a system stage's depth was
+    # unknown, and k=100 got at most 30 hits unsaid)
+    assert depth(pipeline) == Depth(30, ("bm25.k",))
     assert stage.not_weight == record["not_weights"]["bm25+setops"]
     assert stage.retriever_weight == record["retriever_weights"]["bm25+setops"] == record["retriever_weights"]["bm25"]
     assert stage.constraint_weight == record["constraint_weights"]["bm25+setops"]

@@ -144,6 +144,8 @@ class CosChain(Stage):
     two rounds of retrieval (:func:`fuse_paths`), None for the paper's order; ``hop2_ensemble``: rerankers of other
     models whose hop-2 scores are averaged with ``rerank``'s (hop 1 and the budget's selection stay ``rerank``'s)."""
 
+    hits_bound, config_stage = "k", "cos_chain"
+
     def __init__(self, chain: str, retrieve: SingleRetrieve, link: EntityLink, rerank: Rerank | None = None,
                  expanded: ExpandedRetrieve | None = None, limits: ChainLimits = ChainLimits(),
                  alpha: float = PROMOTION_ALPHA, rerank_weight: float = HOP1_RERANK_WEIGHT,
@@ -167,6 +169,10 @@ class CosChain(Stage):
             raise ConfigError(f"cos_chain: hop2_ensemble reranks the hotpotqa chain's hop 2; the '{chain}' chain has none")
         self.hop2_ensemble = tuple(hop2_ensemble)
         self.name = name or f"cos-{chain}"
+
+    def hits_limit(self) -> int:
+        """The chain's ``k`` (its limits' last)."""
+        return self.limits.k
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         if candidates is not None:

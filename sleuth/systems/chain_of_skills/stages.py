@@ -51,6 +51,8 @@ def require_candidates(stage: str, candidates: Run | None) -> Run:
 class SingleRetrieve(Stage):
     """Skill "retrieval": the question (query expert) against passages (context expert); a first stage."""
 
+    hits_bound, config_stage = "k", "cos_retrieve"
+
     def __init__(self, model, index: SkillIndex, k: int = 1000, name: str = "cos_retrieve"):
         self.model, self.index, self.k, self.name = model, index, k, name
 
@@ -111,6 +113,8 @@ class Rerank(Stage):
     For hop 2 the first text is "question [SEP] hop-1 passage", so the first [SEP] still closes the question. All
     pairs of a call are bucketed by token length (``bucketing``); ``max_length`` caps a pair's tokens (default:
     the model's), ``max_tokens`` the padded tokens of one forward batch, ``batch_size`` its rows."""
+
+    hits_bound, config_stage = "rescore", "cos_rerank"
 
     def __init__(self, model, name: str = "cos_rerank", batch_size: int = MAX_BATCH_ROWS,
                  max_length: int | None = None, max_tokens: int = MAX_BATCH_TOKENS):

@@ -118,6 +118,8 @@ class DocumentRetrieve(Stage):
     ``bm25`` (a BM25Index built over the same documents' representations) documents are ranked by BM25 instead.
     """
 
+    hits_bound, config_stage = "k", "dhr_documents"
+
     def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, k: int = DEFAULT_K1,
                  name: str = "dhr_documents", device: str = "cpu", bm25: BM25Index | None = None,
                  document: str = "summary"):
@@ -180,6 +182,8 @@ class PassageInDocuments(Stage):
     Final hits carry ``passage_score``, ``document_score`` and ``document_rank`` in extras. The length prior's gate
     (``length_prior_below``) reads the query's best score among these passages.
     """
+
+    hits_bound, config_stage = "k", "dhr_passages"
 
     def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA,
                  k: int = 100, name: str = "dhr_passages", device: str = "cpu", combine: str = "add",
@@ -321,6 +325,8 @@ class ParallelDHR(Stage):
     prior's gate (``length_prior_below``) reads the query's best passage score over the whole index. ``index``: a
     hierarchical index or a sharded one (in this process or on shard actors: :mod:`sleuth.systems.dhr.sharded`)."""
 
+    hits_bound, config_stage = "k", "dhr"
+
     def __init__(self, index: HierarchicalIndex, document_encoder: Encoder | None = None,
                  passage_encoder: Encoder | None = None, lam: float = DEFAULT_LAMBDA, k: int = 100,
                  name: str = "dhr_parallel", device: str = "cpu", document: str = "summary", combine: str = "add",
@@ -353,6 +359,8 @@ class ParallelDHR(Stage):
 
 class PassageRetrieve(Stage):
     """DHR-P alone: exhaustive inner-product search over every passage (hierarchical titles), no document stage."""
+
+    hits_bound, config_stage = "k", "dhr_p"
 
     def __init__(self, index: HierarchicalIndex, encoder: Encoder | None = None, k: int = 100, name: str = "dhr_p",
                  device: str = "cpu"):

@@ -48,6 +48,8 @@ class TextRescore(Stage):
     hit id (at most ``cache_size``), so candidates found again cost nothing.
     """
 
+    hits_bound = "rescore"
+
     def __init__(self, encoder: Encoder, name: str = "rescore", cache_size: int = 100_000, depth: int | None = None):
         if depth is not None and depth < 1:
             from sleuth.errors import ConfigError

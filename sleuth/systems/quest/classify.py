@@ -30,6 +30,8 @@ class Classify(Stage, CutsToSet):
     (BM25 and dense pools, set-operation constraints) classify each pair once.
     """
 
+    hits_bound, config_stage = "rescore", "classify"
+
     def __init__(self, classifier: CrossEncoderClassifier, threshold: float | SetCut | None = None,
                  name: str = "classify", show_progress: bool = False, retriever_weight: float = 0.0):
         if not 0.0 <= retriever_weight <= 1.0:

@@ -46,6 +46,8 @@ class SetOperations(Stage, CutsToSet):
     ``threshold`` (a number or a :class:`~sleuth.systems.quest.cut.SetCut`) gives, or every candidate with None
     (``set_threshold``, when given, for the queries parsed as intersections or differences)."""
 
+    config_stage = "setops"
+
     def __init__(self, scorer: Stage, parser: Callable[[str], ParsedQuery] = parse_query, t_norm: str = "min",
                  normalise: str = "none", expand: Stage | None = None, expand_depth: int = 0,
                  threshold: float | SetCut | None = None, anchor: bool = False, not_weight: float = 1.0,
@@ -66,6 +68,7 @@ class SetOperations(Stage, CutsToSet):
         self.scorer, self.parser, self.t_norm = scorer, parser, check_t_norm(t_norm)
         self.anchor, self.not_weight = anchor, not_weight
         self.normalise, self.expand, self.expand_depth = normalise, expand, expand_depth
+        self.hits_bound = None if expand_depth else "rescore"  # expanding adds candidates
         self.cut = None if threshold is None else as_cut(threshold)
         self.set_cut = self.cut if set_threshold is None else as_cut(set_threshold)
         self.name = name
