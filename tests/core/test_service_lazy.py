@@ -167,8 +167,9 @@ def test_serve_answers_health_while_the_default_builds(tmp_path, scifact_rows):
     liveness probe with a timeout restarted a server whose first build was long). Now /health answers at once,
     /ready is a 503 and a search a 503 naming the build until the default is built, then both are 200."""
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps(row) + "\n" for row in scifact_rows[:300]), encoding="utf-8")
-    process, url = serve_process(tmp_path, "--corpus", str(corpus), "--pipeline", "dense")  # encodes 300 abstracts
+    corpus.write_text("".join(json.dumps(row) + "\n" for row in scifact_rows[:120]), encoding="utf-8")
+    # encodes 120 abstracts (about 15 s on one thread, with the model's load; /health answers within 2-3 s)
+    process, url = serve_process(tmp_path, "--corpus", str(corpus), "--pipeline", "dense")
     try:
         def health() -> bool:
             assert process.poll() is None, process.stdout.read()
