@@ -151,4 +151,3 @@ def depth_hits(stage: Stage) -> int | None:
         return None
     found = depth(built(stage))
     return None if found is None else found.hits
-

@@ -38,7 +38,7 @@ def pipelines(request: Request) -> dict[str, Any]:
     """The served pipelines: ``{"pipelines": [{name, description, status, depth}], "default", "max_k",
     "max_text_chars"}``; ``status`` is ``ready``, ``building on first use``, ``building: <phase> n%`` or
     ``failed: <one line>``; ``depth`` the most hits the pipeline gives a query (a larger ``k`` is a 400), or null
-    where it cannot be told (not built yet, or a system's own stages)."""
+    where it cannot be told (not built yet, or a stage that declares no ``hits_bound``)."""
     return service_of(request).describe()
 
 
