@@ -2,8 +2,8 @@
 
 ``as_transformer(stage)`` makes any sleuth stage or pipeline a ``pt.Transformer``: it takes a queries frame
 (``qid``, ``query``) or a results frame (plus ``docno``, ``score``; its rows become the stage's candidates) and
-returns a results frame (``qid``, ``query``, ``docno``, ``score``, ``rank`` from 0, and ``title`` / ``text`` when the
-hits carry them). ``from_transformer(transformer)`` makes any ``pt.Transformer`` a sleuth stage::
+returns a results frame (``qid``, ``query``, ``docno``, ``score``, ``rank`` from 0, and ``title`` / ``text`` /
+``doc_id`` / ``extras`` when the hits carry them: :meth:`~sleuth.stages.run.Run.to_frame`). ``from_transformer(transformer)`` makes any ``pt.Transformer`` a sleuth stage::
 
     import pyterrier as pt
     from sleuth.pyterrier import as_transformer, from_transformer
@@ -46,7 +46,7 @@ def queries_frame(queries: str | Query | Iterable[str | Query] | Mapping[str, st
 
 def results_frame(queries: Sequence[Query], run: Run) -> Any:
     """A PyTerrier results frame of ``run``: ``qid``, ``query``, ``docno``, ``score``, ``rank`` (from 0), and the
-    title / text columns that the hits carry (:meth:`Run.to_frame`)."""
+    title / text / doc_id / extras columns that the hits carry (:meth:`Run.to_frame`)."""
     return run.to_frame(queries)
 
 

@@ -32,9 +32,9 @@ class PathPassages(Stage):
         hits = [hit for q in queries for hit in candidates.get(q.id, [])]
         if hits and not any(evidence_path(hit) for hit in hits):  # before: passed through
             raise ConfigError(f"{self.name} got {len(hits):,} hits and no evidence path (extras['path']), e.g. "
-                              f"'{hits[0].id}': a PyTerrier results frame carries no extras, so compose the chain "
-                              "and path_passages in sleuth (chain >> ws.pipeline('path_passages')), then "
-                              "as_transformer the whole")
+                              f"'{hits[0].id}': run it after a stage that gives paths (cos_chain); from a PyTerrier "
+                              "results frame, the paths are in its 'extras' column, which a chain's as_transformer "
+                              "writes")
         return Run({q.id: path_passages(candidates.get(q.id, [])) for q in queries})
 
 

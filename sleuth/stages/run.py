@@ -197,11 +197,13 @@ class Run(dict):
 
     @classmethod
     def from_frame(cls, frame: Any, error: type[SleuthError] = QueryError, what: str = "results") -> Run:
-        """A Run from a PyTerrier results frame (``qid``, ``docno``, ``score``; title / text when present), each
-        ranking by descending score. A missing id, a score that is not a number, or a document ranked twice for one
-        query (before: both rows were kept) raises ``error`` naming the row of the ``what`` frame."""
+        """A Run from a PyTerrier results frame (``qid``, ``docno``, ``score``; title / text when present, and the
+        ``doc_id`` and ``extras`` columns :meth:`to_frame` writes), each ranking by descending score. A missing id, a
+        score that is not a number, or a document ranked twice for one query (before: both rows were kept) raises
+        ``error`` naming the row of the ``what`` frame."""
         require_columns(frame, ("qid", "docno", "score"), what, error)
         columns = [c for c in ("title", "text") if c in frame.columns]
+        has_doc_ids, has_extras = "doc_id" in frame.columns, "extras" in frame.columns
         run: dict[str, list[Hit]] = {}
         rows: dict[tuple[str, str], Any] = {}
         for row, record in zip(frame.index, frame.itertuples(index=False)):
@@ -219,13 +221,18 @@ class Run(dict):
                             f"(first on row {rows[qid, docno]!r})")
             rows[qid, docno] = row
             fields = {c: getattr(record, c) for c in columns}
-            run.setdefault(qid, []).append(Hit(docno, score, docno, **fields))
+            doc_id = record.doc_id if has_doc_ids else None
+            extras = record.extras if has_extras else None
+            run.setdefault(qid, []).append(Hit(docno, score, doc_id if isinstance(doc_id, str) else docno, **fields,
+                                               extras=dict(extras) if isinstance(extras, Mapping) else {}))
         return cls({qid: rank_hits(hits) for qid, hits in run.items()})
 
     def to_frame(self, queries: Iterable[Any] | None = None) -> Any:
         """The run as a PyTerrier results frame (the inverse of :meth:`from_frame`): ``qid``, ``docno``, ``score``,
         ``rank`` (from 0), ``query`` when ``queries`` are given, in any form a pipeline takes them (their order,
-        else the run's), and the ``title`` / ``text`` columns the hits carry."""
+        else the run's), the ``title`` / ``text`` columns the hits carry, ``doc_id`` where a hit's document is not
+        itself (a passage's) and ``extras`` (a dict a row) where hits carry extras: a Chain-of-Skills path's hops
+        reach a later stage through a frame (``as_transformer(chain) >> as_transformer(path_passages)``)."""
         import pandas as pd
 
         from sleuth.stages.base import as_queries
@@ -240,6 +247,10 @@ class Run(dict):
             values = [getattr(r[2], column) for r in rows]
             if any(value is not None for value in values):
                 frame[column] = values
+        if any(r[2].doc_id not in (None, r[2].id) for r in rows):
+            frame["doc_id"] = [r[2].doc_id for r in rows]
+        if any(r[2].extras for r in rows):
+            frame["extras"] = [dict(r[2].extras) for r in rows]
         return frame
 
     @classmethod

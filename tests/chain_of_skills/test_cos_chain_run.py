@@ -275,6 +275,13 @@ def test_path_passages_reads_the_chains_paths_as_passages(hotpot):
         {"cos_chain": {"chain": "hotpotqa", "fusion": False, **LIMITS}}, {"path_passages": {}}]}), encoding="utf-8")
     chain = load_pipeline(config(folder, "paths", chain="hotpotqa", fusion=False, **LIMITS), workspace)(questions)
     passages = load_pipeline(path, workspace)(questions)
+    # the same through a PyTerrier transformer: the chain's results frame carries the paths in its extras column
+    # (before: none, and path_passages refused the frame's hits)
+    from sleuth.pyterrier import as_transformer
+
+    frame = as_transformer(load_pipeline("path_passages", workspace)).transform(chain.to_frame(questions))
+    assert {qid: list(rows["docno"]) for qid, rows in frame.groupby("qid", sort=False)} == {
+        qid: [h.id for h in hits] for qid, hits in passages.items()}
     titles = {t for q in questions for t in q.metadata["context_titles"]}
     for query in questions:
         expected = list(dict.fromkeys(part.id for hit in chain[query.id] for part in hit.extras["path"]))

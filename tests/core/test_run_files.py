@@ -414,3 +414,21 @@ def test_a_run_is_a_results_frame_and_back():
     assert Run.from_frame(frame).scores() == run.scores()
     with_queries = run.to_frame([Query("q2", "second"), Query("q1", "first")])
     assert with_queries[["qid", "query"]].values.tolist()[0] == ["q2", "second"]
+
+
+def test_a_results_frame_keeps_the_hits_documents_and_extras(scifact_rows):
+    """A passage's document and a stage's extras go through a frame and back (before: dropped, so a grouping or a
+    chain's paths could not follow a PyTerrier transformer): 40-word windows of real SciFact abstracts, their BM25
+    ranking and max_passage's grouping of it."""
+    import sleuth
+    from sleuth.stages.run import Run
+
+    ws = sleuth.open(scifact_rows[:60], splitter="window", window_words=40, progress=False)
+    query = ["vitamin d and cancer risk"]
+    ranked = ws.pipeline("bm25", k=20)(query)
+    grouped = ws.pipeline("max_passage")(query, ranked)
+    assert "doc_id" in ranked.to_frame(query) and "extras" in grouped.to_frame(query)  # a document is its own
+    for run in (ranked, grouped):
+        back = Run.from_frame(run.to_frame(query))
+        assert [(h.id, h.doc_id, h.extras) for h in back["q1"]] == [(h.id, h.doc_id, h.extras) for h in run["q1"]]
+    assert any(h.id != h.doc_id for h in ranked["q1"]) and all(h.extras["passage"] for h in grouped["q1"])
