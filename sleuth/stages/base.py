@@ -127,16 +127,25 @@ def check_k(k: int, owner: str, key: str = "k") -> int:
     return k
 
 
+def counted_every(stage: Stage) -> int | None:
+    """The smallest :attr:`Stage.progress_every` of ``stage`` and its parts (a Sequential's), None where none sets
+    one."""
+    parts = stage.stages if isinstance(stage, Sequential) else [stage]
+    values = [value for part in parts if (value := getattr(part, "progress_every", None))]
+    return min(values) if values else None
+
+
 def transform_counted(stage: Stage, queries: Sequence[Query], description: str, enabled: bool = True,
                       chunk: int | None = None, unit: str = "queries") -> Run:
-    """``stage.transform(queries)`` in chunks of queries (default: a 20th of them, 16 to 256), with the queries done
-    (in ``unit``), their rate and time left shown by :mod:`sleuth.progress`; the same Run as one call for stages that treat queries
-    independently (every sleuth stage); one call when not ``enabled``."""
+    """``stage.transform(queries)`` in chunks of queries (``chunk``, else the stage's :attr:`Stage.progress_every`,
+    else a 20th of them, 16 to 256), with the queries done (in ``unit``), their rate and time left shown by
+    :mod:`sleuth.progress`; the same Run as one call for stages that treat queries independently (every sleuth
+    stage); one call when not ``enabled``."""
     from sleuth.progress import progress
 
     if not enabled:
         return stage.transform(queries, None)
-    size = chunk or min(256, max(16, -(-len(queries) // 20)))
+    size = chunk or counted_every(stage) or min(256, max(16, -(-len(queries) // 20)))
     parts = []
     with progress(description, len(queries), unit, enabled) as task:
         for start in range(0, len(queries), size):
@@ -171,6 +180,10 @@ class Stage(ABC):
     #: config carries its entry's name (:func:`sleuth.pipelines.config.build_stages`), so a ``dual_encoder`` entry's
     #: dense retriever says ``dual_encoder.k``
     config_stage: str | None = None
+    #: how many queries a progress count takes at most (:func:`transform_counted`): 1 for a stage slow per query
+    #: (a private search sends each query's obfuscations, seconds a query), so a bar moves per query; None: the
+    #: default (a 20th of the queries, 16 to 256, which keeps batches whole)
+    progress_every: int | None = None
 
     @abstractmethod
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:

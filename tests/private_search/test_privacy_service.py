@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -121,6 +122,31 @@ def test_stage_engine_pools_locally(scifact_passages, table, rescorer):
     run = client([query])
     assert query not in engine.sent and len(engine.sent) <= 4
     assert 1 <= len(run["q1"]) <= 4 * 10
+
+
+def test_a_seeded_private_search_gives_a_query_the_same_obfuscations_in_any_batch(scifact_passages, table, rescorer,
+                                                                                 scifact_rows, monkeypatch, capfd):
+    """Before: a seeded client drew every query of a call from one stream, so an evaluation counted in chunks of 16
+    gave the 17th query other obfuscations than a --quiet one (one call), and a query searched alone others again.
+    And an evaluation's bar now moves per query (each sends n obfuscations), not per 16 (6 queries: one step)."""
+    from sleuth.corpus.model import Query
+    from sleuth.stages.base import transform_counted
+
+    engine = StageEngine(BM25Retrieve(BM25Index.build(scifact_passages, show_progress=False), k=100))
+    client = PrivateSearch(make_obfuscator("cmp", embeddings=table), engine, rescorer, n=3, epsilon=12.5, depth=2,
+                           seed=11)
+    queries = [Query(f"c{i}", text) for i, text in enumerate(claims(scifact_rows, 6))]
+    together = client.obfuscations(queries)
+    assert [client.obfuscations([q])[0] for q in queries[3:]] == together[3:]
+    monkeypatch.setenv("SLEUTH_PROGRESS_SECONDS", "0.05")
+    counted = transform_counted(client, queries, "evaluating private")
+    quiet = transform_counted(client, queries, "evaluating private", enabled=False)
+    assert {qid: [h.id for h in hits] for qid, hits in counted.items()} == {
+        qid: [h.id for h in hits] for qid, hits in quiet.items()}
+    assert {hit.extras["obfuscated_queries"] == quiet[qid][0].extras["obfuscated_queries"]
+            for qid, hits in counted.items() for hit in hits[:1]} == {True}
+    counts = re.findall(r"evaluating private: (\d+)/6 queries", capfd.readouterr().err)
+    assert counts and min(int(c) for c in counts) < 6  # a count before every query was done (before: one chunk)
 
 
 def test_private_stage_from_a_pipeline_config(tmp_path, server, scifact_rows):

@@ -17,11 +17,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from sleuth.corpus.model import Query
 from sleuth.stages.base import Stage
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.private_search.exposure import Exposure
-from sleuth.systems.private_search.obfuscator import QueryObfuscator, Seed, check_count, make_rng, tokenize
+from sleuth.systems.private_search.obfuscator import (
+    QueryObfuscator,
+    Seed,
+    check_count,
+    make_rng,
+    text_rng,
+    tokenize,
+)
 from sleuth.systems.private_search.remote import SearchEngine
 
 DEFAULT_N = 20
@@ -54,6 +63,9 @@ def pool_hits(responses: Sequence[Sequence[Hit]], depth: int = POOL_DEPTH) -> li
 class PrivateSearch(Stage):
     """Obfuscate, query the engine with obfuscated queries only, pool, rerank locally with the original query."""
 
+    progress_every = 1  # each query sends n obfuscations: an evaluation's bar moves per query
+
+
     def __init__(self, obfuscator: QueryObfuscator, engine: SearchEngine, reranker: Stage, n: int = DEFAULT_N,
                  epsilon: float | None = None, depth: int = POOL_DEPTH, seed: Seed = None,
                  withhold_original: bool = True, name: str = "private"):
@@ -62,13 +74,24 @@ class PrivateSearch(Stage):
         self.seed, self.withhold_original, self.name = seed, withhold_original, name
 
     def obfuscations(self, queries: Sequence[Query]) -> list[list[str]]:
-        """``n`` obfuscated queries per query (nothing is sent yet)."""
+        """``n`` obfuscated queries per query (nothing is sent yet). Under an integer seed each query draws from its
+        own generator (:func:`text_rng`), so its obfuscations are the same whatever queries share the call (before:
+        one stream a call, so an evaluation counted in chunks, or a batch, gave a query other obfuscations than it
+        got alone, and `sleuth eval --quiet` other figures); a Generator seed (or none) is one stream."""
+        if isinstance(self.seed, (int, np.integer)) and not isinstance(self.seed, bool):
+            return [self.obfuscator.obfuscate([q.text], self.n, self.epsilon, text_rng(int(self.seed), q.text))[0]
+                    for q in queries]
         return self.obfuscator.obfuscate([q.text for q in queries], self.n, self.epsilon, make_rng(self.seed))
 
-    def pools(self, queries: Sequence[Query], obfuscated: Sequence[Sequence[str]]) -> tuple[Run, dict[str, list[str]]]:
-        """Send the obfuscated queries; the pooled candidates of each query and the queries sent for it."""
+    def pools(self, queries: Sequence[Query], obfuscated: Sequence[Sequence[str]],
+              show_progress: bool = False) -> tuple[Run, dict[str, list[str]]]:
+        """Send the obfuscated queries; the pooled candidates of each query and the queries sent for it (the
+        queries done shown by :mod:`sleuth.progress` with ``show_progress``)."""
+        from sleuth.progress import track
+
         pools, sent = Run(), {}
-        for query, candidates in zip(queries, obfuscated):
+        for query, candidates in track(list(zip(queries, obfuscated)), f"{self.name}: sending obfuscated queries",
+                                       unit="queries", enabled=show_progress):
             sent[query.id] = queries_to_send(query.text, candidates, self.withhold_original)
             pools[query.id] = pool_hits(self.engine.search_many(sent[query.id], self.depth), self.depth)
         return pools, sent

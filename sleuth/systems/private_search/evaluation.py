@@ -90,15 +90,16 @@ def identical_share(originals: Sequence[str], obfuscated: Sequence[Sequence[str]
 
 def evaluate_system(label: str, obfuscator: QueryObfuscator, epsilon: float | None, queries: Sequence[Query],
                     qrels: Qrels, engine, reranker: Stage, encoder: Encoder, n: int = 20, depth: int = 100,
-                    seed: Seed = None) -> SystemResult:
-    """Obfuscate every query ``n`` times, pool the engine's top ``depth`` per obfuscated query, rerank locally,
-    and measure similarity, pooled recall and nDCG@10 (paper-faithful: identical obfuscations are sent too)."""
+                    seed: Seed = None, show_progress: bool = False) -> SystemResult:
+    """Obfuscate every query ``n`` times, pool the engine's top ``depth`` per obfuscated query (the queries done
+    shown with ``show_progress``), rerank locally, and measure similarity, pooled recall and nDCG@10
+    (paper-faithful: identical obfuscations are sent too)."""
     qrels = {q.id: qrels[q.id] for q in queries if q.id in qrels}  # measure over these queries only
     client = PrivateSearch(obfuscator, engine, reranker, n=n, epsilon=epsilon, depth=depth, seed=make_rng(seed),
                            withhold_original=False)
     obfuscated = client.obfuscations(queries)
     sims = similarities([q.text for q in queries], obfuscated, encoder)
-    pools, sent = client.pools(queries, obfuscated)
+    pools, sent = client.pools(queries, obfuscated, show_progress)
     reranked = client.rerank(list(queries), pools, sent)
     recall = pooled_recall(pools, qrels)
     ndcg = evaluate(reranked, qrels, ["nDCG@10"])["nDCG@10"]
@@ -176,5 +177,5 @@ def run_effectiveness(systems: Sequence[tuple[str, float | None]], obfuscators: 
     for name, eps in track(systems, "privacy eval: systems", unit="systems", enabled=ws.show_progress):
         obfuscator = NoObfuscation() if name == "original" else obfuscators[name]
         results.append(evaluate_system(name, obfuscator, eps, queries, qrels, engine, local, encoder, n=n,
-                                       depth=depth, seed=seed))
+                                       depth=depth, seed=seed, show_progress=ws.show_progress))
     return results

@@ -22,6 +22,7 @@ Randomness: by default a fresh generator seeded from the operating system's entr
 from __future__ import annotations
 
 import re
+import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
@@ -50,6 +51,14 @@ def make_rng(seed: Seed = None) -> np.random.Generator:
     if seed is not None and (not isinstance(seed, (int, np.integer)) or isinstance(seed, bool) or seed < 0):
         raise ConfigError(f"seed must be an integer >= 0, got {seed!r}")
     return np.random.Generator(np.random.PCG64DXSM(np.random.SeedSequence(seed)))
+
+
+def text_rng(seed: int, text: str) -> np.random.Generator:
+    """The generator of one query under an integer ``seed`` (checked as :func:`make_rng` checks it), seeded by the
+    seed and the query's text: its draws do not depend on the queries obfuscated with it in one call."""
+    make_rng(seed)
+    key = zlib.crc32(text.encode("utf-8", "surrogatepass"))
+    return np.random.Generator(np.random.PCG64DXSM(np.random.SeedSequence([int(seed), key])))
 
 
 def check_count(n: int, maximum: int | None = MAX_OBFUSCATIONS) -> int:
