@@ -3,7 +3,8 @@
 ``as_transformer(stage)`` makes any sleuth stage or pipeline a ``pt.Transformer``: it takes a queries frame
 (``qid``, ``query``) or a results frame (plus ``docno``, ``score``; its rows become the stage's candidates) and
 returns a results frame (``qid``, ``query``, ``docno``, ``score``, ``rank`` from 0, and ``title`` / ``text`` /
-``doc_id`` / ``extras`` when the hits carry them: :meth:`~sleuth.stages.run.Run.to_frame`). ``from_transformer(transformer)`` makes any ``pt.Transformer`` a sleuth stage::
+``doc_id`` / ``extras`` when the hits carry them: :meth:`~sleuth.stages.run.Run.to_frame`).
+``from_transformer(transformer)`` makes any ``pt.Transformer`` a sleuth stage::
 
     import pyterrier as pt
     from sleuth.pyterrier import as_transformer, from_transformer

@@ -134,7 +134,8 @@ def test_tiny_training_run_lowers_loss_and_raises_dev_accuracy(data_dir, questio
     docs = [d for i, d in enumerate(read_beir_corpus(data_dir / "nq" / "corpus.jsonl")) if d.id in gold or i % 20 == 0]
     settings = DHRTrainingSettings(document_model=model, passage_model=model, rounds=1, shared_encoder=True,
                                    evaluate_base=True, k1=20, ks=(1, 5, 20), dev_fraction=0.3)
-    config = TrainConfig(lr=2e-4, batch_size=16, max_steps=20, epochs=100, show_progress=False)
+    # tiny: 20 steps of 16 pairs cut to 96 tokens (28 s to 18 s alone; the loss and the dev accuracy still move)
+    config = TrainConfig(lr=2e-4, batch_size=16, max_steps=20, epochs=100, show_progress=False, max_length=96)
     report = train_dhr(documents_to_groups(docs, None), chosen, tmp_path / "run", settings, config, log=lambda _: None)
     (first, last), dev = report["rounds"][0]["passage_loss"], report["rounds"][0]["dev"]
     assert last < first

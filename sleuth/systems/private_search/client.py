@@ -65,7 +65,6 @@ class PrivateSearch(Stage):
 
     progress_every = 1  # each query sends n obfuscations: an evaluation's bar moves per query
 
-
     def __init__(self, obfuscator: QueryObfuscator, engine: SearchEngine, reranker: Stage, n: int = DEFAULT_N,
                  epsilon: float | None = None, depth: int = POOL_DEPTH, seed: Seed = None,
                  withhold_original: bool = True, name: str = "private"):
