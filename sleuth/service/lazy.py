@@ -15,6 +15,7 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from sleuth.errors import SleuthError
 from sleuth.service.limits import RequestError
@@ -108,6 +109,12 @@ class LazyStage(Stage):
 
     def transform(self, queries: Sequence, candidates: Run | None = None) -> Run:
         return self.built().transform(queries, candidates)
+
+    def index_folders(self) -> set[Path] | None:
+        """The built pipeline's folders; none for one not started (it reads them as they are when built), None
+        while it builds or after it failed."""
+        stage = self._stage
+        return stage.index_folders() if stage is not None else set() if self.pending else None
 
 
 def status_of(stage: Stage) -> str:

@@ -1,5 +1,5 @@
 """The served pipelines: looked up by name, listed with their status, and reloaded and swapped in whole (after an
-update of one index folder, only those that read it: :func:`index_folders`). Pipelines given as
+update of one index folder, only those that read it: :func:`reads`). Pipelines given as
 :class:`~sleuth.service.lazy.LazyStage` are built in the background (:mod:`sleuth.service.lazy`)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from sleuth.errors import ConfigError
 from sleuth.service.depth import depth
 from sleuth.service.lazy import BackgroundBuilds, LazyStage, built, status_of
 from sleuth.service.limits import RequestError, safe_name
-from sleuth.stages.base import Cutoff, Sequential, Stage
+from sleuth.stages.base import Stage
 
 
 @dataclass(frozen=True)
@@ -92,42 +92,11 @@ class ServedPipelines:
         return {"reloaded": [name for name in pipelines if name not in kept]}
 
 
-def index_folders(stage: Stage) -> set[Path] | None:
-    """The index folders ``stage`` has read (its BM25 and dense retrievers', of a workspace its cached indexes), or
-    None where that cannot be told (a system's own stage, a retriever over an index of unknown origin, a lazy
-    pipeline being built or failed); a lazy pipeline not started has read none (it reads them as they are when
-    built)."""
-    from sleuth.stages.fusion import Fuse  # here: the service imports no index library before it serves one
-    from sleuth.stages.max_passage import MaxPassage
-    from sleuth.stages.paths import PathPassages
-    from sleuth.stages.retrieve import BM25Retrieve, DenseRetrieve
-    from sleuth.stages.run_file import RunFile
-
-    if isinstance(stage, LazyStage):
-        return index_folders(stage.built()) if stage.ready else set() if stage.pending else None
-    if type(stage) in (BM25Retrieve, DenseRetrieve):  # not a subclass: a system's may read more
-        folder = getattr(stage, "folder", None)
-        return {folder} if folder is not None else None
-    if type(stage) in (Cutoff, RunFile, MaxPassage, PathPassages):
-        return set()
-    if type(stage) is Sequential:
-        parts = stage.stages
-    elif type(stage) is Fuse:
-        parts = stage.branches
-    else:
-        return None
-    found: set[Path] = set()
-    for part in parts:
-        folders = index_folders(part)
-        if folders is None:
-            return None
-        found |= folders
-    return found
-
-
 def reads(stage: Stage, folder: Path) -> bool:
-    """Whether ``stage`` reads the index ``folder`` (True where that cannot be told)."""
-    folders = index_folders(stage)
+    """Whether ``stage`` reads the index ``folder`` (:meth:`~sleuth.stages.base.Stage.index_folders`: its BM25 and
+    dense retrievers', of a workspace its cached indexes; True where that cannot be told: a system's own stage, a
+    retriever over an index of unknown origin, a lazy pipeline being built or failed)."""
+    folders = stage.index_folders()
     return folders is None or os.path.realpath(folder) in {os.path.realpath(path) for path in folders}
 
 

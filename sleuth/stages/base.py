@@ -12,6 +12,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from sleuth.corpus.frames import frame_queries, is_frame, require_columns
 from sleuth.corpus.model import Query, id_string
@@ -194,6 +195,13 @@ class Stage(ABC):
         k = getattr(self, "k", None)
         return k if isinstance(k, int) else None
 
+    def index_folders(self) -> set[Path] | None:
+        """The index folders this stage reads (a service reloads it after an update of one of them, and keeps it
+        after an update of another), an empty set for a stage that reads none (a cutoff, a model's scores), None
+        where that cannot be told (the default: such a stage is reloaded after every update). A subclass that
+        reads more than its parent overrides this."""
+        return None
+
     def __call__(self, queries: str | Query | Iterable[str | Query] | Mapping[str, str],
                  candidates: Run | Mapping[str, Sequence[Hit]] | None = None) -> Run:
         """Run the stage on queries given in any form :func:`as_queries` takes (a string, a list, ``{id: text}``, a
@@ -222,6 +230,14 @@ class Stage(ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
+class ReadsNoIndex:
+    """Mixin for a stage that reads no index folder (a cutoff, a regrouping of its candidates, a model's scores, a
+    run file): an update of any index leaves it as it is (:meth:`Stage.index_folders` is empty)."""
+
+    def index_folders(self) -> set[Path]:
+        return set()
+
+
 class Sequential(Stage):
     """Runs stages in order, each receiving the previous stage's candidates."""
 
@@ -241,8 +257,11 @@ class Sequential(Stage):
             candidates = stage.transform(queries, candidates)
         return candidates if candidates is not None else Run()
 
+    def index_folders(self) -> set[Path] | None:
+        return folders_of(self.stages)
 
-class Cutoff(Stage):
+
+class Cutoff(ReadsNoIndex, Stage):
     """Keeps the first ``k`` candidates per query (input must be ranked, as every stage's output is)."""
 
     hits_bound, config_stage = "cut", "cutoff"
@@ -255,3 +274,13 @@ class Cutoff(Stage):
         if candidates is None:  # before: an empty run, every query without hits
             raise ConfigError(f"{self.name} cuts the ranking of an earlier stage; run it after one (stage % k)")
         return candidates.cut(self.k)
+
+def folders_of(stages: Iterable[Stage]) -> set[Path] | None:
+    """The index folders ``stages`` read together (:meth:`Stage.index_folders`), None where one's cannot be told."""
+    found: set[Path] = set()
+    for stage in stages:
+        folders = stage.index_folders()
+        if folders is None:
+            return None
+        found |= folders
+    return found

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.stages.base import Stage, check_k, pipeline_hint
+from sleuth.stages.base import Stage, check_k, folders_of, pipeline_hint
 from sleuth.stages.run import Hit, Run, first_unscored, gc_paused
 
 
@@ -118,6 +119,9 @@ class Fuse(Stage):
         self.depth = check_k(depth, "fuse", "depth")
         self.name = name or f"{method}({', '.join(b.name for b in self.branches)})"
         self.component_names = component_names([b.name for b in self.branches])
+
+    def index_folders(self) -> set[Path] | None:
+        return folders_of(self.branches)
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         runs = [branch.transform(queries, candidates) for branch in self.branches]

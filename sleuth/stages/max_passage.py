@@ -8,11 +8,11 @@ from collections.abc import Sequence
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.stages.base import Stage
+from sleuth.stages.base import ReadsNoIndex, Stage
 from sleuth.stages.run import Hit, Run
 
 
-class MaxPassage(Stage):
+class MaxPassage(ReadsNoIndex, Stage):
     """Each query's passages grouped by their document (``Hit.doc_id``; a hit without one is its own document):
     one hit per document, at the rank and score of its best passage, with that passage's title and text and its id
     in ``extras["passage"]``."""

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.stages.base import Stage
+from sleuth.stages.base import ReadsNoIndex, Stage
 from sleuth.stages.run import Hit, Run
 
 
@@ -17,7 +17,7 @@ def evidence_path(hit: Hit) -> list[Hit] | None:
     return path if isinstance(path, list) and path and all(isinstance(part, Hit) for part in path) else None
 
 
-class PathPassages(Stage):
+class PathPassages(ReadsNoIndex, Stage):
     """Each hit that holds a path (``extras["path"]``) replaced by the path's passages in path order, every passage
     kept once, at the first (best) path that holds it, with that path's score and id (``extras["path_id"]``); a hit
     without a path stays as it is. Passages of one path share its score, so a measure that breaks score ties by id

@@ -17,7 +17,16 @@ from sleuth.stages.hits import candidate_rows, hits_from_rows, rescored
 from sleuth.stages.run import Run
 
 
-class BM25Retrieve(Stage):
+class OneIndexStage(Stage):
+    """A stage over one index loaded from ``folder`` (None: not known), which it reads alone."""
+
+    folder: Path | None = None
+
+    def index_folders(self) -> set[Path] | None:
+        return {self.folder} if self.folder is not None else None
+
+
+class BM25Retrieve(OneIndexStage):
     """Top-k BM25 over a BM25Index; when given candidates, scores only those (documents with no match omitted).
     ``folder`` is the index folder it was loaded from (None: not known), which a service reloads it for."""
 
@@ -40,7 +49,7 @@ class BM25Retrieve(Stage):
                     for q, p, s in zip(queries, positions, scores)})
 
 
-class DenseRetrieve(Stage):
+class DenseRetrieve(OneIndexStage):
     """Top-k inner-product search with the index's own encoder (or a given one of the same dimension); ``folder``
     as :class:`BM25Retrieve`'s."""
 

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from sleuth.corpus.model import Query
-from sleuth.stages.base import Stage, check_k
+from sleuth.stages.base import ReadsNoIndex, Stage, check_k
 from sleuth.stages.run import Run
 from sleuth.stages.run_formats import read_run, run_name
 
 
-class RunFile(Stage):
+class RunFile(ReadsNoIndex, Stage):
     """The rankings of a run file (TREC ``qid Q0 docid rank score tag``, or JSON Lines when named ``.jsonl``:
     :mod:`sleuth.stages.run_formats`), read once, ranked by score, cut to ``k`` (None: whole).
 

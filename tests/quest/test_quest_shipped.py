@@ -45,6 +45,7 @@ def test_the_shipped_adapter_is_small_documented_and_tuned():
 def test_the_setops_pipeline_is_anchored_votes_and_reads_the_tuning_half_rules(val_setup):
     from sleuth.pipelines.config import load_pipeline
     from sleuth.service.depth import Depth, depth
+    from sleuth.service.served import reads
     from sleuth.systems.quest.set_ops import SetOperations
 
     record = json.loads((shipped_classifier_dir() / "training.json").read_text(encoding="utf-8"))
@@ -54,6 +55,11 @@ def test_the_setops_pipeline_is_anchored_votes_and_reads_the_tuning_half_rules(v
     # the service refuses a k above its 30 BM25 candidates, naming the key (before: a system stage's depth was
     # unknown, and k=100 got at most 30 hits unsaid)
     assert depth(pipeline) == Depth(30, ("bm25.k",))
+    # it reads its BM25 folder alone, so a service keeps it through an update of another index (before: a system
+    # stage's folders were unknown, and every update of any folder rebuilt it, classifier and all)
+    folder = pipeline.stages[0].folder
+    assert folder is not None and pipeline.index_folders() == {folder}
+    assert reads(pipeline, folder) and not reads(pipeline, folder.parent / "another-index")
     assert stage.not_weight == record["not_weights"]["bm25+setops"]
     assert stage.retriever_weight == record["retriever_weights"]["bm25+setops"] == record["retriever_weights"]["bm25"]
     assert stage.constraint_weight == record["constraint_weights"]["bm25+setops"]

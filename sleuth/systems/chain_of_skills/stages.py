@@ -14,7 +14,7 @@ import numpy as np
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.stages.base import Stage
+from sleuth.stages.base import ReadsNoIndex, Stage
 from sleuth.stages.hits import input_score_key
 from sleuth.stages.run import Hit, Run, rank_hits, ranking_key
 from sleuth.systems.chain_of_skills.bucketing import MAX_BATCH_ROWS, MAX_BATCH_TOKENS, forward_batches, token_states
@@ -107,7 +107,7 @@ class ExpandedRetrieve(Stage):
         return run
 
 
-class Rerank(Stage):
+class Rerank(ReadsNoIndex, Stage):
     """Skill "reranking": score = dot(h_CLS, h_first_SEP) over the pair ("question", "title, text").
 
     For hop 2 the first text is "question [SEP] hop-1 passage", so the first [SEP] still closes the question. All

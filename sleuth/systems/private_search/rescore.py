@@ -16,7 +16,7 @@ import numpy as np
 
 from sleuth.corpus.model import Passage, Query
 from sleuth.models.encoder import Encoder
-from sleuth.stages.base import Stage
+from sleuth.stages.base import ReadsNoIndex, Stage
 from sleuth.stages.hits import rescored
 from sleuth.stages.run import Hit, Run
 
@@ -40,7 +40,7 @@ def bm25_order(query: str, hits: Sequence[Hit]) -> list[int]:
     return sorted(range(len(hits)), key=lambda i: -scores[i])
 
 
-class TextRescore(Stage):
+class TextRescore(ReadsNoIndex, Stage):
     """Dense rescoring of candidates from their title and text: score = <query vector, text vector>.
 
     With ``depth``, only the ``depth`` candidates that local BM25 with the query ranks highest are encoded and

@@ -14,13 +14,13 @@ import numpy as np
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, InputError
 from sleuth.models.cross_encoder import CrossEncoderClassifier, pair_text, sigmoid
-from sleuth.stages.base import Stage
+from sleuth.stages.base import ReadsNoIndex, Stage
 from sleuth.stages.hits import rescored
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.quest.cut import CutsToSet, SetCut, as_cut
 
 
-class Classify(Stage, CutsToSet):
+class Classify(ReadsNoIndex, Stage, CutsToSet):
     """Scores candidates with :class:`CrossEncoderClassifier`; ``hit.score`` becomes the relevance probability
     (the input score kept in ``extras["classify_input_score"]``). With ``threshold`` (a number, or a
     :class:`~sleuth.systems.quest.cut.SetCut` with a score-gap rule) only the set's members remain; with None every

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from pathlib import Path
 
 from sleuth.corpus.model import Query
 from sleuth.stages.base import Sequential, Stage
@@ -27,6 +28,9 @@ class SetWithRanking(Stage):
     def __init__(self, pipeline: Stage, depth: int):
         self.pipeline, self.depth = pipeline, depth
         self.name = pipeline.name
+
+    def index_folders(self) -> set[Path] | None:
+        return self.pipeline.index_folders()  # its deeper first stage reads the same folder
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         stages = self.pipeline.stages if isinstance(self.pipeline, Sequential) else [self.pipeline]

@@ -22,12 +22,13 @@ rescores), ``threshold`` that of the others; without it ``threshold`` rules them
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
-from sleuth.stages.base import Stage
+from sleuth.stages.base import Stage, folders_of
 from sleuth.stages.hits import input_score_key
 from sleuth.stages.run import Hit, Run
 from sleuth.systems.quest.classify import fused
@@ -72,6 +73,9 @@ class SetOperations(Stage, CutsToSet):
         self.cut = None if threshold is None else as_cut(threshold)
         self.set_cut = self.cut if set_threshold is None else as_cut(set_threshold)
         self.name = name
+
+    def index_folders(self) -> set[Path] | None:
+        return folders_of([self.scorer, *([self.expand] if self.expand is not None and self.expand_depth else [])])
 
     def transform(self, queries: Sequence[Query], candidates: Run | None = None) -> Run:
         if candidates is None:
