@@ -16,7 +16,7 @@ from sleuth.systems.private_search.embedding_readers import (
     write_word2vec_binary,
 )
 from sleuth.systems.private_search.embeddings import WordEmbeddings
-from sleuth.systems.private_search.obfuscator import DPObfuscator, tokenize
+from sleuth.systems.private_search.obfuscator import DPObfuscator, text_rng, tokenize
 from sleuth.systems.private_search.registry import MECHANISMS, make_mechanism, make_obfuscator
 from tests import privacy_support as support
 from tests.cli_support import one_line_error
@@ -100,6 +100,21 @@ def test_every_mechanism_obfuscates_a_batch(table, name):
         assert all(word in table for text in group for word in text.split())
     # at a small budget the words change; at a large one CMP-like mechanisms mostly keep them
     assert sum(text != queries[0] for text in result[0]) >= 5
+
+
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_a_generator_a_query_in_one_search_draws_what_each_query_draws_alone(table, name):
+    """A seeded private search obfuscates a batch with a generator a query (its obfuscations then do not hang on
+    its batch): in one nearest-word search since session 39 (it took one a query, 4.5x slower), each query's draws
+    (noise, Vickrey's pick, a random word for an unknown one) must stay what it gets alone."""
+    obfuscator = DPObfuscator(make_mechanism(name, table), oov="random")
+    queries = ["do goldfish grow", "xqzvtl 1999", "right pelvic pain causes xqzvtl", "goldfish"]
+    together = obfuscator.obfuscate_each(queries, 6, 8.0, [text_rng(4, q) for q in queries])
+    assert together == [obfuscator.obfuscate([q], 6, 8.0, text_rng(4, q))[0] for q in queries]
+    assert [len(group) for group in together] == [6] * 4 and len(set(together[0])) > 1
+    assert together[1:] == obfuscator.obfuscate_each(queries[1:], 6, 8.0, [text_rng(4, q) for q in queries[1:]])
+    with pytest.raises(ConfigError, match="3 generators for 4 queries"):
+        obfuscator.obfuscate_each(queries, 6, 8.0, [text_rng(4, q) for q in queries[:3]])
 
 
 def test_similarity_to_the_original_grows_with_epsilon(small):

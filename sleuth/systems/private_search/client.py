@@ -78,8 +78,9 @@ class PrivateSearch(Stage):
         one stream a call, so an evaluation counted in chunks, or a batch, gave a query other obfuscations than it
         got alone, and `sleuth eval --quiet` other figures); a Generator seed (or none) is one stream."""
         if isinstance(self.seed, (int, np.integer)) and not isinstance(self.seed, bool):
-            return [self.obfuscator.obfuscate([q.text], self.n, self.epsilon, text_rng(int(self.seed), q.text))[0]
-                    for q in queries]
+            texts = [q.text for q in queries]
+            return self.obfuscator.obfuscate_each(texts, self.n, self.epsilon,
+                                                  [text_rng(int(self.seed), text) for text in texts])
         return self.obfuscator.obfuscate([q.text for q in queries], self.n, self.epsilon, make_rng(self.seed))
 
     def pools(self, queries: Sequence[Query], obfuscated: Sequence[Sequence[str]],

@@ -13,6 +13,7 @@ obfuscated rows: ``noisy = vectors[rows] + noise``, then the word nearest to eac
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -105,10 +106,14 @@ class Mechanism(ABC):
     """A word-level metric-DP mechanism over one embedding table.
 
     :meth:`noise` draws noise vectors; :meth:`choose` maps noisy points to vocabulary rows (nearest word by
-    default); :meth:`obfuscate_rows` does both for a batch of word rows. Epsilon is given per call.
+    default: of the :attr:`choices` nearest words, :meth:`pick` publishes one); :meth:`obfuscate_rows` does both for
+    a batch of word rows, :meth:`obfuscate_segments` for several batches, each with its own generator, in one
+    nearest-word search. Epsilon is given per call.
     """
 
     name: str = "mechanism"
+    #: how many nearest words :meth:`pick` chooses from
+    choices: int = 1
 
     def __init__(self, embeddings: WordEmbeddings):
         self.embeddings = embeddings
@@ -123,15 +128,35 @@ class Mechanism(ABC):
         base = self.embeddings.matrix()[rows]
         return (base + self.noise(rng, len(rows), epsilon)).astype(np.float32)
 
+    def pick(self, distances: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """The vocabulary row published for each noisy point, from the (n, :attr:`choices`) distances and rows of
+        its nearest words: the nearest."""
+        return rows[:, 0]
+
     def choose(self, noisy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """The vocabulary row published for each noisy point: the nearest word."""
-        return self.embeddings.nearest(noisy, k=1)[1][:, 0]
+        """The vocabulary row published for each noisy point (:meth:`pick` of its nearest words)."""
+        return self.pick(*self.embeddings.nearest(noisy, k=self.choices), rng)
 
     def obfuscate_rows(self, rows: np.ndarray, epsilon: float, rng: np.random.Generator) -> np.ndarray:
         """One obfuscated row per input row (every input row gets independent noise)."""
-        if len(rows) == 0:
-            return np.zeros(0, dtype=np.int64)
-        return self.choose(self.perturb(rows, check_epsilon(epsilon), rng), rng)
+        return self.obfuscate_segments([rows], epsilon, [rng])[0]
+
+    def obfuscate_segments(self, segments: Sequence[np.ndarray], epsilon: float,
+                           rngs: Sequence[np.random.Generator]) -> list[np.ndarray]:
+        """:meth:`obfuscate_rows` of each segment of rows with its own generator, in one nearest-word search: a
+        segment's draws are those it gets alone (its noise, then its picks), whatever segments share the call."""
+        epsilon = check_epsilon(epsilon)
+        noisy = [self.perturb(rows, epsilon, rng) for rows, rng in zip(segments, rngs)]
+        if not any(len(points) for points in noisy):
+            return [np.zeros(0, dtype=np.int64) for _ in segments]
+        distances, rows = self.embeddings.nearest(np.concatenate(noisy), k=self.choices)
+        published, start = [], 0
+        for points, rng in zip(noisy, rngs):
+            end = start + len(points)
+            published.append(self.pick(distances[start:end], rows[start:end], rng) if end > start
+                             else np.zeros(0, dtype=np.int64))
+            start = end
+        return published
 
     def describe(self) -> dict:
         """Name and parameters, for reports."""

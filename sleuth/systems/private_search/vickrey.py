@@ -46,8 +46,9 @@ class Vickrey(Mechanism):
     def noise(self, rng: np.random.Generator, n: int, epsilon: float) -> np.ndarray:
         return self.base.noise(rng, n, epsilon)
 
-    def choose(self, noisy: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        distances, rows = self.embeddings.nearest(noisy, k=2)
+    choices = 2
+
+    def pick(self, distances: np.ndarray, rows: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         return vickrey_pick(distances, rows, self.t, rng)
 
     def describe(self) -> dict:
