@@ -21,15 +21,32 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, BinaryIO, cast
 
+#: the compression a file name's last suffix means (in any case: ``run.TREC.GZ`` is gzip), for reading and writing
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2"}
+
+
+def compression_of(path: str | Path) -> str | None:
+    """``"gzip"`` or ``"bz2"`` where ``path``'s name ends in ``.gz`` or ``.bz2`` (any case), else None: what
+    :func:`open_text` reads and :func:`atomic_write_text` writes (before: ``.GZ`` was read as plain text, while a run
+    file's name dropped it)."""
+    return COMPRESSIONS.get(Path(path).suffix.lower())
+
+
+def uncompressed_name(path: str | Path) -> str:
+    """A file's name without the ``.gz`` / ``.bz2`` that makes sleuth read and write it compressed."""
+    name = Path(path).name
+    return Path(name).stem if compression_of(name) else name
+
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file in the same directory, then rename over it; compressed
-    where the name ends in ``.gz`` or ``.bz2``, as :func:`open_text` reads it (a run file, predictions, a corpus)."""
+    where the name ends in ``.gz`` or ``.bz2`` (:func:`compression_of`), as :func:`open_text` reads it (a run file,
+    predictions, a corpus)."""
     data = text.encode("utf-8")
-    name = str(path)
-    if name.endswith(".gz"):
+    compression = compression_of(path)
+    if compression == "gzip":
         data = gzip.compress(data, compresslevel=6, mtime=0)  # mtime 0: the same text gives the same bytes
-    elif name.endswith(".bz2"):
+    elif compression == "bz2":
         data = bz2.compress(data)
     atomic_write_bytes(path, data)
 
@@ -125,7 +142,7 @@ def current_umask() -> int:
 
 
 def open_text(path: str | Path) -> TextFile:
-    """Open a UTF-8 text file for reading, transparently decompressing ``.gz`` and ``.bz2``.
+    """Open a UTF-8 text file for reading, transparently decompressing ``.gz`` and ``.bz2`` (:func:`compression_of`).
 
     A missing path raises an InputError naming it (not a FileNotFoundError traceback), and so do bytes that are
     not UTF-8 (a binary file, Latin-1 text): with the line number when the file is read line by line.
@@ -134,9 +151,10 @@ def open_text(path: str | Path) -> TextFile:
 
     if not Path(path).is_file():
         raise InputError("is a folder; give a file" if Path(path).is_dir() else "file not found", path=path)
-    name = str(path)
-    opener = gzip.open if name.endswith(".gz") else bz2.open if name.endswith(".bz2") else open
-    return TextFile(cast(IO[bytes], opener(name, "rb")), path)
+    compression = compression_of(path)
+    handle = (gzip.open(path, "rb") if compression == "gzip" else bz2.open(path, "rb") if compression == "bz2"
+              else open(path, "rb"))
+    return TextFile(cast(IO[bytes], handle), path)
 
 
 def text_lines(path: str | Path) -> Iterator[tuple[int, str]]:

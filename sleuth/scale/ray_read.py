@@ -34,6 +34,7 @@ from sleuth.index.docstore import DocStore
 from sleuth.index.manifest import build_directory, write_manifest
 from sleuth.index.sharded import bm25_root_manifest, shard_bounds
 from sleuth.index.tokenize import Analyzer
+from sleuth.io import compression_of
 from sleuth.pipelines.workspace import CorpusSource
 from sleuth.scale.ray_build import RayOptions
 from sleuth.scale.session import quiet_ray_logs, require_ray
@@ -173,7 +174,7 @@ def read_pieces(source: CorpusSource, shards: int, options: RayOptions) -> tuple
     quiet_ray_logs()  # again: Ray Data sets its logger to INFO when first imported, after the session's quieting
     context.execution_options.preserve_order = True
     context.enable_progress_bars = options.show_progress
-    compression = {".gz": "gzip", ".bz2": "bz2"}.get(file.suffix)
+    compression = compression_of(file)
     lines = ray.data.read_text(str(file), **({"arrow_open_stream_args": {"compression": compression}}
                                              if compression else {}))
     rows = lines.map_batches(lambda batch: passage_rows([str(t) for t in batch["text"]], str(file), fields,

@@ -275,6 +275,7 @@ class Cutoff(ReadsNoIndex, Stage):
             raise ConfigError(f"{self.name} cuts the ranking of an earlier stage; run it after one (stage % k)")
         return candidates.cut(self.k)
 
+
 def folders_of(stages: Iterable[Stage]) -> set[Path] | None:
     """The index folders ``stages`` read together (:meth:`Stage.index_folders`), None where one's cannot be told."""
     found: set[Path] = set()

@@ -11,16 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from sleuth.errors import ConfigError, InputError
+from sleuth.io import uncompressed_name
 from sleuth.stages.run import Hit, Run
-
-
-def uncompressed_name(path: str | Path) -> str:
-    """A file's name without the ``.gz`` / ``.bz2`` that makes sleuth read and write it compressed."""
-    name = Path(path).name
-    for suffix in (".gz", ".bz2"):
-        if name.lower().endswith(suffix):
-            return name[:-len(suffix)]
-    return name
 
 
 def run_name(path: str | Path) -> str:

@@ -354,6 +354,27 @@ def test_read_run_and_write_run_from_the_front_door(tmp_path):
     assert not (tmp_path / "run.trec").exists()
 
 
+def test_a_compression_suffix_in_capitals_is_written_and_read_compressed(tmp_path, scifact_rows):
+    """`run.TREC.GZ` was written as plain text (the writer matched '.gz' only) under a name that read_run named
+    'run' (it dropped '.GZ'), and `corpus.JSONL.BZ2` was read as plain text: "not UTF-8". One rule now
+    (`sleuth.io.compression_of`), in any case."""
+    import bz2
+    import gzip
+
+    import sleuth
+    from sleuth.corpus.jsonl import read_jsonl_documents
+
+    run = Run({"1": [Hit("a", 2.0), Hit("b", 1.0)]})
+    sleuth.write_run(run, tmp_path / "RUN.TREC.GZ")
+    assert (tmp_path / "RUN.TREC.GZ").read_bytes()[:2] == b"\x1f\x8b"  # gzip's magic number
+    assert gzip.decompress((tmp_path / "RUN.TREC.GZ").read_bytes()).decode().split()[:3] == ["1", "Q0", "a"]
+    assert sleuth.read_run(tmp_path / "RUN.TREC.GZ").ids("1") == ["a", "b"]
+    assert RunFile(tmp_path / "RUN.TREC.GZ").name == "RUN"
+    corpus = tmp_path / "corpus.JSONL.BZ2"
+    corpus.write_bytes(bz2.compress("".join(json.dumps(row) + "\n" for row in scifact_rows[:3]).encode()))
+    assert [doc.id for doc in read_jsonl_documents(corpus)] == [row["_id"] for row in scifact_rows[:3]]
+
+
 def test_write_run_takes_what_stages_take_and_a_fusion_reads_back_in_its_order(tmp_path):
     """write_run of a {qid: [Hit]} mapping or a results frame was an AttributeError; a NaN score was written, then
     refused by read_run; and 6 decimals tied RRF scores 1e-6 apart, so a fused run read back in another order."""

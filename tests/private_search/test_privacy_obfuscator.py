@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
 import json
 
 import numpy as np
@@ -57,8 +59,12 @@ def test_readers_agree_on_the_same_words(tmp_path, glove):
     write_word2vec_binary(binary, WordEmbeddings(words, vectors))
     np.save(tmp_path / "table.npy", vectors)
     (tmp_path / "table.vocab").write_text("\n".join(words) + "\n")
+    # a compressed text table in any case (before: GLOVE.TXT.GZ was read as plain text, and .vec.bz2 refused)
+    (tmp_path / "GLOVE.TXT.GZ").write_bytes(gzip.compress(text.read_bytes()))
+    (tmp_path / "vectors.vec.bz2").write_bytes(bz2.compress(text.read_bytes()))
     for loaded in (read_glove_text(text), read_word2vec_binary(binary), read_npy(tmp_path / "table.npy"),
-                   load_embeddings(text), load_embeddings(tmp_path / "table.npy")):
+                   load_embeddings(text), load_embeddings(tmp_path / "table.npy"),
+                   load_embeddings(tmp_path / "GLOVE.TXT.GZ"), load_embeddings(tmp_path / "vectors.vec.bz2")):
         assert loaded.words == words
         assert np.allclose(np.asarray(loaded.vectors), vectors, atol=1e-5)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from sleuth.errors import ConfigError, InputError, MissingExtraError
-from sleuth.io import open_text
+from sleuth.io import open_text, uncompressed_name
 from sleuth.progress import track
 from sleuth.systems.private_search.embeddings import WordEmbeddings
 
@@ -30,9 +30,10 @@ def load_embeddings(spec: str | Path = DEFAULT_EMBEDDINGS, show_progress: bool =
         return read_npy(path)
     if name.endswith(".bin"):
         return read_word2vec_binary(path)
-    if name.endswith((".txt", ".txt.gz", ".txt.bz2", ".vec", ".vec.gz")):
+    if Path(uncompressed_name(name)).suffix in (".txt", ".vec"):
         return read_glove_text(path, show_progress=show_progress)
-    raise ConfigError(f"{path}: unknown embedding format (expected .txt[.gz] GloVe text, .bin word2vec or .npy)")
+    raise ConfigError(f"{path}: unknown embedding format (expected .txt or .vec GloVe text, also .gz or .bz2, "
+                      ".bin word2vec or .npy)")
 
 
 def read_default_glove() -> WordEmbeddings:
