@@ -20,7 +20,7 @@ from sleuth.cli.common import (
     refuse_given,
     workspace,
 )
-from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings, settings_line
+from sleuth.cli.stage_settings import SETTINGS, checked_configs, config_inputs, parse_settings, settings_line
 from sleuth.corpus.bundled import bundled_dataset_dir
 from sleuth.corpus.formats import read_queries
 from sleuth.corpus.model import Qrels, Query
@@ -28,7 +28,7 @@ from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
 from sleuth.eval.experiment import Experiment, JudgedQueries, run_file_names
 from sleuth.eval.self_hits import exclusion_note
-from sleuth.overwrite import check_writable, refuse_overwriting_inputs
+from sleuth.overwrite import check_writable, clashing_input, refuse_overwriting_inputs
 from sleuth.pipelines.config import load_pipeline, reads_corpus
 from sleuth.pipelines.sources import refuse_corpus_options
 from sleuth.stages.run_file import RunFile
@@ -204,12 +204,17 @@ def eval_command(
     configs = checked_configs(names, keys)
     titles = table_names([str(config["name"]) for config in configs], names, index or [], list(run_files))
     read_corpus = any(reads_corpus(config["stages"]) for config in configs)  # not: run files, index: paths
+    inputs = [dataset, corpus, queries, qrels, questions, *(distractors or []), *(index or []), *run_files.values(),
+              *(path for config in configs for path in config_inputs(config))]
     if per_query is not None:  # not after the evaluation
-        refuse_overwriting_inputs(per_query, [dataset, corpus, queries, qrels, questions, *(distractors or []),
-                                              *(index or []), *run_files.values(), *names], "--per-query", file=True)
+        refuse_overwriting_inputs(per_query, inputs, "--per-query", file=True)
     if runs_dir is not None:
         check_writable(runs_dir, "--runs-dir", folder=True)  # not after the evaluation
-        run_file_names(titles)  # two pipelines that would share a file: refused before any runs
+        for stem in run_file_names(titles).values():  # two pipelines that would share a file: refused before any runs
+            for suffix in (".run", ".jsonl"):  # nor a run written over an input (`--run runs/a.run --runs-dir runs`)
+                if (clash := clashing_input(runs_dir / f"{stem}{suffix}", inputs)) is not None:
+                    raise ConfigError(f"--runs-dir {runs_dir}: its {stem}{suffix} would be written over the input "
+                                      f"{clash}; choose another --runs-dir")
     if all(given is None for given in (dataset, corpus, queries, qrels, questions)) and not run_files:
         refuse_corpus_options(fmt, field is not None, splitter)  # before: they split or read the bundled SciFact
         note_bundled(None, "evaluating on")  # as search, retrieve and serve say

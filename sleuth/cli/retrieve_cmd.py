@@ -13,7 +13,7 @@ from rich.text import Text
 
 from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, build_note, console, pipeline_corpus, refuse_given, workspace
-from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings
+from sleuth.cli.stage_settings import SETTINGS, checked_configs, config_inputs, parse_settings
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
@@ -55,7 +55,6 @@ def retrieve(
 ) -> None:
     """Run a pipeline over a file of queries and write a TREC (or JSON Lines) run file."""
     check_writable(out, "--out", file=True)  # before any query is read or index built
-    refuse_overwriting_inputs(out, [queries, corpus, index, *(distractors or [])])
     if index is not None:
         refuse_given(ctx, ("corpus", "fmt", "field", "splitter", "window_words", "distractors", "pipeline", "settings"),
                      "--index searches an index folder")
@@ -63,6 +62,8 @@ def retrieve(
         raise ConfigError("--distractors go with --corpus (the documents they are mixed with)")
     keys = parse_settings(settings)
     config = checked_configs([pipeline], keys)[0] if index is None else None
+    refuse_overwriting_inputs(out, [queries, corpus, index, *(distractors or []),
+                                    *(config_inputs(config) if config is not None else [])])
     name = str(config["name"]) if config is not None else Path(str(index)).name
     run_tag = tag if tag is not None else name
     trec = not is_jsonl_run(out)

@@ -4,6 +4,8 @@ without a YAML file per value (``--set bm25.k1=1.2``)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -52,17 +54,33 @@ def parse_settings(values: list[str] | None) -> StageKeys:
     return settings
 
 
-def stage_names(entries: list[Any]) -> set[str]:
-    """The names of the stages of (checked) stage entries, fusion branches included."""
+#: the stage keys whose value is a file or folder the stage reads (a run file's ``path``, a retriever's ``index``)
+PATH_KEYS = ("path", "index")
+
+
+def stage_entries(entries: list[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(name, params)`` of every stage of (checked) stage entries, fusion branches included."""
     from sleuth.pipelines.config import split_entry
 
-    names: set[str] = set()
     for entry in entries:
         name, params = split_entry(entry, "a checked stage")
-        names.add(name)
+        yield name, params
         for branch in params.get("branches", []) if name == "fuse" else []:
-            names |= stage_names(branch if isinstance(branch, list) else [branch])
-    return names
+            yield from stage_entries(branch if isinstance(branch, list) else [branch])
+
+
+def stage_names(entries: list[Any]) -> set[str]:
+    """The names of the stages of (checked) stage entries, fusion branches included."""
+    return {name for name, _ in stage_entries(entries)}
+
+
+def config_inputs(config: dict[str, Any]) -> list[Path]:
+    """The files and folders a (checked) pipeline config reads besides a command's corpus and queries: its YAML file
+    and its stages' ``path`` and ``index`` (a run file, an index folder; ``--set run_file.path=...`` too), so that an
+    ``--out`` over one of them is refused before anything runs."""
+    paths = [Path(config["_source"])] if config.get("_source") else []
+    return paths + [Path(params[key]) for _, params in stage_entries(config["stages"]) for key in PATH_KEYS
+                    if isinstance(params.get(key), (str, Path))]
 
 
 def check_settings_apply(settings: StageKeys, configs: list[dict[str, Any]]) -> None:

@@ -330,7 +330,7 @@ def check_build_target(target: str | Path, force: bool = False, keep: Sequence[s
             resolved == home or resolved in home.parents:
         raise IndexError_(f"{target}: refusing to build an index over a system or home folder, even with --force; "
                           "choose another --out")
-    refuse_overwriting_inputs(target, [Path.cwd(), *keep], action="build an index")
+    refuse_overwriting_inputs(target, [Path.cwd(), *keep], action="build an index", in_folders=False)  # nor over cwd
     check_parent_folders(target)
     if not target.exists() and not target.is_symlink():
         return

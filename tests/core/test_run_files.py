@@ -338,6 +338,39 @@ def test_run_files_named_gz_or_bz2_are_written_compressed_and_read_back(sleuth, 
     assert rows["run"] == rows["lines"] > 0
 
 
+def test_an_output_over_a_file_of_an_input_folder_or_of_the_pipeline_is_refused(sleuth, tmp_path):
+    """Before (each exit 0): `eval FOLDER --per-query FOLDER/queries.jsonl` and `retrieve FOLDER --out
+    FOLDER/qrels/train.tsv` replaced a file of the BEIR folder they read, `retrieve --pipeline run_file --set
+    run_file.path=a.run --out a.run` the run it read, `eval --pipeline p.yaml --per-query p.yaml` its own config, and
+    `eval --run runs/a.run --runs-dir runs` wrote the run over its own file. Nothing is written now, a new file in
+    the folder is still fine."""
+    import shutil
+
+    import sleuth as api
+
+    folder = tmp_path / "sf"
+    shutil.copytree(bundled_dataset_dir(), folder)
+    before = {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()}
+    for args, option in ((("eval", folder, "--per-query", folder / "queries.jsonl.gz"), "--per-query"),
+                         (("retrieve", folder, "--out", folder / "qrels" / "train.tsv"), "--out")):
+        one_line_error(sleuth(*args), f"{option} {args[-1]}", f"refusing to write over a file of the input {folder}")
+    assert {path: path.read_bytes() for path in folder.rglob("*") if path.is_file()} == before
+    run = tmp_path / "a.run"
+    api.write_run(Run({"1": [Hit("31715818", 1.0)]}), run)
+    written = run.read_bytes()
+    one_line_error(sleuth("retrieve", folder, "--pipeline", "run_file", "--set", f"run_file.path={run}", "--out", run),
+                   f"--out {run}", "refusing to write over the input")
+    (tmp_path / "p.yaml").write_text("name: p\nstages:\n  - bm25: {k: 10}\n", encoding="utf-8")
+    one_line_error(sleuth("eval", folder, "--pipeline", tmp_path / "p.yaml", "--per-query", tmp_path / "p.yaml"),
+                   "--per-query", "refusing to write over the input")
+    one_line_error(sleuth("eval", "--run", run, "--qrels", folder / "qrels" / "train.tsv", "--runs-dir", tmp_path),
+                   f"--runs-dir {tmp_path}: its a.run would be written over the input {run}")
+    assert run.read_bytes() == written and "bm25" in (tmp_path / "p.yaml").read_text()
+    result = sleuth("retrieve", folder, "--out", folder / "new.run", "--max-queries", 2, "-k", 3)
+    assert result.returncode == 0, result.stderr
+    assert len((folder / "new.run").read_text().splitlines()) == 6
+
+
 def test_read_run_and_write_run_from_the_front_door(tmp_path):
     """`sleuth.write_run` / `sleuth.read_run` (before: only `sleuth.stages.run_formats`): TREC or JSON Lines by the
     name, compressed by the name; ids with spaces need JSON Lines."""
