@@ -22,7 +22,7 @@ from sleuth.cli.common import (
 )
 from sleuth.cli.stage_settings import SETTINGS, checked_configs, config_inputs, parse_settings, settings_line
 from sleuth.corpus.bundled import bundled_dataset_dir
-from sleuth.corpus.formats import read_queries
+from sleuth.corpus.formats import is_smart_query_file, read_queries
 from sleuth.corpus.model import Qrels, Query
 from sleuth.errors import ConfigError
 from sleuth.eval.answers import DEFAULT_KS
@@ -110,7 +110,9 @@ def load_task(dataset: Path | None, split: str, corpus: Path | None, queries: Pa
     from sleuth.corpus.smart import align_query_ids
 
     judged = read_qrels(qrels)
-    topics, note = align_query_ids(read_queries(queries), judged)
+    topics, note = read_queries(queries), None
+    if is_smart_query_file(queries):  # before: TREC topics too, so DL'19 topics were scored on SciFact's judgements
+        topics, note = align_query_ids(topics, judged)
     if note:
         console.print(Text(f"note: {note}"))
     return corpus, topics, judged  # the experiment counts and leaves out the topics without judgements

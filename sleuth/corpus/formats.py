@@ -151,6 +151,11 @@ def _head(path: Path, chars: int = 2048) -> str:
         return ""
 
 
+def is_smart_query_file(path: Path) -> bool:
+    """Whether ``path`` is a SMART query file (``.I`` records: cran.qry, CISI.QRY), as :func:`read_queries` tells."""
+    return ".jsonl" not in path.name and is_smart(_head(path))
+
+
 def read_queries(path: Path) -> list[Query]:
     """Queries from a BEIR queries.jsonl, a SMART query file (cran.qry, CISI.QRY) or TREC topics (TSV or SGML); a
     query id that comes twice is an InputError (a run keeps one ranking per id)."""
@@ -158,7 +163,7 @@ def read_queries(path: Path) -> list[Query]:
         from sleuth.corpus.beir import read_beir_queries
 
         return list(read_beir_queries(path))  # which names both lines of a repeated id itself
-    if is_smart(_head(path)):
+    if is_smart_query_file(path):
         from sleuth.corpus.smart import read_smart_queries
 
         queries = list(read_smart_queries(path))

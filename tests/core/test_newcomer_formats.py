@@ -51,6 +51,17 @@ def test_cranfield_evaluates_in_one_command(sleuth):
     assert report["pipelines"][0]["measures"]["nDCG@10"] > 0.1
 
 
+def test_trec_topics_are_never_numbered_by_position(sleuth, tmp_path):
+    """Cranfield's position numbering is a SMART query file's layout. Before, TREC topics were renumbered too, so
+    DL'19 topics (ids 156493, ...) beside SciFact's qrels (1, 3, 5, ...) were scored on other queries' judgements
+    after a note (exit 0); now no topic has qrels, which is refused."""
+    topics, qrels = tmp_path / "topics.tsv", tmp_path / "qrels.txt"
+    topics.write_text("156493\tdo goldfish grow\n1110199\twhat is wifi vs bluetooth\n", encoding="utf-8")
+    qrels.write_text("1 0 2 1\n2 0 5 1\n", encoding="utf-8")
+    one_line_error(sleuth("eval", "--corpus", CRAN / "cran.all.1400", "--queries", topics, "--qrels", qrels),
+                   "no query of the experiment has qrels", "do the topic ids match the qrels?")
+
+
 def test_cisi_layout_and_unjudged_topics_counted(sleuth):
     assert read_qrels(CISI / "CISI.REL") == {"1": {"1": 1}, "3": {"3": 1}, "5": {"5": 1, "6": 1}, "7": {"2": 1}}
     docs = list(read_documents(CISI / "CISI.ALL"))
