@@ -57,6 +57,16 @@ def refuse_given(ctx: typer.Context, names: tuple[str, ...], why: str) -> None:
         raise ConfigError(f"{why}: {listed} {'does' if len(given) == 1 else 'do'} not apply")
 
 
+def refuse_misplaced_corpus_options(ctx: typer.Context, splitter: str, split_read: bool = True) -> None:
+    """A ConfigError for the corpus options given that would change nothing: ``--window-words`` without ``--splitter
+    window`` (before: ignored by search, retrieve, eval and serve; index refused it), ``--split`` where no BEIR folder
+    is read (``split_read`` False: TREC topics, run files)."""
+    if splitter != "window":
+        refuse_given(ctx, ("window_words",), f"only --splitter window cuts word windows (this is --splitter {splitter})")
+    if not split_read:
+        refuse_given(ctx, ("split",), "--split picks the qrels split of a BEIR folder, and none is read here")
+
+
 def show_progress() -> bool:
     """Progress is always shown (:mod:`sleuth.progress`: a live bar on a terminal, periodic plain lines in a log)."""
     return True

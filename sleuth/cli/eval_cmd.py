@@ -18,6 +18,7 @@ from sleuth.cli.common import (
     note_bundled,
     out,
     refuse_given,
+    refuse_misplaced_corpus_options,
     workspace,
 )
 from sleuth.cli.stage_settings import SETTINGS, checked_configs, config_inputs, parse_settings, settings_line
@@ -204,6 +205,7 @@ def eval_command(
         raise ConfigError("--set sets keys of pipeline stages: give a --pipeline (--index folders and --run files "
                           "have none)")
     configs = checked_configs(names, keys)
+    refuse_misplaced_corpus_options(ctx, splitter, split_read=dataset is not None and dataset.is_dir())
     titles = table_names([str(config["name"]) for config in configs], names, index or [], list(run_files))
     read_corpus = any(reads_corpus(config["stages"]) for config in configs)  # not: run files, index: paths
     inputs = [dataset, corpus, queries, qrels, questions, *(distractors or []), *(index or []), *run_files.values(),

@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 from rich.text import Text
 
-from sleuth.cli.common import console
+from sleuth.cli.common import console, refuse_given
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
 from sleuth.overwrite import check_writable, refuse_overwriting_inputs
@@ -20,6 +20,7 @@ from sleuth.stages.run_formats import check_trec_ids, is_jsonl_run, write_run
 
 
 def fuse(
+    ctx: typer.Context,
     runs: list[Path] = typer.Argument(..., help="Run files to fuse, two or more (TREC, or JSON Lines named .jsonl)."),
     out: Path = typer.Option(..., "--out", "-o", help="The fused run file: TREC, or JSON Lines when named .jsonl."),
     method: str = typer.Option("rrf", help=f"{' or '.join(METHODS)}: reciprocal rank fusion, or the sum of each "
@@ -41,6 +42,8 @@ def fuse(
     if not is_jsonl_run(out) and (why := trec_id_problem(tag)):
         raise ConfigError(f"--tag {tag!r} {why}, which a TREC run file cannot hold")
     fusion_settings(method, weight, normalise, len(runs))  # before the files are read
+    if method == "weighted":  # before: ignored, the same file written with or without it
+        refuse_given(ctx, ("rrf_k",), "--method weighted sums normalised scores (no reciprocal ranks)")
     stages = [RunFile(path, name=f"{path.name}#{i}") for i, path in enumerate(runs, start=1)]  # read and checked
     fused_stage = Fuse(stages, method=method, weights=weight, normalise=normalise, rrf_k=rrf_k, depth=depth,
                        name=tag)

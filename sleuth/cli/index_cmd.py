@@ -10,7 +10,15 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, corpus_source, positive_number, refuse_given, workspace
+from sleuth.cli.common import (
+    DEVICE,
+    console,
+    corpus_source,
+    positive_number,
+    refuse_given,
+    refuse_misplaced_corpus_options,
+    workspace,
+)
 from sleuth.errors import ConfigError, SleuthError
 from sleuth.folders import removed_if_failed
 from sleuth.index.bm25 import BM25Index, BM25Params
@@ -82,9 +90,7 @@ def index(
 
 def refuse_misplaced(ctx: typer.Context, kind: str, splitter: str, ray_address: str | None) -> None:
     """A ConfigError naming the options given for what this build does not do (rather than ignoring them)."""
-    if splitter != "window":
-        refuse_given(ctx, ("window_words",), "only --splitter window cuts word windows "
-                                             f"(this is --splitter {splitter})")
+    refuse_misplaced_corpus_options(ctx, splitter)
     if kind == "bm25":
         refuse_given(ctx, DENSE_OPTIONS, "--kind bm25 builds no dense index")
     if kind == "dense":

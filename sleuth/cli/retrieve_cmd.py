@@ -12,7 +12,15 @@ import typer
 from rich.text import Text
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, build_note, console, pipeline_corpus, refuse_given, workspace
+from sleuth.cli.common import (
+    DEVICE,
+    build_note,
+    console,
+    pipeline_corpus,
+    refuse_given,
+    refuse_misplaced_corpus_options,
+    workspace,
+)
 from sleuth.cli.stage_settings import SETTINGS, checked_configs, config_inputs, parse_settings
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError
@@ -55,6 +63,7 @@ def retrieve(
 ) -> None:
     """Run a pipeline over a file of queries and write a TREC (or JSON Lines) run file."""
     check_writable(out, "--out", file=True)  # before any query is read or index built
+    refuse_misplaced_corpus_options(ctx, splitter, split_read=queries.is_dir())
     if index is not None:
         refuse_given(ctx, ("corpus", "fmt", "field", "splitter", "window_words", "distractors", "pipeline", "settings"),
                      "--index searches an index folder")

@@ -7,7 +7,15 @@ from pathlib import Path
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, out, pipeline_corpus, refuse_given, workspace
+from sleuth.cli.common import (
+    DEVICE,
+    console,
+    out,
+    pipeline_corpus,
+    refuse_given,
+    refuse_misplaced_corpus_options,
+    workspace,
+)
 from sleuth.cli.render import hits_json, hits_table
 from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings
 from sleuth.corpus.model import Query
@@ -34,6 +42,7 @@ def search(
 ) -> None:
     """Search a corpus or an index and print the top k results."""
     check_query(Query("", query))  # before any index is read or built: an empty query costs nothing
+    refuse_misplaced_corpus_options(ctx, splitter)
     if index is not None:
         refuse_given(ctx, ("corpus", "fmt", "field", "splitter", "window_words", "pipeline", "settings"),
                      "--index searches an index folder")

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from sleuth.cli import corpus_options
-from sleuth.cli.common import DEVICE, console, pipeline_corpus, refuse_given, workspace
+from sleuth.cli.common import DEVICE, console, pipeline_corpus, refuse_given, refuse_misplaced_corpus_options, workspace
 from sleuth.cli.stage_settings import SETTINGS, parse_settings
 from sleuth.errors import ConfigError, MissingExtraError
 from sleuth.service.admin import ENV_VAR
@@ -96,6 +96,7 @@ def serve(
     settings: list[str] | None = SETTINGS,
 ) -> None:
     """Serve search over HTTP; the first pipeline or index is the default."""
+    refuse_misplaced_corpus_options(ctx, splitter)
     if ray_address is None:  # before: ignored without a word
         refuse_given(ctx, ("actor_cpus",), "without --ray-address no shard actor is started")
     from sleuth.index.manifest import current_generation, read_manifest

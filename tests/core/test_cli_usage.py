@@ -53,6 +53,33 @@ def test_usage_errors_are_one_line(sleuth, args, fragment):
     one_line_error(sleuth(*args), fragment)
 
 
+@pytest.mark.parametrize("args", [
+    ["search", "vitamin", "--window-words", "50"],
+    ["retrieve", "topics.tsv", "--out", "unused.trec", "--window-words", "50"],
+    ["eval", "--window-words", "50"],
+    ["serve", "--window-words", "50"],
+    ["index", "--kind", "bm25", "--out", "unused", "--window-words", "50"],
+])
+def test_window_words_without_the_window_splitter_is_refused_everywhere(sleuth, args):
+    """Before: search, retrieve, eval and serve ignored --window-words without --splitter window (index refused
+    it); "options that do not apply are refused, not ignored"."""
+    one_line_error(sleuth(*args), "only --splitter window cuts word windows", "--window-words does not apply")
+
+
+def test_split_without_a_beir_folder_and_rrf_k_of_a_weighted_fusion_are_refused(sleuth, tmp_path):
+    """Before, each was ignored (exit 0): --split beside TREC topics or run files, --rrf-k beside --method weighted
+    (the same fused file with or without it)."""
+    topics, run = tmp_path / "topics.tsv", tmp_path / "a.trec"
+    topics.write_text("1\tvitamin d\n", encoding="utf-8")
+    run.write_text("1 Q0 d1 1 2.0 x\n1 Q0 d2 2 1.0 x\n", encoding="utf-8")
+    split = "--split picks the qrels split of a BEIR folder, and none is read here: --split does not apply"
+    one_line_error(sleuth("retrieve", topics, "--out", tmp_path / "r.trec", "--split", "test"), split)
+    one_line_error(sleuth("eval", "--run", run, "--qrels", tmp_path / "qrels.txt", "--split", "dev"), split)
+    one_line_error(sleuth("fuse", run, run, "--method", "weighted", "--rrf-k", "10", "--out", tmp_path / "f.trec"),
+                   "--method weighted sums normalised scores (no reciprocal ranks): --rrf-k does not apply")
+    assert not (tmp_path / "r.trec").exists() and not (tmp_path / "f.trec").exists()
+
+
 def test_bare_sleuth_prints_help(sleuth):
     for args in ([], ["dhr"]):
         result = sleuth(*args)
