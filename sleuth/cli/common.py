@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 import typer
@@ -65,6 +66,12 @@ def refuse_misplaced_corpus_options(ctx: typer.Context, splitter: str, split_rea
         refuse_given(ctx, ("window_words",), f"only --splitter window cuts word windows (this is --splitter {splitter})")
     if not split_read:
         refuse_given(ctx, ("split",), "--split picks the qrels split of a BEIR folder, and none is read here")
+
+
+def first_untaken(candidates: Iterable[str], taken: Collection[str]) -> str | None:
+    """The first of ``candidates`` (a row's name: a file's stem, then longer forms of its path) that ``taken`` does
+    not hold, None when it holds every one (the same file given twice)."""
+    return next((candidate for candidate in candidates if candidate not in taken), None)
 
 
 def show_progress() -> bool:

@@ -15,6 +15,7 @@ from sleuth.cli.common import (
     build_note,
     console,
     corpus_source,
+    first_untaken,
     note_bundled,
     out,
     refuse_given,
@@ -351,8 +352,7 @@ def table_names(config_names: list[str], names: list[str], indexes: list[Path],
         if not titles[-1]:
             raise ConfigError(f"two pipelines are named '{own}'; give them distinct names")
     for path in indexes:
-        titles.append(next((title for title in (path.name, str(path), str(path.resolve())) if title not in titles),
-                           ""))
+        titles.append(first_untaken((path.name, str(path), str(path.resolve())), titles) or "")
         if not titles[-1]:
             raise ConfigError(f"--index {path} has the name of another pipeline evaluated")
     for name in run_names or []:

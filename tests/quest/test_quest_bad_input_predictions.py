@@ -67,3 +67,22 @@ def test_eval_still_scores_good_predictions(sleuth, gold, gold_rows, tmp_path):
     report = json.loads(sleuth("quest", "eval", gold, "--predictions", predictions, "--json").stdout)["pred"]
     assert report["overall"]["F1"] == 1.0 and report["overall"]["MRecall@20"] == 1.0
     assert report["count"]["overall"] == 3
+
+
+def test_two_prediction_files_of_one_name_are_two_rows(sleuth, gold, gold_rows, tmp_path):
+    """Before: rows were keyed by file stem, so runA/pred.jsonl and runB/pred.jsonl gave one row, runB's, exit 0;
+    now each keeps a row (named by its folder), and a file given twice is refused. And the note on unpredicted
+    queries blamed --domain when --domain was given."""
+    (tmp_path / "runA").mkdir()
+    (tmp_path / "runB").mkdir()
+    perfect = write_rows(tmp_path / "runA" / "pred.jsonl", perfect_predictions(gold_rows))
+    one = write_rows(tmp_path / "runB" / "pred.jsonl", perfect_predictions(gold_rows)[:1])
+    result = sleuth("quest", "eval", gold, "--predictions", perfect, "--predictions", one, "--json",
+                    "--domain", gold_rows[0]["metadata"]["domain"])
+    assert result.returncode == 0, result.stderr
+    reports = json.loads(result.stdout)
+    assert set(reports) == {"pred", "runB/pred"}
+    assert reports["pred"]["overall"]["F1"] == 1.0 and reports["runB/pred"]["overall"]["F1"] < 1.0
+    assert "predicted with --max-queries, or for other domains or queries" in result.stderr
+    one_line_error(sleuth("quest", "eval", gold, "--predictions", perfect, "--predictions", perfect),
+                   f"--predictions {perfect} is given twice")

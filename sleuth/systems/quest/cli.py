@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from sleuth.cli.common import DEVICE, console, out
+from sleuth.cli.common import DEVICE, console, first_untaken, out
 from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings
 from sleuth.errors import ConfigError, InputError
 from sleuth.overwrite import refuse_overwriting_inputs
@@ -109,8 +109,13 @@ def eval_command(
     if by not in (None, "template", "domain"):
         raise ConfigError(f"--by must be 'template' or 'domain', got '{by}'")
     task = load_task(gold, domain)
-    reports = {}
+    reports: dict[str, dict] = {}
+    if len({path.resolve() for path in predictions}) < len(predictions):
+        twice = next(path for i, path in enumerate(predictions) if path.resolve() in
+                     {other.resolve() for other in predictions[:i]})
+        raise ConfigError(f"--predictions {twice} is given twice")
     for path in predictions:
+        label = first_untaken((path.stem, f"{path.parent.name}/{path.stem}", str(path)), reports) or str(path.resolve())
         read = read_quest_predictions(path, id_prefix=id_prefix)
         predicted = joined_predictions(task, read, path, gold)
         if len(predicted) < len(read):
@@ -118,11 +123,13 @@ def eval_command(
                           f"queries not in {gold}; they are not scored")
         sets = {qid: q.metadata.get("docs") or [] for qid, q in predicted.items()}
         rankings = {qid: q.metadata.get("ranking") or q.metadata.get("docs") or [] for qid, q in predicted.items()}
-        reports[path.stem] = evaluate(task, sets, rankings)
+        reports[label] = evaluate(task, sets, rankings)  # before: by stem, so runA/pred and runB/pred gave one row
         unpredicted = len(task.queries) - len(predicted)
         if unpredicted:  # before: averaged in as zeros without a word (a --domain predict against all of val)
+            why = "--domain scores only some domains' queries" if not domain else \
+                "predicted with --max-queries, or for other domains or queries"
             console.print(f"note: {path}: {unpredicted:,} of the {len(task.queries):,} gold queries have no prediction "
-                          "and score as empty sets (--domain scores only some domains' queries)")
+                          f"and score as empty sets ({why})")
     if as_json:
         print(json.dumps(reports, indent=2))
         return
