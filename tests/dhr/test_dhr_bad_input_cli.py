@@ -142,3 +142,17 @@ def test_a_hierarchical_index_is_searched_through_dhr_without_the_bundled_corpus
     done = sleuth("search", "who", "--pipeline", "dhr", "--set", f"dhr.index={index}", "-k", "2", "--json")
     assert done.returncode == 0, done.stderr
     assert "bundled" not in done.stderr and len(json.loads(done.stdout)["hits"]) == 2
+
+
+@pytest.mark.parametrize("command", [["compare", "--split", "all"], ["tune", "--split", "all"], ["train", "--out", "unused-dhr-run"]])
+def test_dhr_commands_take_the_corpus_field_mapping(sleuth, tmp_path, command):
+    """Before: a JSONL corpus with its text under another key was refused with "name the text key with --field
+    text=KEY", and `--field` was "No such option" for dhr compare, tune and train; it now reaches the reader (here
+    a wrong key, named before any encoder loads)."""
+    corpus, questions = tmp_path / "corpus.jsonl", tmp_path / "questions.jsonl"
+    corpus.write_text(json.dumps({"id": "p1", "title": "Goldfish", "body": "Goldfish grow all their lives."}) + "\n",
+                      encoding="utf-8")
+    questions.write_text(json.dumps({"id": "q1", "question": "do goldfish grow", "answers": ["lives"]}) + "\n",
+                         encoding="utf-8")
+    one_line_error(sleuth("dhr", *command[:1], "--corpus", corpus, "--field", "text=bdy", "--questions", questions,
+                          *command[1:]), "field 'bdy': missing (the record's keys: body, id, title)")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, console, corpus_source, non_negative_number, out, workspace
 from sleuth.corpus.model import Query
 from sleuth.errors import ConfigError, InputError
@@ -93,13 +94,14 @@ class Setup:
 
     def __init__(self, corpus: Path, fmt: str | None, splitter: str, grouping: str | None, index: Path | None,
                  document_encoder: str | None, passage_encoder: str | None, factory: str | None,
-                 separator: str | None, device: str, distractors: list[Path] | None = None):
+                 separator: str | None, device: str, distractors: list[Path] | None = None,
+                 field: list[str] | None = None):
         from sleuth.index.dense import VectorSearch
         from sleuth.models.registry import encoder_from_spec
         from sleuth.pipelines.mixed_source import with_distractors
         from sleuth.systems.dhr.builders import HierarchySource, hierarchical_index
 
-        self.source = with_distractors(corpus_source(corpus, fmt, None, splitter), distractors)
+        self.source = with_distractors(corpus_source(corpus, fmt, field, splitter), distractors)
         self.ws = workspace(self.source, device)
         build = {"document_encoder": document_encoder, "passage_encoder": passage_encoder, "separator": separator,
                  "grouping": grouping}
@@ -145,6 +147,7 @@ INDEX = typer.Option(None, help="A hierarchical index directory (e.g. <train out
 def compare_command(
     corpus: Path = CORPUS, questions: Path = QUESTIONS, index: Path | None = INDEX,
     fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    field: corpus_options.Fields = None,
     splitter: str = typer.Option("none", help="none | sections."),
     grouping: str | None = typer.Option(None, help="auto | title | document (default auto; building only)."),
     document_encoder: str | None = typer.Option(None, help="Document encoder (name or path) when building the index "
@@ -175,7 +178,7 @@ def compare_command(
     ks = sorted(set(top_k or DEFAULT_KS))
     chosen = select_questions(questions, split, dev_fraction, seed, max_queries)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
-                  device)
+                  device, field=field)
     comparison = compare(setup, chosen, k1, lam, ks, flat_encoder)
     about = (f"{len(chosen)} {split} questions; document encoder {setup.index.document_encoder_spec['name']}, "
              f"passage encoder {setup.index.passage_encoder_spec['name']}")
@@ -194,7 +197,8 @@ def compare_command(
 
 def tune_command(
     corpus: Path = CORPUS, questions: Path = QUESTIONS, index: Path | None = INDEX,
-    fmt: str | None = typer.Option(None, "--format"), splitter: str = typer.Option("none"),
+    fmt: str | None = typer.Option(None, "--format"), field: corpus_options.Fields = None,
+    splitter: str = typer.Option("none"),
     grouping: str | None = typer.Option(None), document_encoder: str | None = typer.Option(None),
     passage_encoder: str | None = typer.Option(None), factory: str | None = typer.Option(None),
     separator: str | None = typer.Option(None),
@@ -219,7 +223,7 @@ def tune_command(
     check_index_options(index, grouping, document_encoder, passage_encoder, factory, separator, distractors)
     chosen = select_questions(questions, split, dev_fraction, seed, max_queries)
     setup = Setup(corpus, fmt, splitter, grouping, index, document_encoder, passage_encoder, factory, separator,
-                  device, distractors)
+                  device, distractors, field)
     name = f"Top-{metric_k}"
     if search == "lambda":
         from sleuth.systems.dhr.lambda_search import rerank_with_lambda, search_lambda

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from sleuth.cli import corpus_options
 from sleuth.cli.common import DEVICE, console, corpus_source, positive_number
 from sleuth.errors import ConfigError
 from sleuth.overwrite import refuse_overwriting_inputs
@@ -73,6 +74,7 @@ def train_dhr_command(
                                        "earlier run there is replaced once this one has finished, and kept if "
                                        "it fails or is stopped; its indexes name the encoders by absolute path)."),
     fmt: str | None = typer.Option(None, "--format", help="Corpus reader (default: detected)."),
+    field: corpus_options.Fields = None,
     splitter: str = typer.Option("none", help="none | sections (DHR's section-aware split for structured corpora)."),
     grouping: str = typer.Option("auto", help="auto | title | document: how passages form documents."),
     document_model: str = typer.Option("minilm", help="Base model of the document encoder (name or path)."),
@@ -130,7 +132,7 @@ def train_dhr_command(
     refuse_overwriting_inputs(out, [corpus, *questions, *(distractors or []),
                                     train_articles if train_articles and Path(train_articles).is_file() else None],
                               folder=True)
-    source = with_distractors(corpus_source(corpus, fmt, None, splitter), distractors)
+    source = with_distractors(corpus_source(corpus, fmt, field, splitter), distractors)
     query_list, articles = training_questions(questions, train_articles)
     groups = documents_to_groups(source.documents(), source.splitter, grouping)
     settings = DHRTrainingSettings(document_model=document_model, passage_model=passage_model, rounds=rounds,
