@@ -63,7 +63,8 @@ def refuse_misplaced_corpus_options(ctx: typer.Context, splitter: str, split_rea
     window`` (before: ignored by search, retrieve, eval and serve; index refused it), ``--split`` where no BEIR folder
     is read (``split_read`` False: TREC topics, run files)."""
     if splitter != "window":
-        refuse_given(ctx, ("window_words",), f"only --splitter window cuts word windows (this is --splitter {splitter})")
+        refuse_given(ctx, ("window_words",),
+                     f"only --splitter window cuts word windows (this is --splitter {splitter})")
     if not split_read:
         refuse_given(ctx, ("split",), "--split picks the qrels split of a BEIR folder, and none is read here")
 
@@ -79,18 +80,22 @@ def show_progress() -> bool:
     return True
 
 
-def note_bundled(corpus: object | None, what: str = "searching") -> None:
-    """Say on stderr that the bundled SciFact is used when no ``--corpus`` was given (``corpus`` None)."""
+def note_bundled(corpus: object | None, what: str = "searching", option: str = "--corpus") -> None:
+    """Say on stderr that the bundled SciFact is used when no corpus was given (``corpus`` None) and how to give one
+    (``option``: ``--corpus``, or ``sleuth index``'s argument)."""
     if corpus is None:
-        console.print(f"note: no --corpus given: {what} the bundled BEIR SciFact corpus (5,183 abstracts); "
-                      "--corpus FILE_OR_FOLDER for your own", highlight=False, soft_wrap=True)
+        missing = option if option.startswith("--") else "corpus"
+        console.print(f"note: no {missing} given: {what} the bundled BEIR SciFact corpus (5,183 abstracts); {option} "
+                      "FILE_OR_FOLDER for your own", highlight=False, soft_wrap=True)
 
 
-def build_note(built: dict[str, float]) -> str:
+def build_note(built: dict[str, float], reads_indexes: bool = True) -> str:
     """The line on index building (under ``sleuth eval``'s table, after ``sleuth retrieve``'s summary): ``built 2
-    indexes in 7 min 20 s (bm25-…: 3.1 s, dense-…: 7 min 17 s)`` or that none was built."""
+    indexes in 7 min 20 s (bm25-…: 3.1 s, dense-…: 7 min 17 s)``, that none was built, or (``reads_indexes``
+    False: run files alone) that none is read."""
     if not built:
-        return "no index built by this run (loaded from the cache or --index)"
+        return "no index built by this run (loaded from the cache or --index)" if reads_indexes else \
+            "no index read: run files only"
     each = ", ".join(f"{key}: {format_duration(seconds)}" for key, seconds in built.items())
     return (f"built {len(built)} index{'es' if len(built) > 1 else ''} in {format_duration(sum(built.values()))} "
             f"({each})")

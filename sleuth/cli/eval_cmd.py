@@ -162,8 +162,8 @@ def eval_command(
     field: corpus_options.Fields = None,
     splitter: corpus_options.Splitter = "none",
     window_words: corpus_options.WindowWords = 100,
-    pipeline: list[str] | None = typer.Option(None, help="Pipeline (repeatable): built-in name or YAML file; "
-                                                            "the first is the baseline."),
+    pipeline: list[str] | None = typer.Option(None, help="Pipeline (repeatable): built-in name, YAML file or "
+                                                            "stage name; the first is the baseline."),
     metric: list[str] | None = typer.Option(None, help="IR measure (repeatable), e.g. nDCG@10, R@100, RR, AP; "
                                                          "trec_eval's names too (map, ndcg_cut_10)."),
     top_k: list[int] | None = typer.Option(None, "--top-k", min=1, help="Answer accuracy cut-offs (repeatable)."),
@@ -426,7 +426,7 @@ def report(stages: dict, task: Task, options: ReportOptions, build_seconds: dict
         print(json.dumps({**result.to_dict(include_per_query=False), "index_build_seconds": built}))
     else:
         out.print(result.to_table())
-        out.print(Text(build_note(built)))
+        out.print(Text(build_note(built, not all(isinstance(stage, RunFile) for stage in stages.values()))))
     if options.per_query is not None:  # after the table, as the run files
         result.save_per_query(options.per_query)
     if options.runs_dir is not None:  # after the table: a run file that cannot be written loses no result

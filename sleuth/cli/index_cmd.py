@@ -14,6 +14,7 @@ from sleuth.cli.common import (
     DEVICE,
     console,
     corpus_source,
+    note_bundled,
     positive_number,
     refuse_given,
     refuse_misplaced_corpus_options,
@@ -74,7 +75,10 @@ def index(
     --out must be new, empty or a sleuth index (else --force); an index changed by `sleuth update` needs --force."""
     if kind not in KINDS:
         raise ConfigError(f"--kind must be one of {', '.join(KINDS)}, got '{kind}'")
-    refuse_misplaced(ctx, kind, splitter, ray_address)
+    refuse_misplaced(ctx, kind, splitter, ray_address, shards)
+    params = BM25Params(method=method, k1=k1, b=b)  # checked before anything is read or said
+    analyzer = Analyzer(stopwords=None if stopwords == "none" else stopwords,
+                        stemmer=None if stemmer == "none" else stemmer, pattern=token_pattern)
     source = with_distractors(corpus_source(corpus, fmt, field, splitter, window_words), distractors)
     inputs = [source.path, *(distractors or [])]
     with contextlib.ExitStack() as locks:  # held from the check to the commit: no update lands in between
@@ -84,12 +88,17 @@ def index(
                 if is_index_directory(target.absolute()):
                     locks.enter_context(index_lock(target))
                     check_build_target(target, force, keep=inputs)  # again: an update may have just landed
-        build(source, kind, out, device, method, k1, b, stemmer, stopwords, token_pattern, encoder, factory, shards,
-              ray_address, ray_workers, actor_cpus)
+        build(source, kind, out, device, params, analyzer, encoder, factory, shards, ray_address, ray_workers,
+              actor_cpus)
+    note_bundled(corpus, "indexed", "sleuth index")  # after the build: a refusal stays one line
 
 
-def refuse_misplaced(ctx: typer.Context, kind: str, splitter: str, ray_address: str | None) -> None:
+def refuse_misplaced(ctx: typer.Context, kind: str, splitter: str, ray_address: str | None,
+                     shards: int | None = None) -> None:
     """A ConfigError naming the options given for what this build does not do (rather than ignoring them)."""
+    if ray_address is not None and (shards or 1) < 2:  # before a Ray session starts
+        raise ConfigError(f"--ray-address builds the shards of a sharded index in parallel: give --shards 2 or more "
+                          f"(got {shards or 1}; one shard builds in process: leave out --ray-address)")
     refuse_misplaced_corpus_options(ctx, splitter)
     if kind == "bm25":
         refuse_given(ctx, DENSE_OPTIONS, "--kind bm25 builds no dense index")
@@ -119,14 +128,11 @@ def note_left_out(source: CorpusSource) -> None:
         source.documents_left_out = 0
 
 
-def build(source: CorpusSource, kind: str, out: Path | None, device: str, method: str, k1: float, b: float,
-          stemmer: str, stopwords: str, token_pattern: str, encoder: str, factory: str, shards: int | None,
-          ray_address: str | None, ray_workers: int, actor_cpus: float) -> None:
+def build(source: CorpusSource, kind: str, out: Path | None, device: str, params: BM25Params, analyzer: Analyzer,
+          encoder: str, factory: str, shards: int | None, ray_address: str | None, ray_workers: int,
+          actor_cpus: float) -> None:
     """Build the indexes ``index`` asks for (its targets checked and locked)."""
     ws = workspace(source, device)
-    params = BM25Params(method=method, k1=k1, b=b)
-    analyzer = Analyzer(stopwords=None if stopwords == "none" else stopwords,
-                        stemmer=None if stemmer == "none" else stemmer, pattern=token_pattern)
     if shards is not None or ray_address is not None:
         build_sharded(source, ws, kind, out, 1 if shards is None else shards, params, analyzer, encoder, factory,
                       device, ray_address, ray_workers, actor_cpus)
@@ -194,9 +200,6 @@ def build_sharded(source: CorpusSource, ws: Workspace, kind: str, out: Path | No
         from sleuth.scale.ray_build import RayOptions, build_bm25_on_ray, build_dense_on_ray
         from sleuth.scale.session import ray_session
 
-        if shards < 2:  # before a Ray session starts
-            raise ConfigError(f"--ray-address builds the shards of a sharded index in parallel: give --shards 2 or "
-                              f"more (got {shards}; one shard builds in process: leave out --ray-address)")
         options = RayOptions(workers=ray_workers, actor_cpus=actor_cpus)
         session = ray_session(ray_address)
     with session:

@@ -46,7 +46,7 @@ def retrieve(
     splitter: corpus_options.Splitter = "none",
     window_words: corpus_options.WindowWords = 100,
     distractors: corpus_options.Distractors = None,
-    pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
+    pipeline: str = typer.Option("bm25", help="Built-in pipeline name, YAML file or stage name (its keys from --set)."),
     index: Path | None = typer.Option(None, help="Search this index folder directly (instead of a corpus and "
                                                  "--pipeline)."),
     k: int = typer.Option(1000, "-k", "--hits", min=1, help="Results per query written (at most what the "

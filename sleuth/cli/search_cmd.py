@@ -32,7 +32,7 @@ def search(
     field: corpus_options.Fields = None,
     splitter: corpus_options.Splitter = "none",
     window_words: corpus_options.WindowWords = 100,
-    pipeline: str = typer.Option("bm25", help="Built-in pipeline name or YAML file."),
+    pipeline: str = typer.Option("bm25", help="Built-in pipeline name, YAML file or stage name (its keys from --set)."),
     index: Path | None = typer.Option(None, help="Search this index folder directly (instead of a corpus and "
                                                  "--pipeline)."),
     k: int = typer.Option(10, "-k", "--hits", min=1, help="How many results to show."),

@@ -55,7 +55,8 @@ def serve(
     field: corpus_options.Fields = None,
     splitter: corpus_options.Splitter = "none",
     window_words: corpus_options.WindowWords = 100,
-    pipeline: list[str] | None = typer.Option(None, help="Pipeline to serve (repeatable): built-in or YAML. Default: "
+    pipeline: list[str] | None = typer.Option(None, help="Pipeline to serve (repeatable): built-in, YAML or stage "
+                                                         "name. Default: "
                                                          "bm25; on the bundled SciFact: every built-in pipeline. All "
                                                          "build in the background, the first (the default) first; "
                                                          "GET /ready is 200 once it is built, GET /pipelines gives "

@@ -56,6 +56,8 @@ def load_beir(directory: str | Path, split: str = "train") -> BeirDataset:
     Qrels naming a query that is missing from queries.jsonl raise InputError.
     """
     directory = Path(directory)
+    if not directory.exists():  # before: "not a BEIR folder" for a path that is not there at all
+        raise InputError("not found (a BEIR folder: corpus.jsonl, queries.jsonl, qrels/)", path=directory)
     if not directory.is_dir():
         raise InputError("not a BEIR folder (expected corpus.jsonl, queries.jsonl, qrels/)", path=directory)
     qrels_path = find_split(directory, split)

@@ -238,12 +238,19 @@ def check_entries(entries: list[Any], where: str, has_input: bool = False) -> No
     gives the entries candidates)."""
     for i, entry in enumerate(entries, start=1):
         name, params = parse_entry(entry, f"{where}, stage {i}")
-        if name in NEEDS_CANDIDATES and i == 1 and not has_input:  # before: a cutoff gave every query no hits
-            raise ConfigError(f"{where}, stage 1 '{name}': {'cuts' if name == 'cutoff' else 'works on'} the ranking "
-                              "of an earlier stage, so it cannot come first")
+        if i == 1 and not has_input:
+            refuse_first(name, where)
         for j, branch in enumerate(params.get("branches", []) if name == "fuse" else [], start=1):
             check_entries(branch if isinstance(branch, list) else [branch], f"{where}, stage {i}, branch {j}",
                           has_input or i > 1)
+
+
+def refuse_first(name: str, where: str) -> None:
+    """A ConfigError where stage ``name`` comes first in ``where`` but works on an earlier stage's ranking (a
+    ``cutoff``, a reranker, a classifier; before: a cutoff gave every query no hits)."""
+    if name in NEEDS_CANDIDATES:
+        raise ConfigError(f"{where}, stage 1 '{name}': {'cuts' if name == 'cutoff' else 'works on'} the ranking of "
+                          "an earlier stage, so it cannot come first")
 
 
 def reads_corpus(entries: list[Any]) -> bool:
@@ -262,6 +269,9 @@ def validate_pipeline(source: str | Path, stage_keys: dict[str, dict[str, Any]] 
     built-in, a YAML file or a stage name; ``stage_keys`` set; checked whole, nothing built), and a first stage that
     works on an earlier ranking (``--pipeline cutoff``, a reranker, a classifier) refused, as nothing comes before
     it."""
+    load_stage_modules()
+    if isinstance(source, str) and source in STAGES and source not in builtin_pipelines():
+        refuse_first(source, f"pipeline '{source}'")  # before its keys: `--pipeline cutoff` said "missing key 'k'"
     config = pipeline_config(source, stage_keys)
     check_entries(config["stages"], config["_where"])
     return config

@@ -80,6 +80,24 @@ def test_split_without_a_beir_folder_and_rrf_k_of_a_weighted_fusion_are_refused(
     assert not (tmp_path / "r.trec").exists() and not (tmp_path / "f.trec").exists()
 
 
+def test_first_messages_name_the_real_problem(sleuth, tmp_path):
+    """Before: `--pipeline cutoff` said "missing key 'k'" and, with k set, that it cannot come first; a dataset path
+    that is not there was "not a BEIR folder"; an eval of run files alone said "no index built by this run (loaded
+    from the cache or --index)"; `sleuth index` with no corpus said nothing of the bundled SciFact."""
+    one_line_error(sleuth("eval", "--pipeline", "cutoff"), "'cutoff': cuts the ranking of an earlier stage, so it "
+                                                           "cannot come first")
+    one_line_error(sleuth("eval", tmp_path / "arguana"), f"{tmp_path / 'arguana'}: not found (a BEIR folder")
+    run, qrels = tmp_path / "a.trec", tmp_path / "qrels.txt"
+    run.write_text("1 Q0 d1 1 2.0 x\n", encoding="utf-8")
+    qrels.write_text("1 0 d1 1\n", encoding="utf-8")
+    result = sleuth("eval", "--run", run, "--qrels", qrels, "--metric", "RR")
+    assert result.returncode == 0, result.stderr
+    assert "no index read: run files only" in result.stdout and "no index built" not in result.stdout
+    result = sleuth("index", "--kind", "bm25", "--out", tmp_path / "bundled", env={"SLEUTH_HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    assert "no corpus given: indexed the bundled BEIR SciFact corpus" in " ".join(result.stderr.split())
+
+
 def test_bare_sleuth_prints_help(sleuth):
     for args in ([], ["dhr"]):
         result = sleuth(*args)

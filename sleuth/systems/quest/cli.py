@@ -45,7 +45,8 @@ def corpus_command(
 def predict_command(
     examples: Path = typer.Argument(..., help="QUEST examples to answer (query; gold docs are not read)."),
     documents: Path = typer.Option(..., help="QUEST corpus documents.jsonl (real or proxy)."),
-    pipeline: str = typer.Option("quest-dense-classify", help="Built-in pipeline name or YAML file (the default "
+    pipeline: str = typer.Option("quest-dense-classify", help="Built-in pipeline name, YAML file or stage name (the "
+                                                             "default "
                                                              "was chosen on val's tuning half; quest-bm25-classify "
                                                              "needs no dense index)."),
     out_path: Path = typer.Option(..., "--out", help="Predictions file (QUEST example format, with ids)."),
