@@ -256,6 +256,7 @@ def test_checkpoints_outside_the_schedule_are_refused():
 
 @pytest.mark.parametrize("args, message", [
     (["--questions", "/nonexistent/dev.json"], "questions file not found: /nonexistent/dev.json"),
+    (["--questions", "/"], "questions file is a folder; give a file: /"),  # before: "not found" for a folder
     (["--model", "/nonexistent/model"], "model directory not found: /nonexistent/model"),
     (["--chain", "nq"], "unknown chain 'nq'"),
 ])

@@ -113,3 +113,12 @@ def test_eval_refuses_options_that_would_be_ignored_or_misread(scifact, sleuth, 
     line = one_line_error(sleuth("privacy", "eval", "--queries", scifact["queries"], *effectiveness, *args,
                                  "-n", 2, "--max-queries", 1, "--paper", "none"))
     assert message in line, line
+
+
+def test_eval_names_a_queries_file_that_gives_no_queries(sleuth, data_dir):
+    """Before: "error: no queries to evaluate", naming neither the file nor why (a TREC document file beside the
+    topics is an easy mistake: Vaswani's doc-text.trec and query-text.trec)."""
+    documents = data_dir / "vaswani" / "doc-text.trec"
+    one_line_error(sleuth("privacy", "eval", "--queries", documents, "--mechanism", "cmp", "--epsilon", "6.25",
+                          "-n", 2, "--paper", "none"),
+                   f"--queries {documents}: no queries read (TREC topics or BEIR queries.jsonl")

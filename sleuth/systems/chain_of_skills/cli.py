@@ -83,8 +83,9 @@ def cos_eval_command(
     from sleuth.systems.chain_of_skills.model import SHIPPED_MODEL, UNTRAINED, model_path
 
     for file in (*questions, *distractors):
-        if not file.is_file():
-            raise ConfigError(f"{'questions' if file in questions else 'distractors'} file not found: {file}")
+        if not file.is_file():  # before: a folder was "not found" too
+            raise ConfigError(f"{'questions' if file in questions else 'distractors'} file "
+                              f"{'is a folder; give a file' if file.is_dir() else 'not found'}: {file}")
     if part not in PARTS:
         raise ConfigError(f"--part must be one of {', '.join(PARTS)}, got '{part}'")
     if distractors and not pooled:

@@ -236,8 +236,9 @@ def check_options(data: TrainingData, architecture: ModelOptions, training: Trai
             raise ConfigError(f"{option} needs {option.removesuffix('-corpus').removesuffix('-questions')}")
     for path in (*data.hotpotqa, *data.hotpotqa_corpus, *data.twowiki, data.musique, data.musique_corpus, data.nq_questions,
                  data.nq_corpus, data.squad, data.ottqa_questions, *data.wikipedia):
-        if path is not None and not path.is_file():
-            raise ConfigError(f"training data file not found: {path}")
+        if path is not None and not path.is_file():  # before: a folder was "not found" too
+            raise ConfigError(f"training data file {'is a folder; give a file' if path.is_dir() else 'not found'}: "
+                              f"{path}")
     if data.ottqa is not None and not data.ottqa.is_dir():
         raise ConfigError(f"OTT-QA folder not found: {data.ottqa}")
     if architecture.route and (architecture.model != "minilm" or architecture.variant == "none"):

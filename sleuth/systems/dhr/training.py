@@ -196,7 +196,9 @@ def train_rounds(out: Path, corpus: DHRCorpus, items: list[LabelledQuestion], de
             "dev": dev}
         report["rounds"].append(entry)
         log(f"round {round_number}: document loss {entry['document_loss'][0]:.3f} -> {entry['document_loss'][1]:.3f}, "
-            f"passage loss {entry['passage_loss'][0]:.3f} -> {entry['passage_loss'][1]:.3f}; dev: {format_accuracy(dev)}")
+            f"passage loss {entry['passage_loss'][0]:.3f} -> {entry['passage_loss'][1]:.3f}"
+            + (f"; dev: {format_accuracy(dev)}" if dev else
+               f"; no dev evaluation{'' if settings.index_rounds else ' (--no-index)'}"))
         atomic_write_text(out / "report.json", json.dumps(report, indent=1) + "\n")
     return report
 

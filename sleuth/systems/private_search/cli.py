@@ -323,8 +323,10 @@ def eval_privacy(
         judged = read_qrels(qrels)
         query_list = [q for q in query_list if q.id in judged]
     query_list = query_list[:max_queries] if max_queries else query_list
-    if not query_list:
-        raise ConfigError("no queries to evaluate")
+    if not query_list:  # before: "no queries to evaluate", naming neither the file nor why
+        raise ConfigError(f"--queries {queries_path}: no queries read"
+                          + (f" that {qrels} judges" if qrels is not None else " (TREC topics or BEIR queries.jsonl; a "
+                             "document file read as topics gives none)"))
     if qrels is not None:
         judged = {q.id: judged[q.id] for q in query_list}
     words = corpus_words(corpus, fmt) if vocabulary == "collection" and corpus is not None else None
