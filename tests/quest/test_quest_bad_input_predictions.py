@@ -86,3 +86,18 @@ def test_two_prediction_files_of_one_name_are_two_rows(sleuth, gold, gold_rows, 
     assert "predicted with --max-queries, or for other domains or queries" in result.stderr
     one_line_error(sleuth("quest", "eval", gold, "--predictions", perfect, "--predictions", perfect),
                    f"--predictions {perfect} is given twice")
+
+
+def test_a_gold_part_saved_under_another_name_says_how_to_keep_its_ids(sleuth, gold_rows, tmp_path):
+    """A part of val.jsonl saved as valsub.jsonl numbers its queries valsub-0001, ...; predictions of val's ids
+    matched none, and the hint (`--id-prefix valsub`) could not help: the same error came back word for word."""
+    part = write_rows(tmp_path / "valsub.jsonl", gold_rows)
+    predictions = write_rows(tmp_path / "pred.jsonl", perfect_predictions(gold_rows))
+    line = one_line_error(sleuth("quest", "eval", part, "--predictions", predictions))
+    assert "valsub.jsonl numbers its queries by its own name (valsub-0001, ...): to keep val.jsonl's ids " \
+           "(val-0001, ...) in a part of it, save the part as val.jsonl in another folder, or give its rows 'id' " \
+           "fields" in line
+    (tmp_path / "part").mkdir()
+    kept = write_rows(tmp_path / "part" / "val.jsonl", gold_rows)  # as the message says: it scores
+    result = sleuth("quest", "eval", kept, "--predictions", predictions, "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["pred"]["overall"]["F1"] == 1.0

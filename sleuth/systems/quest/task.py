@@ -98,9 +98,13 @@ def joined_predictions(task: QuestTask, predicted: dict[str, Query], path: str |
         # which gave 'val30' for a val30.jsonl whose ids are val-NNNN, and failed again)
         first = task.queries[0].id if task.queries else ""
         prefix = first.rsplit("-", 1)[0] if "-" in first else Path(gold).name.split(".")[0]
+        theirs = unknown[0].rsplit("-", 1)[0] if "-" in unknown[0] else ""
+        renamed = (f"; {Path(gold).name} numbers its queries by its own name ({first}, ...): to keep "
+                   f"{theirs}.jsonl's ids ({unknown[0]}, ...) in a part of it, save the part as {theirs}.jsonl in "
+                   "another folder, or give its rows 'id' fields") if theirs and theirs != prefix else ""
         raise ConfigError(f"{path}: query id '{unknown[0]}' is not in {gold}, nor is any of its {len(unknown)} "
                           f"ids; predictions are joined to gold by id (a file without ids by line: --id-prefix "
-                          f"{prefix} if it lists {Path(gold).name}'s queries in its order)")
+                          f"{prefix} if it lists {Path(gold).name}'s queries in its order){renamed}")
     predicted = {qid: query for qid, query in predicted.items() if qid in texts}
     for qid, query in predicted.items():
         if " ".join(query.text.split()) != " ".join(texts[qid].split()):
