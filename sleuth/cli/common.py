@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 
 import typer
@@ -67,6 +67,11 @@ def refuse_misplaced_corpus_options(ctx: typer.Context, splitter: str, split_rea
                      f"only --splitter window cuts word windows (this is --splitter {splitter})")
     if not split_read:
         refuse_given(ctx, ("split",), "--split picks the qrels split of a BEIR folder, and none is read here")
+
+
+def first_repeat(values: Sequence[object]) -> int | None:
+    """The position of the first value that an earlier one equals (an option given twice), None where all differ."""
+    return next((number for number, value in enumerate(values) if value in values[:number]), None)
 
 
 def first_untaken(candidates: Iterable[str], taken: Collection[str]) -> str | None:

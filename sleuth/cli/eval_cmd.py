@@ -15,6 +15,7 @@ from sleuth.cli.common import (
     build_note,
     console,
     corpus_source,
+    first_repeat,
     first_untaken,
     note_bundled,
     out,
@@ -311,9 +312,8 @@ def check_options(dataset: Path | None, corpus: Path | None, queries: Path | Non
         raise ConfigError("--depth is the number of results per query of an --index folder: it needs --index (a "
                           "pipeline's depth is set in its config)")
     for option, values in (("--pipeline", pipelines), ("--index", [str(path.resolve()) for path in indexes])):
-        twice = next((value for number, value in enumerate(values) if value in values[:number]), None)
-        if twice is not None:
-            raise ConfigError(f"{option} {twice} is given twice: each is evaluated once")
+        if (twice := first_repeat(values)) is not None:
+            raise ConfigError(f"{option} {values[twice]} is given twice: each is evaluated once")
 
 
 def corpus_facts(query_list: list[Query], qrels: Qrels | None, source) -> tuple[dict[str, str], set[str] | None]:

@@ -191,7 +191,7 @@ def pipeline_config(source: str | Path, stage_keys: dict[str, dict[str, Any]] | 
         raise ConfigError(f"a pipeline is named by a built-in name, a YAML file or a stage name, got "
                           f"{type(source).__name__}")
     load_stage_modules()
-    one_stage = str(source) in STAGES and str(source) not in builtin_pipelines()
+    one_stage = names_a_stage(source)
     if one_stage:  # a stage to compose (``bm25 >> ws.pipeline("cutoff", k=2)``): a cutoff gets its ranking then
         config: dict[str, Any] = {"name": str(source), "stages": [{str(source): keys}]}
         where = f"pipeline '{source}'"
@@ -245,6 +245,12 @@ def check_entries(entries: list[Any], where: str, has_input: bool = False) -> No
                           has_input or i > 1)
 
 
+def names_a_stage(source: str | Path) -> bool:
+    """Whether a pipeline ``source`` is a stage's name (that one stage, to compose), not a built-in or a YAML file;
+    call it after :func:`load_stage_modules`."""
+    return str(source) in STAGES and str(source) not in builtin_pipelines()
+
+
 def refuse_first(name: str, where: str) -> None:
     """A ConfigError where stage ``name`` comes first in ``where`` but works on an earlier stage's ranking (a
     ``cutoff``, a reranker, a classifier; before: a cutoff gave every query no hits)."""
@@ -270,8 +276,8 @@ def validate_pipeline(source: str | Path, stage_keys: dict[str, dict[str, Any]] 
     works on an earlier ranking (``--pipeline cutoff``, a reranker, a classifier) refused, as nothing comes before
     it."""
     load_stage_modules()
-    if isinstance(source, str) and source in STAGES and source not in builtin_pipelines():
-        refuse_first(source, f"pipeline '{source}'")  # before its keys: `--pipeline cutoff` said "missing key 'k'"
+    if names_a_stage(source):
+        refuse_first(str(source), f"pipeline '{source}'")  # before its keys: `--pipeline cutoff` said "missing key 'k'"
     config = pipeline_config(source, stage_keys)
     check_entries(config["stages"], config["_where"])
     return config

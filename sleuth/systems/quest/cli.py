@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from sleuth.cli.common import DEVICE, console, first_untaken, out
+from sleuth.cli.common import DEVICE, console, first_repeat, first_untaken, out
 from sleuth.cli.stage_settings import SETTINGS, checked_configs, parse_settings
 from sleuth.errors import ConfigError, InputError
 from sleuth.overwrite import refuse_overwriting_inputs
@@ -111,10 +111,8 @@ def eval_command(
         raise ConfigError(f"--by must be 'template' or 'domain', got '{by}'")
     task = load_task(gold, domain)
     reports: dict[str, dict] = {}
-    if len({path.resolve() for path in predictions}) < len(predictions):
-        twice = next(path for i, path in enumerate(predictions) if path.resolve() in
-                     {other.resolve() for other in predictions[:i]})
-        raise ConfigError(f"--predictions {twice} is given twice")
+    if (twice := first_repeat([path.resolve() for path in predictions])) is not None:
+        raise ConfigError(f"--predictions {predictions[twice]} is given twice")
     for path in predictions:
         label = first_untaken((path.stem, f"{path.parent.name}/{path.stem}", str(path)), reports) or str(path.resolve())
         read = read_quest_predictions(path, id_prefix=id_prefix)
